@@ -1,0 +1,23 @@
+# Finds the system (Debian) packages the framework builds on. See third_party/setup.sh.
+find_package(Threads REQUIRED)
+find_package(Protobuf REQUIRED)
+find_package(Boost 1.74 REQUIRED COMPONENTS context)
+find_package(fmt REQUIRED)
+find_package(yaml-cpp REQUIRED)
+if(TRPC_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(TRPC_BUILD_BENCHMARKS)
+  find_package(benchmark REQUIRED)
+endif()
+
+# protoc's plugin library (for protoc-gen-trpc).
+find_library(TRPC_PROTOC_LIB NAMES protoc)
+
+if(TRPC_USE_TCMALLOC)
+  find_library(TRPC_TCMALLOC_LIB NAMES tcmalloc_minimal tcmalloc)
+  if(NOT TRPC_TCMALLOC_LIB)
+    message(FATAL_ERROR "tcmalloc not found: install libgoogle-perftools-dev or pass -DTRPC_USE_TCMALLOC=OFF")
+  endif()
+  message(STATUS "trpc: linking ${TRPC_TCMALLOC_LIB}")
+endif()

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages this project builds with, if any are missing.
+# Idempotent: prints nothing and touches nothing when everything is present.
+# Usage: third_party/setup.sh [--with-clang]   (clang is needed for fuzz targets only)
+set -euo pipefail
+
+pkgs=(libboost-context-dev libprotobuf-dev protobuf-compiler libprotoc-dev
+      libgoogle-perftools-dev libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev
+      libyaml-cpp-dev cmake ninja-build g++ pkg-config)
+if [ "${1:-}" = "--with-clang" ]; then
+  pkgs+=(clang-14 libclang-rt-14-dev)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "setup: installing ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq >/dev/null
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

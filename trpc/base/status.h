@@ -1,0 +1,72 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace trpc {
+
+/// Framework error codes carried in the `ret` field of a trpc response (docs/protocol.md).
+enum RetCode : int32_t {
+  kSuccess = 0,
+  // Server side.
+  kServerDecodeErr = 1,
+  kServerEncodeErr = 2,
+  kServerNoServiceErr = 11,
+  kServerNoFuncErr = 12,
+  kServerTimeoutErr = 21,
+  kServerOverloadErr = 22,
+  kServerLimitedErr = 23,
+  kServerFullLinkTimeoutErr = 24,
+  kServerSystemErr = 31,
+  kServerAuthErr = 41,
+  kServerValidateErr = 51,
+  // Client side.
+  kClientInvokeTimeoutErr = 101,
+  kClientFullLinkTimeoutErr = 102,
+  kClientConnectErr = 111,
+  kClientEncodeErr = 121,
+  kClientDecodeErr = 122,
+  kClientLimitedErr = 123,
+  kClientOverloadErr = 124,
+  kClientRouterErr = 131,
+  kClientNetworkErr = 141,
+  kClientValidateErr = 151,
+  kClientCanceledErr = 161,
+  kClientReadFrameErr = 171,
+  kUnknownErr = 999,
+};
+
+/// The short name of a framework code ("timeout", "no_func", ...), for logs and metrics.
+std::string_view RetCodeName(int32_t code);
+
+/// Result of a call: a framework code (`ret`), the handler's own code (`func_ret`) and a message.
+/// A status is OK only when both codes are 0. Value type; not thread-safe to mutate concurrently.
+class Status {
+ public:
+  Status() = default;
+  Status(int32_t ret, int32_t func_ret, std::string msg)
+      : ret_(ret), func_ret_(func_ret), msg_(std::move(msg)) {}
+  Status(int32_t ret, std::string msg) : ret_(ret), msg_(std::move(msg)) {}
+
+  bool OK() const { return ret_ == 0 && func_ret_ == 0; }
+  int32_t GetFrameworkRetCode() const { return ret_; }
+  int32_t GetFuncRetCode() const { return func_ret_; }
+  const std::string& ErrorMessage() const { return msg_; }
+
+  void SetFrameworkRetCode(int32_t ret) { ret_ = ret; }
+  void SetFuncRetCode(int32_t func_ret) { func_ret_ = func_ret; }
+  void SetErrorMessage(std::string msg) { msg_ = std::move(msg); }
+
+  /// "ret: 12 (no_func), func_ret: 0, msg: ..." or "OK".
+  std::string ToString() const;
+
+ private:
+  int32_t ret_ = 0;
+  int32_t func_ret_ = 0;
+  std::string msg_;
+};
+
+inline const Status kSuccStatus{};
+
+}  // namespace trpc

@@ -1,0 +1,97 @@
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "trpc/base/chain_buffer.h"
+#include "trpc/transport/frame_codec.h"
+
+namespace google::protobuf {
+class MessageLite;
+}
+
+namespace trpc {
+
+/// Metadata passed along a call chain (trpc's trans_info; HTTP headers later).
+using TransInfo = std::map<std::string, std::string>;
+
+/// A decoded request, independent of the protocol that carried it.
+struct RpcRequest {
+  uint32_t version = 0;
+  uint32_t call_type = 0;  // 0 unary, 1 one-way (no response is sent)
+  uint32_t request_id = 0;
+  uint32_t timeout_ms = 0;  // time the caller still allows; 0 = not given
+  uint32_t message_type = 0;
+  uint32_t content_type = 0;      // 0 protobuf, 2 json, 4 noop (raw bytes)
+  uint32_t content_encoding = 0;  // 0 none
+  std::string caller;
+  std::string callee;
+  std::string func;  // "/package.Service/Method"
+  TransInfo trans_info;
+  ChainBuffer body;
+  ChainBuffer attachment;
+};
+
+/// A response, independent of the protocol that carries it.
+struct RpcResponse {
+  uint32_t version = 0;
+  uint32_t call_type = 0;
+  uint32_t request_id = 0;
+  int32_t ret = 0;       // framework code (base/status.h)
+  int32_t func_ret = 0;  // the handler's own code
+  std::string error_msg;
+  uint32_t message_type = 0;
+  uint32_t content_type = 0;
+  uint32_t content_encoding = 0;
+  TransInfo trans_info;
+  ChainBuffer body;
+  ChainBuffer attachment;
+};
+
+inline constexpr uint32_t kUnaryCall = 0;
+inline constexpr uint32_t kOnewayCall = 1;
+
+/// The server half of a protocol. One instance per listening service; Split/Decode/Encode may
+/// run on many threads at once, so implementations keep no mutable state.
+class ServerCodec : public FrameCodec {
+ public:
+  virtual std::string_view Name() const = 0;
+  /// Decodes one frame cut by Split(). False (with `*err`) means the peer sent garbage: no reply
+  /// is sent and the connection closes.
+  virtual bool DecodeRequest(ChainBuffer&& frame, RpcRequest* req, std::string* err) = 0;
+  /// Appends the encoded response to `out`. The body is `body_msg` serialized if it is non-null,
+  /// else the bytes of `rsp->body` (moved out). False means the response could not be encoded.
+  virtual bool EncodeResponse(RpcResponse* rsp, const google::protobuf::MessageLite* body_msg,
+                              ChainBuffer* out) = 0;
+};
+
+/// The client half of a protocol. Same threading rules as ServerCodec.
+class ClientCodec : public FrameCodec {
+ public:
+  virtual std::string_view Name() const = 0;
+  /// Appends the encoded request to `out`; body as in ServerCodec::EncodeResponse.
+  virtual bool EncodeRequest(RpcRequest* req, const google::protobuf::MessageLite* body_msg,
+                             ChainBuffer* out) = 0;
+  virtual bool DecodeResponse(ChainBuffer&& frame, RpcResponse* rsp, std::string* err) = 0;
+};
+
+/// Protocols register here by name ("trpc", later "http"); server and client look them up by the
+/// `protocol` key of their config. Registration happens during static initialization; lookups
+/// are safe from any thread afterwards.
+class CodecRegistry {
+ public:
+  static CodecRegistry& Instance();
+  void RegisterServer(std::string name, std::shared_ptr<ServerCodec> codec);
+  void RegisterClient(std::string name, std::shared_ptr<ClientCodec> codec);
+  std::shared_ptr<ServerCodec> GetServer(std::string_view name) const;
+  std::shared_ptr<ClientCodec> GetClient(std::string_view name) const;
+
+ private:
+  std::map<std::string, std::shared_ptr<ServerCodec>, std::less<>> server_;
+  std::map<std::string, std::shared_ptr<ClientCodec>, std::less<>> client_;
+};
+
+}  // namespace trpc
