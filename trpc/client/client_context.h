@@ -1,0 +1,59 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "trpc/base/status.h"
+#include "trpc/codec/codec.h"
+#include "trpc/transport/net_address.h"
+
+namespace trpc {
+
+/// The caller's side of one call: what to call, the time it may take, the metadata it carries,
+/// and afterwards the status, the backend that answered and the reply metadata.
+/// Thread contract: one call at a time; do not touch it while an async call is in flight.
+class ClientContext {
+ public:
+  /// Milliseconds the call may take; 0 = the proxy's configured timeout.
+  void SetTimeout(uint32_t ms) { timeout_ms_ = ms; }
+  uint32_t GetTimeout() const { return timeout_ms_; }
+  /// Absolute MonotonicNanos() deadline (0 = none); the earlier of this and the timeout wins.
+  void SetDeadlineNs(int64_t ns) { deadline_ns_ = ns; }
+  int64_t GetDeadlineNs() const { return deadline_ns_; }
+
+  void SetFuncName(std::string func) { func_ = std::move(func); }
+  const std::string& GetFuncName() const { return func_; }
+  void SetCaller(std::string caller) { caller_ = std::move(caller); }
+  const std::string& GetCaller() const { return caller_; }
+
+  void AddReqTransInfo(std::string key, std::string value) {
+    req_trans_info_[std::move(key)] = std::move(value);
+  }
+  const TransInfo& GetReqTransInfo() const { return req_trans_info_; }
+  TransInfo& MutableReqTransInfo() { return req_trans_info_; }
+  const TransInfo& GetRspTransInfo() const { return rsp_trans_info_; }
+  TransInfo& MutableRspTransInfo() { return rsp_trans_info_; }
+
+  const Status& GetStatus() const { return status_; }
+  void SetStatus(Status s) { status_ = std::move(s); }
+  /// The backend the call went to.
+  const NetAddress& GetBackend() const { return backend_; }
+  void SetBackend(const NetAddress& a) { backend_ = a; }
+
+ private:
+  uint32_t timeout_ms_ = 0;
+  int64_t deadline_ns_ = 0;
+  std::string func_;
+  std::string caller_;
+  TransInfo req_trans_info_;
+  TransInfo rsp_trans_info_;
+  Status status_;
+  NetAddress backend_;
+};
+
+using ClientContextPtr = std::shared_ptr<ClientContext>;
+
+inline ClientContextPtr MakeClientContext() { return std::make_shared<ClientContext>(); }
+
+}  // namespace trpc

@@ -1,0 +1,232 @@
+#include "trpc/client/service_proxy.h"
+
+#include <google/protobuf/message_lite.h>
+
+#include <condition_variable>
+#include <latch>
+#include <mutex>
+#include <sstream>
+
+#include "trpc/base/clock.h"
+#include "trpc/base/logging.h"
+#include "trpc/base/zero_copy_stream.h"
+
+namespace trpc {
+
+// One call on its way: the encoded request and what to do with the reply.
+struct ServiceProxy::Call {
+  ChainBuffer request;
+  uint32_t request_id = 0;
+  uint32_t call_type = kUnaryCall;
+  int64_t deadline_ns = 0;
+  size_t backend = 0;
+  ClientContextPtr ctx;
+  google::protobuf::MessageLite* rsp = nullptr;
+  Done done;
+};
+
+ServiceProxy::ServiceProxy(ClientServiceConfig config, ThreadModel* model)
+    : config_(std::move(config)), model_(model), conns_(model->ReactorCount()) {}
+
+ServiceProxy::~ServiceProxy() { Stop(); }
+
+bool ServiceProxy::Init(std::string* err) {
+  codec_ = CodecRegistry::Instance().GetClient(config_.protocol);
+  if (!codec_) {
+    *err = "client " + config_.name + ": unknown protocol '" + config_.protocol + "'";
+    return false;
+  }
+  std::stringstream ss(config_.target);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    NetAddress a;
+    if (!NetAddress::Parse(item, &a)) {
+      *err = "client " + config_.name + ": bad target '" + item + "'";
+      return false;
+    }
+    backends_.push_back(a);
+  }
+  if (backends_.empty()) {
+    *err = "client " + config_.name + ": no target";
+    return false;
+  }
+  for (auto& per_reactor : conns_) per_reactor.resize(backends_.size());
+  return true;
+}
+
+void ServiceProxy::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  std::latch done(static_cast<std::ptrdiff_t>(conns_.size()));
+  for (size_t i = 0; i < conns_.size(); ++i) {
+    model_->GetReactor(i)->RunInLoop([this, i, &done] {
+      for (auto& c : conns_[i]) {
+        if (c) c->Close("proxy stopped");
+        c.reset();
+      }
+      done.count_down();
+    });
+  }
+  done.wait();
+}
+
+Reactor* ServiceProxy::PickReactor() {
+  Reactor* current = Reactor::Current();
+  if (current != nullptr && model_->IndexOf(current) >= 0) return current;
+  return model_->NextReactor();
+}
+
+bool ServiceProxy::Prepare(const ClientContextPtr& ctx, const google::protobuf::MessageLite& req,
+                           uint32_t call_type, Call* call, Status* st) {
+  int64_t now = MonotonicNanos();
+  uint32_t timeout_ms = ctx->GetTimeout() > 0 ? ctx->GetTimeout() : config_.timeout;
+  int64_t deadline = timeout_ms > 0 ? now + timeout_ms * kNanosPerMilli : 0;
+  if (ctx->GetDeadlineNs() > 0 && (deadline == 0 || ctx->GetDeadlineNs() < deadline)) {
+    deadline = ctx->GetDeadlineNs();
+  }
+  if (deadline > 0 && deadline <= now) {
+    *st = Status(kClientFullLinkTimeoutErr, "no time left for the call");
+    return false;
+  }
+  RpcRequest r;
+  r.call_type = call_type;
+  r.request_id = next_request_id_.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (r.request_id == 0) r.request_id = next_request_id_.fetch_add(1, std::memory_order_relaxed) + 1;
+  r.timeout_ms = deadline > 0 ? static_cast<uint32_t>((deadline - now + kNanosPerMilli - 1) /
+                                                      kNanosPerMilli)
+                              : 0;
+  r.caller = ctx->GetCaller();
+  r.callee = config_.name;
+  r.func = ctx->GetFuncName();
+  r.trans_info = ctx->GetReqTransInfo();
+  if (!codec_->EncodeRequest(&r, &req, &call->request)) {
+    *st = Status(kClientEncodeErr, "cannot encode the request");
+    return false;
+  }
+  call->request_id = r.request_id;
+  call->call_type = call_type;
+  // A call with no deadline still gets a timer, far away, so nothing waits forever.
+  call->deadline_ns = deadline > 0 ? deadline : now + 3600 * kNanosPerSecond;
+  call->backend = next_backend_.fetch_add(1, std::memory_order_relaxed) % backends_.size();
+  call->ctx = ctx;
+  ctx->SetBackend(backends_[call->backend]);
+  return true;
+}
+
+ClientConnection* ServiceProxy::GetConnection(size_t reactor_index, size_t backend, Status* st) {
+  ClientConnectionPtr& c = conns_[reactor_index][backend];
+  if (c && c->usable()) return c.get();
+  ConnectionOptions opts;
+  opts.idle_timeout_ms = 0;  // a client's long connection stays until the server closes it
+  opts.max_packet_size = 0xFFFFFFFFu;
+  c = std::make_shared<ClientConnection>(model_->GetReactor(reactor_index), backends_[backend],
+                                         codec_.get(), opts);
+  std::string err;
+  if (!c->Connect(&err)) {
+    c.reset();
+    *st = Status(kClientConnectErr, err);
+    return nullptr;
+  }
+  return c.get();
+}
+
+void ServiceProxy::StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call) {
+  auto run = [this, reactor, call]() mutable {
+    size_t index = static_cast<size_t>(model_->IndexOf(reactor));
+    Status st;
+    ClientConnection* conn = stopped_ ? nullptr : GetConnection(index, call->backend, &st);
+    if (conn == nullptr) {
+      if (stopped_) st = Status(kClientNetworkErr, "proxy stopped");
+      if (call->done) call->done(st);
+      return;
+    }
+    if (call->call_type == kOnewayCall) {
+      conn->SendOneway(std::move(call->request));
+      return;
+    }
+    Call* c = call.get();
+    conn->Call(c->request_id, std::move(c->request), c->deadline_ns,
+               [this, call = std::move(call)](Status st, ChainBuffer&& frame) {
+                 if (st.OK()) {
+                   RpcResponse rsp;
+                   std::string err;
+                   if (!codec_->DecodeResponse(std::move(frame), &rsp, &err)) {
+                     st = Status(kClientDecodeErr, "bad response: " + err);
+                   } else if (rsp.ret != 0 || rsp.func_ret != 0) {
+                     st = Status(rsp.ret, rsp.func_ret, std::move(rsp.error_msg));
+                   } else {
+                     bool ok;
+                     if (rsp.body.SpanCount() <= 1) {
+                       std::string_view s = rsp.body.FirstSpan();
+                       ok = call->rsp->ParseFromArray(s.data(), static_cast<int>(s.size()));
+                     } else {
+                       ChainBufferInputStream in(&rsp.body);
+                       ok = call->rsp->ParseFromZeroCopyStream(&in);
+                     }
+                     if (!ok) st = Status(kClientDecodeErr, "cannot parse the response body");
+                   }
+                   call->ctx->MutableRspTransInfo() = std::move(rsp.trans_info);
+                 }
+                 call->ctx->SetStatus(st);
+                 call->done(st);
+               });
+  };
+  if (reactor->InLoopThread()) {
+    run();
+  } else {
+    reactor->Post(std::move(run));
+  }
+}
+
+void ServiceProxy::AsyncUnaryInvoke(const ClientContextPtr& ctx,
+                                    const google::protobuf::MessageLite& req,
+                                    google::protobuf::MessageLite* rsp, Done done) {
+  auto call = std::make_shared<Call>();
+  Status st;
+  if (!Prepare(ctx, req, kUnaryCall, call.get(), &st)) {
+    ctx->SetStatus(st);
+    done(st);
+    return;
+  }
+  call->rsp = rsp;
+  call->done = std::move(done);
+  StartOnLoop(PickReactor(), std::move(call));
+}
+
+Status ServiceProxy::UnaryInvoke(const ClientContextPtr& ctx,
+                                 const google::protobuf::MessageLite& req,
+                                 google::protobuf::MessageLite* rsp) {
+  if (!model_->MayBlockCurrentThread()) {
+    Status st(kServerSystemErr,
+              "a synchronous call would block a merge worker thread; use AsyncUnaryInvoke");
+    ctx->SetStatus(st);
+    return st;
+  }
+  struct Waiter {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    Status status;
+  };
+  auto w = std::make_shared<Waiter>();
+  AsyncUnaryInvoke(ctx, req, rsp, [w](const Status& st) {
+    std::lock_guard lock(w->mu);
+    w->status = st;
+    w->done = true;
+    w->cv.notify_one();
+  });
+  std::unique_lock lock(w->mu);
+  w->cv.wait(lock, [&] { return w->done; });
+  return w->status;
+}
+
+Status ServiceProxy::OnewayInvoke(const ClientContextPtr& ctx,
+                                  const google::protobuf::MessageLite& req) {
+  auto call = std::make_shared<Call>();
+  Status st;
+  if (!Prepare(ctx, req, kOnewayCall, call.get(), &st)) return st;
+  StartOnLoop(PickReactor(), std::move(call));
+  return Status();
+}
+
+}  // namespace trpc

@@ -1,0 +1,73 @@
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trpc/client/client_context.h"
+#include "trpc/config/config.h"
+#include "trpc/runtime/thread_model.h"
+#include "trpc/transport/client_connection.h"
+
+namespace google::protobuf {
+class MessageLite;
+}
+
+namespace trpc {
+
+/// Calls one callee (a `client.service[]` entry): picks a backend round-robin, multiplexes calls
+/// over one long connection per backend per reactor, and turns replies and failures into Status.
+///
+/// A call made on one of the thread model's reactor threads uses that reactor's connections, so
+/// in the merged model a handler's downstream call never leaves its thread. A call from any other
+/// thread goes through the next reactor in turn.
+///
+/// Thread contract: the invoke methods are safe from any thread. Stop() (or destruction) must
+/// happen before the thread model stops.
+class ServiceProxy {
+ public:
+  using Done = std::function<void(const Status&)>;
+
+  ServiceProxy(ClientServiceConfig config, ThreadModel* model);
+  ~ServiceProxy();
+
+  /// Parses the targets and finds the codec. False (with `*err`) on a bad config.
+  bool Init(std::string* err);
+  /// Closes every connection; pending calls fail with 141.
+  void Stop();
+
+  /// Blocks the calling thread until the reply, the timeout (101) or a failure. Refused with
+  /// ret 31 on a thread that must not block (a merge worker): use AsyncUnaryInvoke there.
+  Status UnaryInvoke(const ClientContextPtr& ctx, const google::protobuf::MessageLite& req,
+                     google::protobuf::MessageLite* rsp);
+  /// Returns at once; `done` runs exactly once on a reactor thread. `req` may be destroyed when
+  /// this returns; `rsp` and `ctx` must live until `done` runs.
+  void AsyncUnaryInvoke(const ClientContextPtr& ctx, const google::protobuf::MessageLite& req,
+                        google::protobuf::MessageLite* rsp, Done done);
+  /// Sends without waiting for (or getting) a reply.
+  Status OnewayInvoke(const ClientContextPtr& ctx, const google::protobuf::MessageLite& req);
+
+  const ClientServiceConfig& config() const { return config_; }
+
+ private:
+  struct Call;
+  bool Prepare(const ClientContextPtr& ctx, const google::protobuf::MessageLite& req,
+               uint32_t call_type, Call* call, Status* st);
+  void StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call);
+  ClientConnection* GetConnection(size_t reactor_index, size_t backend, Status* st);
+  Reactor* PickReactor();
+
+  ClientServiceConfig config_;
+  ThreadModel* model_;
+  std::shared_ptr<ClientCodec> codec_;
+  std::vector<NetAddress> backends_;
+  // conns_[reactor][backend]: touched only on that reactor's thread.
+  std::vector<std::vector<ClientConnectionPtr>> conns_;
+  std::atomic<uint32_t> next_request_id_{0};
+  std::atomic<uint32_t> next_backend_{0};
+  bool stopped_ = false;
+};
+
+}  // namespace trpc

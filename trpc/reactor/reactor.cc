@@ -1,0 +1,140 @@
+#include "trpc/reactor/reactor.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cassert>
+
+#include "trpc/base/clock.h"
+#include "trpc/base/logging.h"
+
+namespace trpc {
+
+namespace {
+thread_local Reactor* tls_current_reactor = nullptr;
+constexpr int kMaxEventsPerWait = 256;
+}  // namespace
+
+// Drains the eventfd; the loop itself runs the tasks after the event batch.
+class Reactor::Waker : public EventHandler {
+ public:
+  explicit Waker(int fd) : fd_(fd) {}
+  void HandleEvents(uint32_t) override {
+    uint64_t v;
+    while (::read(fd_, &v, sizeof(v)) > 0) {
+    }
+  }
+
+ private:
+  int fd_;
+};
+
+Reactor::Reactor(size_t task_queue_capacity)
+    : tasks_(task_queue_capacity), wake_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+  TRPC_CHECK(wake_fd_ >= 0, "eventfd: {}", strerror(errno));
+  waker_ = std::make_unique<Waker>(wake_fd_);
+  TRPC_CHECK(poller_.Add(wake_fd_, EPOLLIN, waker_.get()) == 0, "cannot register eventfd");
+}
+
+Reactor::~Reactor() {
+  poller_.Remove(wake_fd_);
+  ::close(wake_fd_);
+}
+
+Reactor* Reactor::Current() { return tls_current_reactor; }
+
+void Reactor::AssertInLoopThread() const {
+  assert(InLoopThread() || loop_thread_.load() == std::thread::id());
+}
+
+void Reactor::Post(Task task) {
+  if (!tasks_.TryPush(std::move(task))) {
+    std::lock_guard lock(overflow_mu_);
+    overflow_.push_back(std::move(task));
+    has_overflow_.store(true, std::memory_order_release);
+  }
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleeping_.load(std::memory_order_relaxed) &&
+      sleeping_.exchange(false, std::memory_order_relaxed)) {
+    Wake();
+  }
+}
+
+void Reactor::Wake() {
+  uint64_t one = 1;
+  ssize_t n = ::write(wake_fd_, &one, sizeof(one));
+  (void)n;  // EAGAIN means the counter is already non-zero: the loop will wake anyway
+}
+
+void Reactor::Stop() {
+  stop_.store(true, std::memory_order_release);
+  sleeping_.store(false, std::memory_order_relaxed);
+  Wake();
+}
+
+TimerId Reactor::AddTimer(int64_t deadline_ns, TimerQueue::Callback cb) {
+  AssertInLoopThread();
+  return timers_.Add(deadline_ns, std::move(cb));
+}
+
+bool Reactor::CancelTimer(TimerId id) {
+  AssertInLoopThread();
+  return timers_.Cancel(id);
+}
+
+bool Reactor::RunTasks() {
+  // Bounded per iteration so a task that posts tasks cannot starve IO.
+  Task task;
+  size_t ran = 0;
+  for (; ran < 4096 && tasks_.TryPop(&task); ++ran) {
+    task();
+    task = nullptr;
+  }
+  if (has_overflow_.load(std::memory_order_acquire)) {
+    std::vector<Task> spill;
+    {
+      std::lock_guard lock(overflow_mu_);
+      spill.swap(overflow_);
+      has_overflow_.store(false, std::memory_order_relaxed);
+    }
+    for (auto& t : spill) t();
+    ran += spill.size();
+  }
+  return ran > 0;
+}
+
+void Reactor::Run() {
+  loop_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  Reactor* prev = tls_current_reactor;
+  tls_current_reactor = this;
+  epoll_event events[kMaxEventsPerWait];
+  while (!stop_.load(std::memory_order_acquire)) {
+    int64_t now = MonotonicNanos();
+    int64_t next = timers_.NextDeadline();
+    int64_t timeout = next < 0 ? -1 : std::max<int64_t>(0, next - now);
+
+    sleeping_.store(true, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!tasks_.Empty() || has_overflow_.load(std::memory_order_relaxed) ||
+        stop_.load(std::memory_order_relaxed)) {
+      timeout = 0;
+    }
+    int n = poller_.Wait(events, kMaxEventsPerWait, timeout);
+    sleeping_.store(false, std::memory_order_relaxed);
+
+    loop_time_ns_ = MonotonicNanos();
+    for (int i = 0; i < n; ++i) {
+      static_cast<EventHandler*>(events[i].data.ptr)->HandleEvents(events[i].events);
+    }
+    timers_.RunExpired(loop_time_ns_);
+    RunTasks();
+  }
+  // Drain what was posted before Stop() so no task (and the resources it owns) is lost.
+  while (RunTasks()) {
+  }
+  tls_current_reactor = prev;
+}
+
+}  // namespace trpc

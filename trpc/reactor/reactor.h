@@ -1,0 +1,86 @@
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "trpc/base/mpsc_queue.h"
+#include "trpc/reactor/event_handler.h"
+#include "trpc/reactor/poller.h"
+#include "trpc/reactor/timer_queue.h"
+
+namespace trpc {
+
+/// One event loop, run by exactly one thread: an edge-triggered poller, a timer queue and a task
+/// queue that any thread may post to.
+///
+/// Thread contract: Run() is called by the loop thread; AddTimer/CancelTimer/poller
+/// registration are loop-thread only (debug builds check); Post/RunInLoop/Stop are safe from
+/// any thread.
+///
+/// Wake-up contract (a Dekker handshake): before blocking in epoll the loop stores
+/// `sleeping_ = true` and then, after a seq_cst fence, checks the task queue; a poster pushes its
+/// task and then, after a seq_cst fence, reads `sleeping_`. At least one of them sees the other's
+/// write, so either the loop finds the task or the poster writes the eventfd. The eventfd is
+/// written only when the loop may be asleep.
+class Reactor {
+ public:
+  using Task = std::function<void()>;
+
+  explicit Reactor(size_t task_queue_capacity = 65536);
+  ~Reactor();
+  Reactor(const Reactor&) = delete;
+  Reactor& operator=(const Reactor&) = delete;
+
+  /// Runs the loop on the calling thread until Stop(). Tasks posted before Stop() still run.
+  void Run();
+  /// Asks the loop to exit after its current iteration. Any thread.
+  void Stop();
+
+  /// Queues `task` to run on the loop thread. Any thread. Never fails: a full queue spills into
+  /// a locked overflow list.
+  void Post(Task task);
+  /// Runs `task` now if called on the loop thread, else posts it.
+  void RunInLoop(Task task) {
+    if (InLoopThread()) {
+      task();
+    } else {
+      Post(std::move(task));
+    }
+  }
+
+  /// Timers (loop thread only). Deadlines are MonotonicNanos() values.
+  TimerId AddTimer(int64_t deadline_ns, TimerQueue::Callback cb);
+  bool CancelTimer(TimerId id);
+
+  Poller& poller() { return poller_; }
+  bool InLoopThread() const { return loop_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id(); }
+  void AssertInLoopThread() const;
+  /// The reactor whose loop runs on the calling thread, or nullptr.
+  static Reactor* Current();
+
+  /// Cached MonotonicNanos() taken when the loop woke up; loop thread only.
+  int64_t LoopTimeNs() const { return loop_time_ns_; }
+
+ private:
+  class Waker;
+  bool RunTasks();  // true if it ran any task
+  void Wake();
+
+  Poller poller_;
+  TimerQueue timers_;
+  MpscQueue<Task> tasks_;
+  std::mutex overflow_mu_;
+  std::vector<Task> overflow_;  // guarded by overflow_mu_
+  std::atomic<bool> has_overflow_{false};
+  std::atomic<bool> sleeping_{false};
+  std::atomic<bool> stop_{false};
+  std::atomic<std::thread::id> loop_thread_{};
+  int64_t loop_time_ns_ = 0;
+  int wake_fd_;
+  std::unique_ptr<EventHandler> waker_;
+};
+
+}  // namespace trpc

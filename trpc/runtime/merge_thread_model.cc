@@ -1,0 +1,59 @@
+#include "trpc/runtime/merge_thread_model.h"
+
+#include <pthread.h>
+
+#include <fmt/format.h>
+
+#include <latch>
+
+namespace trpc {
+
+MergeThreadModel::MergeThreadModel(std::string instance_name, size_t io_thread_num)
+    : name_(std::move(instance_name)) {
+  for (size_t i = 0; i < std::max<size_t>(io_thread_num, 1); ++i) {
+    reactors_.push_back(std::make_unique<Reactor>());
+  }
+}
+
+MergeThreadModel::~MergeThreadModel() { Stop(); }
+
+bool MergeThreadModel::Start(std::string*) {
+  if (started_) return true;
+  started_ = true;
+  std::latch running(static_cast<std::ptrdiff_t>(reactors_.size()));
+  for (size_t i = 0; i < reactors_.size(); ++i) {
+    threads_.emplace_back([this, i, &running] {
+      pthread_setname_np(pthread_self(), fmt::format("trpc_merge_{}", i).c_str());
+      Reactor* r = reactors_[i].get();
+      r->Post([&running] { running.count_down(); });
+      r->Run();
+    });
+  }
+  running.wait();
+  return true;
+}
+
+void MergeThreadModel::Stop() {
+  if (!started_) return;
+  started_ = false;
+  for (auto& r : reactors_) r->Stop();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+}
+
+int MergeThreadModel::IndexOf(const Reactor* reactor) const {
+  for (size_t i = 0; i < reactors_.size(); ++i) {
+    if (reactors_[i].get() == reactor) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+Reactor* MergeThreadModel::NextReactor() {
+  return reactors_[next_.fetch_add(1, std::memory_order_relaxed) % reactors_.size()].get();
+}
+
+void MergeThreadModel::Dispatch(Reactor* owner, std::function<void()> task) {
+  owner->RunInLoop(std::move(task));
+}
+
+}  // namespace trpc

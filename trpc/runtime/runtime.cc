@@ -1,0 +1,45 @@
+#include "trpc/runtime/runtime.h"
+
+#include <mutex>
+#include <vector>
+
+#include "trpc/runtime/merge_thread_model.h"
+
+namespace trpc::runtime {
+
+namespace {
+std::mutex g_mu;
+std::vector<std::unique_ptr<ThreadModel>> g_models;  // guarded by g_mu for Start/Stop
+}  // namespace
+
+bool Start(const ThreadModelConfig& config, std::string* err) {
+  std::lock_guard lock(g_mu);
+  if (!g_models.empty()) return true;
+  if (!config.fiber.empty()) {
+    *err = "the fiber thread model is not available yet; use global.threadmodel.default";
+    return false;
+  }
+  for (const auto& m : config.merge) {
+    g_models.push_back(std::make_unique<MergeThreadModel>(m.instance_name, m.io_thread_num));
+  }
+  if (g_models.empty()) g_models.push_back(std::make_unique<MergeThreadModel>("default_instance", 1));
+  for (auto& m : g_models) {
+    if (!m->Start(err)) return false;
+  }
+  return true;
+}
+
+void Stop() {
+  std::lock_guard lock(g_mu);
+  for (auto& m : g_models) m->Stop();
+  g_models.clear();
+}
+
+ThreadModel* GetThreadModel(std::string_view name) {
+  for (auto& m : g_models) {
+    if (name.empty() || m->InstanceName() == name) return m.get();
+  }
+  return nullptr;
+}
+
+}  // namespace trpc::runtime

@@ -1,0 +1,72 @@
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "trpc/codec/codec.h"
+#include "trpc/config/config.h"
+#include "trpc/runtime/thread_model.h"
+#include "trpc/server/server_context.h"
+#include "trpc/server/service.h"
+#include "trpc/transport/acceptor.h"
+#include "trpc/transport/connection.h"
+
+namespace trpc::detail {
+
+/// Counters of one listening service. Relaxed atomics: they are statistics, read with no
+/// ordering against anything else.
+struct ServiceStats {
+  std::atomic<uint64_t> connections_accepted{0};
+  std::atomic<uint64_t> connections_refused{0};
+  std::atomic<uint64_t> protocol_errors{0};
+  std::atomic<uint64_t> requests{0};
+  std::atomic<uint64_t> failed_requests{0};
+};
+
+/// Binds one configured service to the network: listens on its address, spreads connections over
+/// the thread model's reactors, decodes requests with the service's codec, runs the handlers and
+/// sends the replies. Protocol-neutral: the codec comes from the registry by name.
+///
+/// Thread contract: Start/Stop from the control thread. Connection callbacks run on the
+/// connection's reactor; each reactor's connection table is touched only by that reactor.
+class ServiceAdapter final : public Connection::Handler {
+ public:
+  ServiceAdapter(const ServiceConfig& config, ServicePtr service, ThreadModel* model,
+                 std::shared_ptr<ServerCodec> codec);
+  ~ServiceAdapter() override;
+
+  bool Start(std::string* err);
+  /// Stops accepting, then closes every connection. Blocks until done.
+  void Stop();
+
+  const ServiceConfig& config() const { return config_; }
+  /// The bound address (real port when the config asked for port 0).
+  const NetAddress& address() const { return acceptor_->address(); }
+  const ServiceStats& stats() const { return stats_; }
+  uint32_t connection_count() const { return conn_count_.load(std::memory_order_relaxed); }
+
+  void OnFrames(Connection* conn, std::vector<ChainBuffer>* frames) override;
+  void OnClose(Connection* conn, const std::string& reason) override;
+
+ private:
+  void OnNewConnection(int fd, const NetAddress& peer);
+  void HandleRequest(const ServerContextPtr& ctx);
+  void RunOnEveryReactor(const std::function<void(size_t)>& fn);
+
+  ServiceConfig config_;
+  ServicePtr service_;
+  ThreadModel* model_;
+  std::shared_ptr<ServerCodec> codec_;
+  ConnectionOptions conn_options_;
+  std::unique_ptr<Acceptor> acceptor_;
+  Reactor* accept_reactor_;
+  std::vector<std::unordered_map<Connection*, ConnectionPtr>> conns_;  // per reactor
+  std::atomic<uint32_t> conn_count_{0};
+  ServiceStats stats_;
+  bool started_ = false;
+};
+
+}  // namespace trpc::detail

@@ -1,0 +1,46 @@
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "trpc/config/config.h"
+#include "trpc/server/service.h"
+#include "trpc/transport/net_address.h"
+
+namespace trpc {
+
+namespace detail {
+class ServiceAdapter;
+}
+
+/// A server: the services of `server.service[]` in the config, each on its own address, run by
+/// the thread model the config names. Register an implementation for every configured service
+/// name, then Start().
+///
+/// Thread contract: all methods from one control thread. The runtime (thread models) must be
+/// started before Start() and stopped after Stop().
+class Server {
+ public:
+  explicit Server(ServerConfig config);
+  ~Server();
+
+  /// Binds `service` to the configured service called `name`.
+  bool RegisterService(const std::string& name, ServicePtr service);
+  /// Starts every configured service. Fails if one has no implementation, names an unknown
+  /// protocol or thread model, or cannot listen.
+  bool Start(std::string* err);
+  /// Stops accepting and closes all connections. Idempotent.
+  void Stop();
+
+  /// The bound address of service `name` (useful with port 0). False if unknown.
+  bool GetAddress(const std::string& name, NetAddress* out) const;
+  const detail::ServiceAdapter* GetAdapter(const std::string& name) const;
+
+ private:
+  ServerConfig config_;
+  std::map<std::string, ServicePtr> services_;
+  std::map<std::string, std::unique_ptr<detail::ServiceAdapter>> adapters_;
+};
+
+}  // namespace trpc

@@ -1,0 +1,58 @@
+#include "trpc/server/server_context.h"
+
+#include "trpc/base/clock.h"
+#include "trpc/base/logging.h"
+
+namespace trpc {
+
+ServerContext::ServerContext(ConnectionPtr conn, ServerCodec* codec, int64_t recv_ns)
+    : conn_(std::move(conn)), codec_(codec), recv_ns_(recv_ns) {}
+
+void ServerContext::SendReply(const Status& status, const google::protobuf::MessageLite* body) {
+  if (replied_) return;
+  replied_ = true;
+  if (IsOneway()) return;
+  Status late;
+  if (status.OK() && deadline_ns_ > 0 && MonotonicNanos() > deadline_ns_) {
+    // The caller has given up by now; say so instead of sending a result it will not use.
+    late = Status(kServerTimeoutErr, "deadline passed while the request was handled");
+  }
+  const Status& st = late.GetFrameworkRetCode() != 0 ? late : status;
+  RpcResponse rsp;
+  rsp.version = req_.version;
+  rsp.call_type = req_.call_type;
+  rsp.request_id = req_.request_id;
+  rsp.message_type = req_.message_type;
+  rsp.content_type = req_.content_type;
+  rsp.content_encoding = req_.content_encoding;
+  rsp.ret = st.GetFrameworkRetCode();
+  rsp.func_ret = st.GetFuncRetCode();
+  if (!st.OK()) {
+    rsp.error_msg = st.ErrorMessage();
+    body = nullptr;
+  }
+  // The request's metadata travels back with the reply; the handler's own entries win.
+  rsp.trans_info = std::move(req_.trans_info);
+  for (auto& [k, v] : rsp_trans_info_) rsp.trans_info[k] = std::move(v);
+
+  ChainBuffer out;
+  if (!codec_->EncodeResponse(&rsp, body, &out)) {
+    RpcResponse err;
+    err.request_id = req_.request_id;
+    err.call_type = req_.call_type;
+    err.ret = kServerEncodeErr;
+    err.error_msg = "failed to encode the response";
+    out.Clear();
+    if (!codec_->EncodeResponse(&err, nullptr, &out)) return;
+  }
+  Reactor* r = conn_->reactor();
+  if (r->InLoopThread()) {
+    conn_->Send(std::move(out));
+  } else {
+    r->Post([conn = conn_, buf = std::make_shared<ChainBuffer>(std::move(out))]() mutable {
+      conn->Send(std::move(*buf));
+    });
+  }
+}
+
+}  // namespace trpc

@@ -1,0 +1,66 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "trpc/base/status.h"
+#include "trpc/codec/codec.h"
+#include "trpc/transport/connection.h"
+
+namespace trpc {
+
+/// Everything a handler knows about the call it serves: who called, what, with which metadata
+/// and deadline, and the status it will answer with. One per request; created by the framework.
+///
+/// Thread contract: used by one thread (or fiber) at a time — the one running the handler.
+/// The reply is sent exactly once, by the framework when the handler returns.
+class ServerContext {
+ public:
+  ServerContext(ConnectionPtr conn, ServerCodec* codec, int64_t recv_ns);
+
+  const std::string& GetCaller() const { return req_.caller; }
+  const std::string& GetCallee() const { return req_.callee; }
+  /// "/package.Service/Method".
+  const std::string& GetFuncName() const { return req_.func; }
+  uint32_t GetRequestId() const { return req_.request_id; }
+  bool IsOneway() const { return req_.call_type == kOnewayCall; }
+  const NetAddress& GetRemoteAddr() const { return conn_->peer(); }
+
+  /// Request metadata from the caller (trans_info). Copied back into the reply.
+  const TransInfo& GetPbReqTransInfo() const { return req_.trans_info; }
+  /// Adds metadata to the reply only.
+  void AddRspTransInfo(std::string key, std::string value) {
+    rsp_trans_info_[std::move(key)] = std::move(value);
+  }
+
+  /// MonotonicNanos() when the request was read, and its deadline (0 = none): the earlier of the
+  /// caller's timeout and the service's timeout, counted from the read.
+  int64_t GetRecvTimestampNs() const { return recv_ns_; }
+  int64_t GetDeadlineNs() const { return deadline_ns_; }
+
+  void SetStatus(Status status) { status_ = std::move(status); }
+  const Status& GetStatus() const { return status_; }
+
+  // Framework use.
+  RpcRequest& request() { return req_; }
+  void SetDeadlineNs(int64_t deadline_ns) { deadline_ns_ = deadline_ns; }
+  /// Encodes the reply with `status` and `body` (null for none) and queues it on the connection.
+  /// Sends nothing for one-way calls. Call once.
+  void SendReply(const Status& status, const google::protobuf::MessageLite* body);
+  bool replied() const { return replied_; }
+
+ private:
+  ConnectionPtr conn_;
+  ServerCodec* codec_;
+  RpcRequest req_;
+  TransInfo rsp_trans_info_;
+  Status status_;
+  int64_t recv_ns_;
+  int64_t deadline_ns_ = 0;
+  bool replied_ = false;
+};
+
+using ServerContextPtr = std::shared_ptr<ServerContext>;
+
+}  // namespace trpc

@@ -1,0 +1,43 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "trpc/server/rpc_method_handler.h"
+
+namespace trpc {
+
+/// A service: a table of method handlers keyed by their wire name "/package.Service/Method".
+/// Generated service classes derive from it and register their methods in the constructor.
+/// Thread contract: register methods before the server starts; lookups are then safe from any
+/// thread.
+class Service {
+ public:
+  virtual ~Service() = default;
+
+  void AddRpcServiceMethod(std::string func, std::unique_ptr<RpcMethodHandler> handler);
+  /// Convenience: register a unary protobuf method from a function.
+  template <typename Req, typename Rsp>
+  void AddUnaryMethod(std::string func,
+                      typename UnaryRpcMethodHandler<Req, Rsp>::Function fn) {
+    AddRpcServiceMethod(std::move(func),
+                        std::make_unique<UnaryRpcMethodHandler<Req, Rsp>>(std::move(fn)));
+  }
+
+  /// The handler for `func`, or null.
+  RpcMethodHandler* FindMethod(std::string_view func) const;
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::unique_ptr<RpcMethodHandler>, Hash, std::equal_to<>>
+      methods_;
+};
+
+using ServicePtr = std::shared_ptr<Service>;
+
+}  // namespace trpc

@@ -1,0 +1,201 @@
+#include "trpc/transport/connection.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "trpc/base/clock.h"
+#include "trpc/base/logging.h"
+#include "trpc/transport/socket.h"
+
+namespace trpc {
+
+namespace {
+// Split and dispatch once this much input is buffered even if the socket still has data, so a
+// fast sender cannot make one read batch hold unbounded memory.
+constexpr size_t kDispatchThreshold = 1u << 20;
+constexpr size_t kReadChunk = 64u << 10;
+constexpr size_t kMaxWriteIov = 256;
+}  // namespace
+
+Connection::Connection(Reactor* reactor, int fd, const NetAddress& peer, FrameCodec* codec,
+                       Handler* handler, const ConnectionOptions& options, bool connecting)
+    : reactor_(reactor),
+      fd_(fd),
+      peer_(peer),
+      codec_(codec),
+      handler_(handler),
+      options_(options),
+      connecting_(connecting) {}
+
+Connection::~Connection() {
+  if (!closed_) {
+    ::close(fd_);
+  }
+}
+
+void Connection::Start() {
+  reactor_->AssertInLoopThread();
+  last_active_ns_ = MonotonicNanos();
+  int rc = reactor_->poller().Add(fd_, EPOLLIN | EPOLLOUT | EPOLLRDHUP, this);
+  if (rc != 0) {
+    Close(fmt::format("epoll add: {}", strerror(-rc)));
+    return;
+  }
+  if (options_.idle_timeout_ms > 0) {
+    ArmIdleTimer(last_active_ns_ + options_.idle_timeout_ms * kNanosPerMilli);
+  }
+}
+
+void Connection::ArmIdleTimer(int64_t deadline_ns) {
+  std::weak_ptr<Connection> weak = weak_from_this();
+  idle_timer_ = reactor_->AddTimer(deadline_ns, [weak] {
+    if (auto self = weak.lock()) self->OnIdleTimer();
+  });
+}
+
+void Connection::OnIdleTimer() {
+  idle_timer_ = 0;
+  if (closed_) return;
+  // Activity only moves last_active_ns_ forward; the timer re-arms lazily from it, so reads and
+  // writes never touch the timer heap.
+  int64_t deadline = last_active_ns_ + options_.idle_timeout_ms * kNanosPerMilli;
+  if (reactor_->LoopTimeNs() >= deadline) {
+    Close("idle timeout");
+  } else {
+    ArmIdleTimer(deadline);
+  }
+}
+
+void Connection::HandleEvents(uint32_t events) {
+  ConnectionPtr self = shared_from_this();  // a handler may drop the owner's reference
+  if (closed_) return;
+  if (connecting_) {
+    if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) return;
+    int err = socket_ops::GetSocketError(fd_);
+    if (err != 0 || (events & (EPOLLERR | EPOLLHUP))) {
+      Close(fmt::format("connect to {} failed: {}", peer_.ToString(), strerror(err ? err : ECONNREFUSED)));
+      return;
+    }
+    connecting_ = false;
+    handler_->OnConnected(this);
+    if (closed_) return;
+    Flush();
+    if (closed_) return;
+  }
+  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP)) {
+    HandleRead();
+    if (closed_) return;
+  }
+  if ((events & EPOLLOUT) && !out_.empty()) {
+    Flush();
+  }
+}
+
+void Connection::HandleRead() {
+  in_batch_ = true;
+  while (!closed_ && !reading_paused_ && !peer_closed_) {
+    iovec iov[2];
+    size_t n_iov = in_.PrepareWrite(iov, 2, kReadChunk);
+    size_t want = 0;
+    for (size_t i = 0; i < n_iov; ++i) want += iov[i].iov_len;
+    ssize_t n = ::readv(fd_, iov, static_cast<int>(n_iov));
+    if (n > 0) {
+      in_.CommitWrite(static_cast<size_t>(n));
+      stats_.bytes_in += static_cast<uint64_t>(n);
+      last_active_ns_ = reactor_->LoopTimeNs();
+      if (in_.size() >= kDispatchThreshold) {
+        ProcessInput();
+        if (!closed_ && out_.size() > options_.max_pending_write_bytes) Flush();
+      }
+      // A short read drained the socket; edge-triggered epoll reports the next arrival, so the
+      // extra read(2) that would only return EAGAIN is skipped.
+      if (static_cast<size_t>(n) < want) break;
+      continue;
+    }
+    if (n == 0) {
+      peer_closed_ = true;
+      break;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+    in_batch_ = false;
+    Close(fmt::format("read: {}", strerror(errno)));
+    return;
+  }
+  if (!closed_) ProcessInput();
+  in_batch_ = false;
+  if (closed_) return;
+  Flush();
+  if (peer_closed_ && !closed_) {
+    // The peer sent FIN: requests already read were answered above (best effort); we are done.
+    Close("peer closed");
+  }
+}
+
+void Connection::ProcessInput() {
+  if (in_.empty()) return;
+  std::string err;
+  SplitResult r = codec_->Split(&in_, &frames_, options_.max_packet_size, &err);
+  if (r == SplitResult::kError) {
+    frames_.clear();
+    TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "closing connection from {}: {}", peer_.ToString(),
+                      err);
+    Close("protocol error: " + err);
+    return;
+  }
+  if (!frames_.empty()) {
+    handler_->OnFrames(this, &frames_);
+    frames_.clear();
+  }
+}
+
+void Connection::Send(ChainBuffer&& data) {
+  if (closed_) return;
+  out_.Append(std::move(data));
+  if (!in_batch_) Flush();
+}
+
+void Connection::Flush() {
+  if (connecting_ || closed_) return;
+  while (!out_.empty()) {
+    iovec iov[kMaxWriteIov];
+    size_t n_iov = out_.ExportIovecs(iov, kMaxWriteIov);
+    ssize_t n = ::writev(fd_, iov, static_cast<int>(n_iov));
+    if (n > 0) {
+      out_.Skip(static_cast<size_t>(n));
+      stats_.bytes_out += static_cast<uint64_t>(n);
+      last_active_ns_ = reactor_->LoopTimeNs();
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;  // EPOLLOUT finishes the job
+    Close(fmt::format("write: {}", strerror(errno)));
+    return;
+  }
+  if (!reading_paused_ && out_.size() > options_.max_pending_write_bytes) {
+    reading_paused_ = true;
+  } else if (reading_paused_ && out_.size() <= options_.max_pending_write_bytes / 2) {
+    reading_paused_ = false;
+    // Edge-triggered: bytes that arrived while paused raise no new event, so read them now.
+    HandleRead();
+  }
+}
+
+void Connection::Close(const std::string& reason) {
+  if (closed_) return;
+  closed_ = true;
+  reactor_->poller().Remove(fd_);
+  ::close(fd_);
+  if (idle_timer_ != 0) {
+    reactor_->CancelTimer(idle_timer_);
+    idle_timer_ = 0;
+  }
+  in_.Clear();
+  out_.Clear();
+  handler_->OnClose(this, reason);
+}
+
+}  // namespace trpc

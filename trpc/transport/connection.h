@@ -1,0 +1,111 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trpc/base/chain_buffer.h"
+#include "trpc/reactor/event_handler.h"
+#include "trpc/reactor/reactor.h"
+#include "trpc/transport/frame_codec.h"
+#include "trpc/transport/net_address.h"
+
+namespace trpc {
+
+/// Per-connection limits. Every one has a default, a doc line (docs/config.md) and a test.
+struct ConnectionOptions {
+  /// Largest frame accepted; bigger ones close the connection (decided from the frame header).
+  size_t max_packet_size = 10'000'000;
+  /// When this many reply bytes wait to be written, the connection stops reading (and so stops
+  /// producing replies) until the peer has taken half of them: a peer that stops reading cannot
+  /// grow our memory without bound.
+  size_t max_pending_write_bytes = 64u << 20;
+  /// Close after this long without reading or writing a byte; 0 = never.
+  int64_t idle_timeout_ms = 60'000;
+};
+
+/// Byte counters of one connection (loop thread writes, readers tolerate staleness).
+struct ConnectionStats {
+  uint64_t bytes_in = 0;
+  uint64_t bytes_out = 0;
+};
+
+/// One TCP connection owned by one reactor: reads until EAGAIN into a chain buffer, splits frames
+/// through a FrameCodec, hands a whole read batch to its Handler, and flushes everything the
+/// handler queued with writev() once per batch. A write that would block is finished on EPOLLOUT
+/// (registered edge-triggered once, so no epoll_ctl per write).
+///
+/// Ownership: held by shared_ptr (the owner keeps one); the connection keeps itself alive while
+/// it handles an event. Thread contract: every method is loop-thread only.
+class Connection : public EventHandler, public std::enable_shared_from_this<Connection> {
+ public:
+  class Handler {
+   public:
+    virtual ~Handler() = default;
+    /// The frames cut from one read batch, in arrival order. May Send() and Close().
+    virtual void OnFrames(Connection* conn, std::vector<ChainBuffer>* frames) = 0;
+    /// An outgoing connection finished connecting.
+    virtual void OnConnected(Connection* conn) { (void)conn; }
+    /// Called once, after the fd is closed. `reason` is for logs.
+    virtual void OnClose(Connection* conn, const std::string& reason) = 0;
+  };
+
+  /// `fd` is connected (server side) or connecting (client side, `connecting` = true).
+  Connection(Reactor* reactor, int fd, const NetAddress& peer, FrameCodec* codec, Handler* handler,
+             const ConnectionOptions& options, bool connecting = false);
+  ~Connection() override;
+
+  /// Registers with the reactor and arms the idle timer.
+  void Start();
+  /// Queues bytes for the peer. Inside a read batch they go out with the batch's flush; outside
+  /// one they are flushed now.
+  void Send(ChainBuffer&& data);
+  /// Closes the fd and tells the handler; idempotent.
+  void Close(const std::string& reason);
+
+  bool closed() const { return closed_; }
+  bool connecting() const { return connecting_; }
+  bool reading_paused() const { return reading_paused_; }
+  size_t pending_write_bytes() const { return out_.size(); }
+  const NetAddress& peer() const { return peer_; }
+  Reactor* reactor() const { return reactor_; }
+  int fd() const { return fd_; }
+  const ConnectionStats& stats() const { return stats_; }
+
+  /// Owner's per-connection state (e.g. the server's service adapter). Not interpreted here.
+  void set_context(void* ctx) { context_ = ctx; }
+  void* context() const { return context_; }
+
+  void HandleEvents(uint32_t events) override;
+
+ private:
+  void HandleRead();
+  void ProcessInput();
+  void Flush();
+  void ArmIdleTimer(int64_t deadline_ns);
+  void OnIdleTimer();
+
+  Reactor* reactor_;
+  int fd_;
+  NetAddress peer_;
+  FrameCodec* codec_;
+  Handler* handler_;
+  ConnectionOptions options_;
+  ChainBuffer in_;
+  ChainBuffer out_;
+  std::vector<ChainBuffer> frames_;  // reused across batches
+  ConnectionStats stats_;
+  int64_t last_active_ns_ = 0;
+  TimerId idle_timer_ = 0;
+  void* context_ = nullptr;
+  bool connecting_;
+  bool closed_ = false;
+  bool in_batch_ = false;
+  bool reading_paused_ = false;
+  bool peer_closed_ = false;
+};
+
+using ConnectionPtr = std::shared_ptr<Connection>;
+
+}  // namespace trpc

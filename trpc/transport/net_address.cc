@@ -1,0 +1,87 @@
+#include "trpc/transport/net_address.h"
+
+#include <arpa/inet.h>
+
+#include <charconv>
+#include <cstring>
+
+namespace trpc {
+
+bool NetAddress::FromIpPort(std::string_view ip, uint16_t port, NetAddress* out) {
+  char buf[INET6_ADDRSTRLEN + 1];
+  if (ip.size() >= sizeof(buf)) return false;
+  std::memcpy(buf, ip.data(), ip.size());
+  buf[ip.size()] = '\0';
+  NetAddress a;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&a.addr_);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&a.addr_);
+  if (inet_pton(AF_INET, buf, &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    a.len_ = sizeof(sockaddr_in);
+  } else if (inet_pton(AF_INET6, buf, &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    a.len_ = sizeof(sockaddr_in6);
+  } else {
+    return false;
+  }
+  *out = a;
+  return true;
+}
+
+bool NetAddress::Parse(std::string_view s, NetAddress* out) {
+  std::string_view host;
+  std::string_view port;
+  if (!s.empty() && s.front() == '[') {
+    size_t close = s.find(']');
+    if (close == std::string_view::npos || close + 1 >= s.size() || s[close + 1] != ':') {
+      return false;
+    }
+    host = s.substr(1, close - 1);
+    port = s.substr(close + 2);
+  } else {
+    size_t colon = s.rfind(':');
+    if (colon == std::string_view::npos || s.find(':') != colon) return false;
+    host = s.substr(0, colon);
+    port = s.substr(colon + 1);
+  }
+  unsigned p = 0;
+  auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+  if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || p > 65535) {
+    return false;
+  }
+  return FromIpPort(host, static_cast<uint16_t>(p), out);
+}
+
+NetAddress NetAddress::FromSockaddr(const sockaddr* sa, socklen_t len) {
+  NetAddress a;
+  len = std::min<socklen_t>(len, sizeof(a.addr_));
+  std::memcpy(&a.addr_, sa, len);
+  a.len_ = len;
+  return a;
+}
+
+uint16_t NetAddress::port() const {
+  if (family() == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&addr_)->sin_port);
+  if (family() == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(&addr_)->sin6_port);
+  return 0;
+}
+
+std::string NetAddress::ip() const {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (family() == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&addr_)->sin_addr, buf, sizeof(buf));
+  } else if (family() == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&addr_)->sin6_addr, buf,
+              sizeof(buf));
+  }
+  return buf;
+}
+
+std::string NetAddress::ToString() const {
+  if (family() == AF_INET6) return "[" + ip() + "]:" + std::to_string(port());
+  return ip() + ":" + std::to_string(port());
+}
+
+}  // namespace trpc
