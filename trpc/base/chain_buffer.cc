@@ -54,16 +54,16 @@ ThreadBlocks::~ThreadBlocks() {
   }
 }
 
-// Returns the current write block with free space, retiring a full one.
+// Returns the current write block with free space, retiring full ones. A CommitWrite() can fill
+// several spares completely, so more than one block may need retiring.
 Block* CurrentWriteBlock() {
   ThreadBlocks& t = tls_blocks;
-  if (t.write_count > 0 && t.write[0]->size < t.write[0]->capacity) return t.write[0];
-  if (t.write_count > 0) {
+  while (t.write_count > 0 && t.write[0]->size == t.write[0]->capacity) {
     ReleaseBlock(t.write[0]);
     std::copy(t.write + 1, t.write + t.write_count, t.write);
     --t.write_count;
-    if (t.write_count > 0) return t.write[0];
   }
+  if (t.write_count > 0) return t.write[0];
   t.write[0] = AcquireBlock();
   t.write_count = 1;
   return t.write[0];

@@ -148,7 +148,7 @@ class ChainBuffer {
   /// Copies bytes in, filling the thread's write block first.
   void Append(const void* data, size_t n);
   void Append(std::string_view s) { Append(s.data(), s.size()); }
-  /// Moves all of `other` to the end of this buffer without copying bytes.
+  /// Moves all of `other` (a different buffer) to the end of this one without copying bytes.
   void Append(ChainBuffer&& other);
   /// Shares `other`'s bytes (adds references, no copy).
   void AppendShared(const ChainBuffer& other);
@@ -184,7 +184,8 @@ class ChainBuffer {
   size_t PrepareWrite(iovec* iov, size_t max_iov, size_t min_bytes);
   void CommitWrite(size_t n);
   /// Returns the last `n` committed bytes of the write region to the free space (n must not
-  /// exceed the bytes committed by the last CommitWrite on this thread).
+  /// exceed the bytes committed by the last CommitWrite on this thread, and those bytes must not
+  /// have been cloned or shared since: later appends reuse them).
   void UncommitTail(size_t n);
 
   // Access to the spans, for parsers and adapters.

@@ -2,6 +2,9 @@
 
 #include <google/protobuf/io/zero_copy_stream.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "trpc/base/chain_buffer.h"
 
 namespace trpc {

@@ -1,0 +1,55 @@
+#include "trpc/base/status.h"
+
+#include <gtest/gtest.h>
+
+namespace trpc {
+namespace {
+
+TEST(StatusTest, DefaultIsOk) {
+  Status s;
+  EXPECT_TRUE(s.OK());
+  EXPECT_EQ(s.GetFrameworkRetCode(), 0);
+  EXPECT_EQ(s.GetFuncRetCode(), 0);
+  EXPECT_EQ(s.ErrorMessage(), "");
+  EXPECT_EQ(s.ToString(), "OK");
+  EXPECT_TRUE(kSuccStatus.OK());
+}
+
+TEST(StatusTest, FrameworkError) {
+  Status s(kServerNoFuncErr, "no such method");
+  EXPECT_FALSE(s.OK());
+  EXPECT_EQ(s.GetFrameworkRetCode(), kServerNoFuncErr);
+  EXPECT_EQ(s.ToString(), "ret: 12 (no_func), func_ret: 0, msg: no such method");
+}
+
+TEST(StatusTest, FuncErrorAloneIsNotOk) {
+  Status s(0, 7, "handler said no");
+  EXPECT_FALSE(s.OK());
+  EXPECT_EQ(s.ToString(), "ret: 0 (success), func_ret: 7, msg: handler said no");
+}
+
+TEST(StatusTest, Setters) {
+  Status s;
+  s.SetFrameworkRetCode(kClientInvokeTimeoutErr);
+  s.SetErrorMessage("deadline exceeded");
+  EXPECT_FALSE(s.OK());
+  EXPECT_EQ(s.ToString(), "ret: 101 (invoke_timeout), func_ret: 0, msg: deadline exceeded");
+  s.SetFrameworkRetCode(kSuccess);
+  EXPECT_TRUE(s.OK());
+  EXPECT_EQ(s.ToString(), "OK");  // the message alone does not make an error
+  s.SetFuncRetCode(-1);
+  EXPECT_FALSE(s.OK());
+  EXPECT_EQ(s.GetFuncRetCode(), -1);
+}
+
+TEST(StatusTest, RetCodeNames) {
+  EXPECT_EQ(RetCodeName(kSuccess), "success");
+  EXPECT_EQ(RetCodeName(kServerTimeoutErr), "server_timeout");
+  EXPECT_EQ(RetCodeName(kClientNetworkErr), "network");
+  EXPECT_EQ(RetCodeName(kUnknownErr), "unknown");
+  EXPECT_EQ(RetCodeName(12345), "unknown");
+  EXPECT_EQ(Status(12345, "x").ToString(), "ret: 12345 (unknown), func_ret: 0, msg: x");
+}
+
+}  // namespace
+}  // namespace trpc
