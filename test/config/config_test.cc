@@ -1,0 +1,624 @@
+#include "trpc/config/config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace trpc {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// The example of DESIGN.md, "Config (YAML)", with the fiber thread model.
+constexpr const char* kDesignExampleFiber = R"(global:
+  threadmodel:
+    fiber:
+      - instance_name: fiber_instance
+        concurrency_hint: 2
+        scheduling_group_size: 0
+        fiber_stack_size: 131072
+        work_stealing_ratio: 16
+server:
+  app: test
+  server: helloworld
+  admin_port: 8888
+  service:
+    - name: trpc.test.helloworld.Greeter
+      protocol: trpc
+      network: tcp
+      ip: 127.0.0.1
+      port: 12345
+      max_conn_num: 10000
+      idle_time: 60000
+      max_packet_size: 10000000
+      timeout: 1000
+client:
+  service:
+    - name: trpc.test.helloworld.Greeter
+      target: 127.0.0.1:12345
+      protocol: trpc
+      timeout: 1000
+      conn_type: long
+plugins:
+  log: {level: info}
+)";
+
+Config MustLoad(std::string_view yaml) {
+  Config config;
+  std::string error;
+  EXPECT_TRUE(LoadConfigFromString(yaml, "t.yaml", &config, &error)) << error;
+  return config;
+}
+
+// Loads `yaml` expecting failure; returns the error text.
+std::string LoadError(std::string_view yaml) {
+  Config config;
+  std::string error;
+  EXPECT_FALSE(LoadConfigFromString(yaml, "t.yaml", &config, &error));
+  return error;
+}
+
+// A config with one service whose extra keys are `extra` (indented to the service's level).
+std::string OneService(std::string_view extra) {
+  return "server:\n"              // 1
+         "  service:\n"           // 2
+         "    - name: svc\n"      // 3
+         "      port: 10000\n" +  // 4
+         std::string(extra);      // 5...
+}
+
+TEST(ConfigTest, DesignExampleFiber) {
+  Config c = MustLoad(kDesignExampleFiber);
+  EXPECT_EQ(c.path, "t.yaml");
+  ASSERT_EQ(c.global.threadmodel.fiber.size(), 1u);
+  EXPECT_TRUE(c.global.threadmodel.merge.empty());
+  const FiberThreadModelConfig& f = c.global.threadmodel.fiber[0];
+  EXPECT_EQ(f.instance_name, "fiber_instance");
+  EXPECT_EQ(f.concurrency_hint, 2u);
+  EXPECT_EQ(f.scheduling_group_size, 0u);
+  EXPECT_EQ(f.fiber_stack_size, 131072u);
+  EXPECT_EQ(f.work_stealing_ratio, 16u);
+  EXPECT_EQ(f.fiber_run_queue_size, 65536u);
+
+  EXPECT_EQ(c.server.app, "test");
+  EXPECT_EQ(c.server.server, "helloworld");
+  EXPECT_EQ(c.server.admin_port, 8888);
+  EXPECT_EQ(c.server.admin_ip, "127.0.0.1");
+  ASSERT_EQ(c.server.service.size(), 1u);
+  const ServiceConfig& s = c.server.service[0];
+  EXPECT_EQ(s.name, "trpc.test.helloworld.Greeter");
+  EXPECT_EQ(s.protocol, "trpc");
+  EXPECT_EQ(s.network, "tcp");
+  EXPECT_EQ(s.ip, "127.0.0.1");
+  EXPECT_EQ(s.port, 12345);
+  EXPECT_EQ(s.max_conn_num, 10000u);
+  EXPECT_EQ(s.idle_time, 60000u);
+  EXPECT_EQ(s.max_packet_size, 10000000u);
+  EXPECT_EQ(s.timeout, 1000u);
+  EXPECT_EQ(s.max_pending_write_bytes, 64u << 20);
+  EXPECT_EQ(s.threadmodel_instance_name, "");
+  EXPECT_EQ(s.origin, "t.yaml:14");
+
+  ASSERT_EQ(c.client.service.size(), 1u);
+  const ClientServiceConfig& cs = c.client.service[0];
+  EXPECT_EQ(cs.name, "trpc.test.helloworld.Greeter");
+  EXPECT_EQ(cs.target, "127.0.0.1:12345");
+  EXPECT_EQ(cs.protocol, "trpc");
+  EXPECT_EQ(cs.timeout, 1000u);
+  EXPECT_EQ(cs.conn_type, "long");
+  EXPECT_EQ(cs.max_conn_num, 1u);
+  EXPECT_EQ(cs.origin, "t.yaml:25");
+
+  EXPECT_EQ(c.plugins.log.level, "info");
+}
+
+TEST(ConfigTest, DesignExampleMerge) {
+  std::string yaml = kDesignExampleFiber;
+  std::string fiber_part = yaml.substr(0, yaml.find("server:"));
+  yaml.replace(0, fiber_part.size(),
+               "global:\n"
+               "  threadmodel:\n"
+               "    default:\n"
+               "      - instance_name: default_instance\n"
+               "        io_handle_type: merge\n"
+               "        io_thread_num: 4\n");
+  Config c = MustLoad(yaml);
+  EXPECT_TRUE(c.global.threadmodel.fiber.empty());
+  ASSERT_EQ(c.global.threadmodel.merge.size(), 1u);
+  EXPECT_EQ(c.global.threadmodel.merge[0].instance_name, "default_instance");
+  EXPECT_EQ(c.global.threadmodel.merge[0].io_thread_num, 4u);
+  ASSERT_EQ(c.server.service.size(), 1u);
+  EXPECT_EQ(c.server.service[0].port, 12345);
+}
+
+TEST(ConfigTest, EmptyDocumentGivesDefaults) {
+  Config expected;
+  expected.path = "t.yaml";
+  EXPECT_EQ(MustLoad(""), expected);
+  EXPECT_EQ(MustLoad("# only a comment\n"), expected);
+  EXPECT_EQ(MustLoad("---\n"), expected);
+  // Sections present but empty (everything under them commented out) are empty too.
+  EXPECT_EQ(MustLoad("global:\n  threadmodel:\nserver:\nclient:\n  service:\nplugins:\n  log:\n"),
+            expected);
+  EXPECT_EQ(MustLoad("global: {threadmodel: {default: [], fiber: []}}\n"), expected);
+}
+
+TEST(ConfigTest, DocumentedDefaults) {
+  Config c;
+  ASSERT_EQ(c.global.threadmodel.merge.size(), 1u);
+  EXPECT_EQ(c.global.threadmodel.merge[0].instance_name, "default_instance");
+  EXPECT_EQ(c.global.threadmodel.merge[0].io_thread_num, 1u);
+  EXPECT_TRUE(c.global.threadmodel.fiber.empty());
+  EXPECT_EQ(c.server.admin_port, 0);
+  EXPECT_EQ(c.server.admin_ip, "127.0.0.1");
+  EXPECT_EQ(c.plugins.log.level, "info");
+
+  FiberThreadModelConfig f =
+      MustLoad("global: {threadmodel: {fiber: [{}]}}").global.threadmodel.fiber.at(0);
+  EXPECT_EQ(f, FiberThreadModelConfig{});
+  EXPECT_EQ(f.instance_name, "fiber_instance");
+  EXPECT_EQ(f.concurrency_hint, 0u);
+  EXPECT_EQ(f.scheduling_group_size, 0u);
+  EXPECT_EQ(f.fiber_stack_size, 131072u);
+  EXPECT_EQ(f.work_stealing_ratio, 16u);
+  EXPECT_EQ(f.fiber_run_queue_size, 65536u);
+
+  ServiceConfig s = MustLoad(OneService("")).server.service.at(0);
+  EXPECT_EQ(s.protocol, "trpc");
+  EXPECT_EQ(s.network, "tcp");
+  EXPECT_EQ(s.ip, "0.0.0.0");
+  EXPECT_EQ(s.max_conn_num, 10000u);
+  EXPECT_EQ(s.idle_time, 60000u);
+  EXPECT_EQ(s.max_packet_size, 10000000u);
+  EXPECT_EQ(s.timeout, 1000u);
+  EXPECT_EQ(s.max_pending_write_bytes, 64u * 1024 * 1024);
+  EXPECT_EQ(s.threadmodel_instance_name, "");
+
+  ClientServiceConfig cs =
+      MustLoad("client: {service: [{name: a, target: '10.0.0.1:80'}]}").client.service.at(0);
+  EXPECT_EQ(cs.protocol, "trpc");
+  EXPECT_EQ(cs.timeout, 1000u);
+  EXPECT_EQ(cs.conn_type, "long");
+  EXPECT_EQ(cs.max_conn_num, 1u);
+}
+
+TEST(ConfigTest, AcceptsBoundaryValues) {
+  Config c = MustLoad(
+      "global:\n"
+      "  threadmodel:\n"
+      "    fiber:\n"
+      "      - instance_name: f\n"
+      "        concurrency_hint: 1024\n"
+      "        fiber_stack_size: 16384\n"
+      "        fiber_run_queue_size: 256\n"
+      "        work_stealing_ratio: 1000000\n"
+      "server:\n"
+      "  service:\n"
+      "    - name: a\n"
+      "      port: \"0\"\n"  // Quoting a number is fine.
+      "      idle_time: 0\n"
+      "      timeout: 4294967295\n"
+      "      max_pending_write_bytes: 18446744073709551615\n"
+      "      threadmodel_instance_name: f\n"
+      "      ip: '::'\n"
+      "    - name: b\n"
+      "      port: 0\n"  // Two ephemeral ports never collide.
+      "      max_packet_size: 16\n");
+  const FiberThreadModelConfig& f = c.global.threadmodel.fiber.at(0);
+  EXPECT_EQ(f.concurrency_hint, 1024u);
+  EXPECT_EQ(f.fiber_stack_size, 16384u);
+  EXPECT_EQ(f.fiber_run_queue_size, 256u);
+  EXPECT_EQ(f.work_stealing_ratio, 1000000u);
+  const ServiceConfig& a = c.server.service.at(0);
+  EXPECT_EQ(a.port, 0);
+  EXPECT_EQ(a.idle_time, 0u);
+  EXPECT_EQ(a.timeout, 4294967295u);
+  EXPECT_EQ(a.max_pending_write_bytes, UINT64_MAX);
+  EXPECT_EQ(a.threadmodel_instance_name, "f");
+  EXPECT_EQ(a.ip, "::");
+  EXPECT_EQ(c.server.service.at(1).max_packet_size, 16u);
+}
+
+TEST(ConfigTest, ClientTargets) {
+  Config c = MustLoad(
+      "client:\n"
+      "  service:\n"
+      "    - name: a\n"
+      "      target: 10.0.0.1:80, 10.0.0.2:81,[::1]:8080\n"
+      "      conn_type: short\n"
+      "      max_conn_num: 1024\n");
+  EXPECT_EQ(c.client.service.at(0).target, "10.0.0.1:80, 10.0.0.2:81,[::1]:8080");
+  EXPECT_EQ(c.client.service.at(0).conn_type, "short");
+  EXPECT_EQ(c.client.service.at(0).max_conn_num, 1024u);
+}
+
+TEST(ConfigTest, ThreadModelInstanceNames) {
+  Config c = MustLoad(
+      "global:\n"
+      "  threadmodel:\n"
+      "    default:\n"
+      "      - {instance_name: a, io_thread_num: 2}\n"
+      "      - {instance_name: b}\n"
+      "server:\n"
+      "  service:\n"
+      "    - {name: s1, port: 1, threadmodel_instance_name: b}\n");
+  EXPECT_EQ(c.global.threadmodel.merge.size(), 2u);
+  EXPECT_EQ(c.server.service.at(0).threadmodel_instance_name, "b");
+  // The implicit default instance can be named too.
+  MustLoad(OneService("      threadmodel_instance_name: default_instance\n"));
+}
+
+TEST(ConfigTest, LogLevels) {
+  for (const char* level : {"trace", "debug", "info", "warn", "error", "fatal", "off"}) {
+    EXPECT_EQ(MustLoad(std::string("plugins: {log: {level: ") + level + "}}").plugins.log.level,
+              level);
+  }
+}
+
+// ---- Error classes: every message starts with "t.yaml:LINE: ".
+
+TEST(ConfigErrorTest, YamlSyntax) {
+  // yaml-cpp notices the unclosed list at the end of the input.
+  std::string e = LoadError("server:\n  app: [x\n");
+  EXPECT_THAT(e, StartsWith("t.yaml:3: ")) << e;
+  EXPECT_THAT(e, HasSubstr("end of sequence flow not found")) << e;
+
+  e = LoadError("server:\n  app: x\n bad: 2\n");
+  EXPECT_THAT(e, StartsWith("t.yaml:3: ")) << e;
+
+  e = LoadError("server: *nowhere\n");
+  EXPECT_EQ(e, "t.yaml:1: the referenced anchor is not defined");
+}
+
+TEST(ConfigErrorTest, UnknownKeys) {
+  EXPECT_EQ(LoadError("server: {}\nfoo: 1\n"), "t.yaml:2: unknown key 'foo' at the top level");
+  EXPECT_EQ(LoadError(OneService("      prot: 1\n")),
+            "t.yaml:5: unknown key 'prot' in server.service[0] (did you mean 'port'?)");
+  EXPECT_EQ(LoadError("global:\n  threadmodel:\n    fiber:\n      - concurency_hint: 2\n"),
+            "t.yaml:4: unknown key 'concurency_hint' in global.threadmodel.fiber[0] "
+            "(did you mean 'concurrency_hint'?)");
+  EXPECT_EQ(LoadError("plugins:\n  log:\n    level: info\n    path: /tmp/x\n"),
+            "t.yaml:4: unknown key 'path' in plugins.log");
+  EXPECT_EQ(LoadError("plugins:\n  metrics: {}\n"), "t.yaml:2: unknown key 'metrics' in plugins");
+  EXPECT_EQ(LoadError("client:\n  service:\n    - name: a\n      target: 1.2.3.4:5\n"
+                      "      selector: direct\n"),
+            "t.yaml:5: unknown key 'selector' in client.service[0]");
+  // Unknown keys are reported before missing ones: a misspelt required key names the typo.
+  EXPECT_EQ(LoadError("server:\n  service:\n    - name: a\n      prt: 1\n"),
+            "t.yaml:4: unknown key 'prt' in server.service[0] (did you mean 'port'?)");
+}
+
+TEST(ConfigErrorTest, DuplicateKey) {
+  EXPECT_EQ(LoadError(OneService("      port: 1\n")),
+            "t.yaml:5: duplicate key 'port' in server.service[0] (first on line 4)");
+}
+
+TEST(ConfigErrorTest, WrongType) {
+  EXPECT_EQ(LoadError("server:\n  service:\n    - name: a\n      port: abc\n"),
+            "t.yaml:4: server.service[0].port: expected an integer in 0..65535, got 'abc'");
+  EXPECT_EQ(LoadError("server:\n  service:\n    - name: a\n      port: true\n"),
+            "t.yaml:4: server.service[0].port: expected an integer in 0..65535, got 'true'");
+  EXPECT_EQ(LoadError("server:\n  service:\n    - name: a\n      port: [1]\n"),
+            "t.yaml:4: server.service[0].port: expected an integer in 0..65535, got a list");
+  EXPECT_EQ(LoadError("server:\n  service:\n    - name: a\n      port:\n"),
+            "t.yaml:4: server.service[0].port: expected an integer in 0..65535, got null");
+  EXPECT_EQ(LoadError("server:\n  service:\n    - name: a\n      port: 1.5\n"),
+            "t.yaml:4: server.service[0].port: expected an integer in 0..65535, got '1.5'");
+  EXPECT_EQ(LoadError("server:\n  service:\n    - name: a\n      port: 0x10\n"),
+            "t.yaml:4: server.service[0].port: expected an integer in 0..65535, got '0x10'");
+  EXPECT_EQ(LoadError("server:\n  service: {name: a}\n"),
+            "t.yaml:2: server.service: expected a list, got a mapping");
+  EXPECT_EQ(LoadError("server:\n  - app\n"), "t.yaml:2: server: expected a mapping, got a list");
+  EXPECT_EQ(LoadError("server:\n  service:\n    - just-a-name\n"),
+            "t.yaml:3: server.service[0]: expected a mapping, got 'just-a-name'");
+  EXPECT_EQ(LoadError("server:\n  app: {a: 1}\n"),
+            "t.yaml:2: server.app: expected a string, got a mapping");
+  EXPECT_EQ(LoadError("hello\n"), "t.yaml:1: top level: expected a mapping, got 'hello'");
+  EXPECT_EQ(LoadError("server:\n  service:\n    - name: ''\n      port: 1\n"),
+            "t.yaml:3: server.service[0].name: expected a non-empty string, got ''");
+  EXPECT_EQ(LoadError("[a]: 1\n"), "t.yaml:1: keys must be strings, got a list at the top level");
+}
+
+TEST(ConfigErrorTest, NoSilentWrapOfUnsigned) {
+  EXPECT_EQ(LoadError("server:\n  service:\n    - name: a\n      port: -1\n"),
+            "t.yaml:4: server.service[0].port: expected an integer in 0..65535, got '-1'");
+  EXPECT_EQ(LoadError(OneService("      timeout: -1\n")),
+            "t.yaml:5: server.service[0].timeout: expected an integer in 0..4294967295, got '-1'");
+  EXPECT_EQ(LoadError(OneService("      timeout: 4294967296\n")),
+            "t.yaml:5: server.service[0].timeout: expected an integer in 0..4294967295, "
+            "got '4294967296'");
+  EXPECT_EQ(LoadError(OneService("      max_pending_write_bytes: 18446744073709551616\n")),
+            "t.yaml:5: server.service[0].max_pending_write_bytes: expected an integer in "
+            "4096..18446744073709551615, got '18446744073709551616'");
+  EXPECT_EQ(LoadError(OneService("      idle_time: false\n")),
+            "t.yaml:5: server.service[0].idle_time: expected an integer in 0..4294967295, "
+            "got 'false'");
+  EXPECT_EQ(LoadError(OneService("      max_conn_num: +5\n")),
+            "t.yaml:5: server.service[0].max_conn_num: expected an integer in 1..4294967295, "
+            "got '+5'");
+}
+
+TEST(ConfigErrorTest, OutOfRange) {
+  EXPECT_EQ(LoadError("server:\n  service:\n    - name: a\n      port: 65536\n"),
+            "t.yaml:4: server.service[0].port: expected an integer in 0..65535, got '65536'");
+  EXPECT_EQ(LoadError("server: {admin_port: 70000}\n"),
+            "t.yaml:1: server.admin_port: expected an integer in 0..65535, got '70000'");
+  EXPECT_EQ(LoadError(OneService("      max_conn_num: 0\n")),
+            "t.yaml:5: server.service[0].max_conn_num: expected an integer in 1..4294967295, "
+            "got '0'");
+  EXPECT_EQ(LoadError(OneService("      max_packet_size: 15\n")),
+            "t.yaml:5: server.service[0].max_packet_size: expected an integer in 16..4294967295, "
+            "got '15'");
+  EXPECT_EQ(LoadError(OneService("      max_pending_write_bytes: 4095\n")),
+            "t.yaml:5: server.service[0].max_pending_write_bytes: expected an integer in "
+            "4096..18446744073709551615, got '4095'");
+  EXPECT_EQ(LoadError("global:\n  threadmodel:\n    default:\n      - io_thread_num: 0\n"),
+            "t.yaml:4: global.threadmodel.default[0].io_thread_num: expected an integer in "
+            "1..1024, got '0'");
+  EXPECT_EQ(LoadError("global:\n  threadmodel:\n    default:\n      - io_thread_num: 1025\n"),
+            "t.yaml:4: global.threadmodel.default[0].io_thread_num: expected an integer in "
+            "1..1024, got '1025'");
+  const std::string fiber = "global:\n  threadmodel:\n    fiber:\n      - ";
+  EXPECT_EQ(LoadError(fiber + "concurrency_hint: 1025\n"),
+            "t.yaml:4: global.threadmodel.fiber[0].concurrency_hint: expected an integer in "
+            "0..1024, got '1025'");
+  EXPECT_EQ(LoadError(fiber + "scheduling_group_size: 2000\n"),
+            "t.yaml:4: global.threadmodel.fiber[0].scheduling_group_size: expected an integer in "
+            "0..1024, got '2000'");
+  EXPECT_EQ(LoadError(fiber + "fiber_stack_size: 20000\n"),
+            "t.yaml:4: global.threadmodel.fiber[0].fiber_stack_size: expected a multiple of 4096 "
+            "in 16384..67108864, got '20000'");
+  EXPECT_EQ(LoadError(fiber + "fiber_stack_size: 8192\n"),
+            "t.yaml:4: global.threadmodel.fiber[0].fiber_stack_size: expected a multiple of 4096 "
+            "in 16384..67108864, got '8192'");
+  EXPECT_EQ(LoadError(fiber + "work_stealing_ratio: 0\n"),
+            "t.yaml:4: global.threadmodel.fiber[0].work_stealing_ratio: expected an integer in "
+            "1..1000000, got '0'");
+  EXPECT_EQ(LoadError(fiber + "fiber_run_queue_size: 1000\n"),
+            "t.yaml:4: global.threadmodel.fiber[0].fiber_run_queue_size: expected a power of two "
+            "in 256..16777216, got '1000'");
+  EXPECT_EQ(LoadError(fiber + "fiber_run_queue_size: 128\n"),
+            "t.yaml:4: global.threadmodel.fiber[0].fiber_run_queue_size: expected a power of two "
+            "in 256..16777216, got '128'");
+  EXPECT_EQ(LoadError("client:\n  service:\n    - {name: a, target: '1.2.3.4:5', timeout: 0}\n"),
+            "t.yaml:3: client.service[0].timeout: expected an integer in 1..4294967295, got '0'");
+  EXPECT_EQ(
+      LoadError("client:\n  service:\n    - {name: a, target: '1.2.3.4:5', max_conn_num: 1025}\n"),
+      "t.yaml:3: client.service[0].max_conn_num: expected an integer in 1..1024, got '1025'");
+}
+
+TEST(ConfigErrorTest, BadChoices) {
+  EXPECT_EQ(LoadError(OneService("      network: udp\n")),
+            "t.yaml:5: server.service[0].network: expected one of tcp, got 'udp'");
+  EXPECT_EQ(LoadError("client:\n  service:\n    - name: a\n      target: 1.2.3.4:5\n"
+                      "      conn_type: pooled\n"),
+            "t.yaml:5: client.service[0].conn_type: expected one of long|short, got 'pooled'");
+  EXPECT_EQ(LoadError("plugins:\n  log: {level: verbose}\n"),
+            "t.yaml:2: plugins.log.level: expected one of trace|debug|info|warn|error|fatal|off, "
+            "got 'verbose'");
+  EXPECT_EQ(LoadError("global:\n  threadmodel:\n    default:\n"
+                      "      - io_handle_type: separate\n"),
+            "t.yaml:4: global.threadmodel.default[0].io_handle_type: 'separate' is not supported "
+            "yet (only 'merge')");
+  EXPECT_EQ(LoadError("global:\n  threadmodel:\n    default:\n      - io_handle_type: mixed\n"),
+            "t.yaml:4: global.threadmodel.default[0].io_handle_type: expected one of merge, "
+            "got 'mixed'");
+  EXPECT_EQ(LoadError(OneService("      ip: localhost\n")),
+            "t.yaml:5: server.service[0].ip: expected a numeric IPv4 or IPv6 address, "
+            "got 'localhost'");
+  EXPECT_EQ(LoadError("server: {admin_ip: 300.1.1.1}\n"),
+            "t.yaml:1: server.admin_ip: expected a numeric IPv4 or IPv6 address, got '300.1.1.1'");
+  EXPECT_EQ(LoadError(OneService("      protocol: ''\n")),
+            "t.yaml:5: server.service[0].protocol: expected a non-empty string, got ''");
+}
+
+TEST(ConfigErrorTest, BadTargets) {
+  auto target_error = [](const std::string& target) {
+    return LoadError("client:\n  service:\n    - name: a\n      target: '" + target + "'\n");
+  };
+  const std::string prefix =
+      "t.yaml:4: client.service[0].target: expected ip:port[,ip:port...] (IPv6 as [addr]:port, "
+      "port 1..65535), got ";
+  EXPECT_EQ(target_error("localhost:80"), prefix + "'localhost:80'");
+  EXPECT_EQ(target_error("1.2.3.4"), prefix + "'1.2.3.4'");
+  EXPECT_EQ(target_error("1.2.3.4:0"), prefix + "'1.2.3.4:0'");
+  EXPECT_EQ(target_error("1.2.3.4:65536"), prefix + "'1.2.3.4:65536'");
+  EXPECT_EQ(target_error("::1:80"), prefix + "'::1:80'");
+  EXPECT_EQ(target_error("1.2.3.4:80,,1.2.3.5:80"), prefix + "''");
+  EXPECT_EQ(target_error(""), prefix + "''");
+  EXPECT_EQ(target_error("1.2.3.4:80, [1.2.3.4]:81"), prefix + "'[1.2.3.4]:81'");
+}
+
+TEST(ConfigErrorTest, MissingRequiredKey) {
+  // The line of the enclosing mapping: the first key of the list entry.
+  EXPECT_EQ(LoadError("server:\n  service:\n    - name: a\n      ip: 1.2.3.4\n"),
+            "t.yaml:3: server.service[0]: missing required key 'port'");
+  EXPECT_EQ(LoadError("server:\n  service:\n    - name: a\n      port: 1\n\n    - port: 2\n"),
+            "t.yaml:6: server.service[1]: missing required key 'name'");
+  EXPECT_EQ(LoadError("client:\n  service:\n    - name: a\n"),
+            "t.yaml:3: client.service[0]: missing required key 'target'");
+  EXPECT_EQ(LoadError("client:\n  service:\n    - {target: '1.2.3.4:5'}\n"),
+            "t.yaml:3: client.service[0]: missing required key 'name'");
+}
+
+TEST(ConfigErrorTest, DuplicateNames) {
+  EXPECT_EQ(LoadError("server:\n  service:\n    - {name: a, port: 1}\n    - {name: b, port: 2}\n"
+                      "    - name: a\n      port: 3\n"),
+            "t.yaml:5: server.service[2].name: duplicate service name 'a' (also "
+            "server.service[0])");
+  EXPECT_EQ(LoadError("client:\n  service:\n    - {name: a, target: '1.2.3.4:5'}\n"
+                      "    - {name: a, target: '1.2.3.4:6'}\n"),
+            "t.yaml:4: client.service[1].name: duplicate service name 'a' (also "
+            "client.service[0])");
+  EXPECT_EQ(LoadError("global:\n  threadmodel:\n    fiber:\n      - {}\n      - {}\n"),
+            "t.yaml:5: global.threadmodel.fiber[1].instance_name: duplicate thread model "
+            "instance 'fiber_instance' (also global.threadmodel.fiber[0])");
+}
+
+TEST(ConfigErrorTest, UnknownThreadModelInstance) {
+  EXPECT_EQ(LoadError(OneService("      threadmodel_instance_name: fiber_instance\n")),
+            "t.yaml:5: server.service[0].threadmodel_instance_name: no thread model instance "
+            "named 'fiber_instance' (configured: default_instance)");
+  // The server section may come before global in the file; the check still holds.
+  EXPECT_EQ(
+      LoadError("server:\n  service:\n    - {name: a, port: 1, threadmodel_instance_name: x}\n"
+                "global:\n  threadmodel:\n    fiber: [{instance_name: f1}, "
+                "{instance_name: f2}]\n"),
+      "t.yaml:3: server.service[0].threadmodel_instance_name: no thread model instance "
+      "named 'x' (configured: f1, f2)");
+}
+
+TEST(ConfigErrorTest, BothThreadModels) {
+  EXPECT_EQ(LoadError("global:\n  threadmodel:\n    default: [{}]\n    fiber: [{}]\n"),
+            "t.yaml:3: global.threadmodel: give either 'default' (merge) or 'fiber' instances, "
+            "not both");
+}
+
+TEST(ConfigErrorTest, PortCollisions) {
+  EXPECT_EQ(LoadError("server:\n  service:\n    - {name: a, port: 80}\n"
+                      "    - {name: b, port: 80, ip: 127.0.0.1}\n"),
+            "t.yaml:4: server.service[1].port: 127.0.0.1:80 collides with server.service[0] "
+            "(0.0.0.0:80)");
+  EXPECT_EQ(LoadError("server:\n  admin_port: 8888\n  service:\n"
+                      "    - {name: a, port: 8888, ip: 127.0.0.1}\n"),
+            "t.yaml:4: server.service[0].port: 127.0.0.1:8888 collides with server.admin_port "
+            "(127.0.0.1:8888)");
+  // Distinct addresses on one port are fine.
+  MustLoad(
+      "server:\n  admin_port: 8888\n  service:\n"
+      "    - {name: a, port: 8888, ip: 10.0.0.1}\n"
+      "    - {name: b, port: 8888, ip: '::1'}\n");
+}
+
+TEST(ConfigErrorTest, MultipleDocuments) {
+  EXPECT_EQ(LoadError("server: {}\n---\nclient: {}\n"),
+            "t.yaml:3: expected one YAML document, found a second one");
+}
+
+TEST(ConfigErrorTest, LongValuesAreCut) {
+  std::string e = LoadError(OneService("      network: " + std::string(1000, 'x') + "\n"));
+  EXPECT_THAT(e, HasSubstr("got '" + std::string(64, 'x') + "...'"));
+  EXPECT_LT(e.size(), 200u);
+}
+
+TEST(ConfigErrorTest, FirstErrorWins) {
+  // Two problems: only the first one found is reported (keys are read in schema order, and
+  // idle_time comes before timeout there).
+  EXPECT_EQ(LoadError(OneService("      timeout: x\n      idle_time: y\n")),
+            "t.yaml:6: server.service[0].idle_time: expected an integer in 0..4294967295, got 'y'");
+}
+
+TEST(ConfigErrorTest, OutputUntouchedOnFailure) {
+  Config config;
+  config.server.app = "keep";
+  std::string error;
+  EXPECT_FALSE(LoadConfigFromString("server: {app: new, bogus: 1}\n", "t.yaml", &config, &error));
+  EXPECT_EQ(config.server.app, "keep");
+  // A null error pointer is allowed.
+  EXPECT_FALSE(LoadConfigFromString("bogus: 1\n", "t.yaml", &config, nullptr));
+}
+
+// Every ```yaml block of docs/config.md: the full example loads, and so does the merge variant
+// spliced into it.
+std::vector<std::string> DocYamlBlocks() {
+  std::ifstream in(std::string(TRPC_SOURCE_DIR) + "/docs/config.md");
+  std::vector<std::string> blocks;
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (!inside && line == "```yaml") {
+      inside = true;
+      blocks.emplace_back();
+    } else if (inside && line == "```") {
+      inside = false;
+    } else if (inside) {
+      blocks.back() += line + "\n";
+    }
+  }
+  return blocks;
+}
+
+TEST(ConfigDocsTest, ExamplesLoad) {
+  std::vector<std::string> blocks = DocYamlBlocks();
+  ASSERT_EQ(blocks.size(), 2u);
+  Config fiber = MustLoad(blocks[0]);
+  ASSERT_EQ(fiber.global.threadmodel.fiber.size(), 1u);
+  EXPECT_EQ(fiber.global.threadmodel.fiber[0].concurrency_hint, 2u);
+  EXPECT_EQ(fiber.server.service.at(0).threadmodel_instance_name, "fiber_instance");
+  EXPECT_EQ(fiber.client.service.at(0).target, "127.0.0.1:12345,[::1]:12345");
+
+  std::string merge = blocks[1] + blocks[0].substr(blocks[0].find("server:"));
+  size_t at = merge.find("threadmodel_instance_name: fiber_instance");
+  ASSERT_NE(at, std::string::npos);
+  merge.replace(at, std::string("threadmodel_instance_name: fiber_instance").size(),
+                "threadmodel_instance_name: default_instance");
+  Config merged = MustLoad(merge);
+  ASSERT_EQ(merged.global.threadmodel.merge.size(), 1u);
+  EXPECT_EQ(merged.global.threadmodel.merge[0].io_thread_num, 4u);
+  EXPECT_TRUE(merged.global.threadmodel.fiber.empty());
+}
+
+// ---- Files.
+
+class ConfigFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* tmp = std::getenv("TMPDIR");
+    dir_ = std::string(tmp != nullptr ? tmp : "/tmp") + "/config_test_XXXXXX";
+    ASSERT_NE(mkdtemp(dir_.data()), nullptr);
+  }
+  void TearDown() override {
+    for (const std::string& f : files_) std::remove(f.c_str());
+    rmdir(dir_.c_str());
+  }
+  std::string Write(const std::string& name, const std::string& text) {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    files_.push_back(path);
+    return path;
+  }
+
+  std::string dir_;
+  std::vector<std::string> files_;
+};
+
+TEST_F(ConfigFileTest, LoadsFile) {
+  std::string path = Write("trpc.yaml", kDesignExampleFiber);
+  Config config;
+  std::string error;
+  ASSERT_TRUE(LoadConfig(path, &config, &error)) << error;
+  EXPECT_EQ(config.path, path);
+  EXPECT_EQ(config.server.service.at(0).origin, path + ":14");
+  Config from_string;
+  ASSERT_TRUE(LoadConfigFromString(kDesignExampleFiber, path, &from_string, &error));
+  EXPECT_EQ(config, from_string);
+}
+
+TEST_F(ConfigFileTest, ErrorsNameTheFile) {
+  std::string path = Write("bad.yaml", "server:\n  service:\n    - name: a\n      port: abc\n");
+  Config config;
+  std::string error;
+  EXPECT_FALSE(LoadConfig(path, &config, &error));
+  EXPECT_EQ(error, path + ":4: server.service[0].port: expected an integer in 0..65535, got 'abc'");
+}
+
+TEST_F(ConfigFileTest, UnreadableFile) {
+  Config config;
+  std::string error;
+  std::string missing = dir_ + "/missing.yaml";
+  EXPECT_FALSE(LoadConfig(missing, &config, &error));
+  EXPECT_EQ(error, missing + ": cannot open: No such file or directory");
+
+  EXPECT_FALSE(LoadConfig(dir_, &config, &error));
+  EXPECT_EQ(error, dir_ + ": cannot read: Is a directory");
+}
+
+}  // namespace
+}  // namespace trpc

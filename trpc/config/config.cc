@@ -1,0 +1,317 @@
+#include "trpc/config/config.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <map>
+#include <system_error>
+#include <utility>
+
+#include "trpc/base/logging.h"
+#include "trpc/config/detail/address.h"
+#include "trpc/config/detail/yaml_reader.h"
+
+namespace trpc {
+
+namespace {
+
+using config_detail::ErrorSink;
+using config_detail::MapReader;
+using config_detail::Presence;
+using config_detail::UintRule;
+
+constexpr uint64_t kU32Max = UINT32_MAX;
+
+// Limits, one per key; docs/config.md repeats them.
+constexpr UintRule kPortRule{0, 65535};
+constexpr UintRule kIoThreadNumRule{1, 1024};
+constexpr UintRule kConcurrencyHintRule{0, 1024};
+constexpr UintRule kSchedulingGroupSizeRule{0, 1024};
+constexpr UintRule kFiberStackSizeRule{16384, 64u << 20, 4096};  // Whole pages.
+constexpr UintRule kWorkStealingRatioRule{1, 1000000};
+constexpr UintRule kRunQueueSizeRule{256, 16u << 20, 1, true};  // Power of two: index by mask.
+constexpr UintRule kMaxConnNumRule{1, kU32Max};
+constexpr UintRule kIdleTimeRule{0, kU32Max};
+constexpr UintRule kMaxPacketSizeRule{16, kU32Max};  // At least a trpc frame header.
+constexpr UintRule kServiceTimeoutRule{0, kU32Max};
+constexpr UintRule kMaxPendingWriteBytesRule{4096, UINT64_MAX};
+constexpr UintRule kClientTimeoutRule{1, kU32Max};
+constexpr UintRule kClientMaxConnNumRule{1, 1024};
+
+// Instance name -> path of the entry that declared it.
+using InstanceNames = std::map<std::string, std::string, std::less<>>;
+
+void CheckUniqueInstance(MapReader& r, const std::string& name, InstanceNames* names) {
+  auto [it, inserted] = names->emplace(name, r.path());
+  if (!inserted) {
+    r.FailValue("instance_name",
+                fmt::format("duplicate thread model instance '{}' (also {})", name, it->second));
+  }
+}
+
+void ReadThreadModel(const MapReader& global, ThreadModelConfig* out, InstanceNames* names) {
+  MapReader tm = global.Map("threadmodel", {"default", "fiber"});
+  ThreadModelConfig result;
+  result.merge.clear();
+  tm.ForEachMap("default", {"instance_name", "io_handle_type", "io_thread_num"},
+                [&](MapReader& r, size_t) {
+                  MergeThreadModelConfig m;
+                  r.NonEmptyString("instance_name", &m.instance_name);
+                  std::string type = "merge";
+                  r.String("io_handle_type", &type);
+                  if (r.ok() && type == "separate") {
+                    r.FailValue("io_handle_type", "'separate' is not supported yet (only 'merge')");
+                  }
+                  r.OneOf("io_handle_type", {"merge"}, &type);
+                  r.Uint("io_thread_num", kIoThreadNumRule, &m.io_thread_num);
+                  if (r.ok()) CheckUniqueInstance(r, m.instance_name, names);
+                  result.merge.push_back(std::move(m));
+                });
+  tm.ForEachMap("fiber",
+                {"instance_name", "concurrency_hint", "scheduling_group_size", "fiber_stack_size",
+                 "work_stealing_ratio", "fiber_run_queue_size"},
+                [&](MapReader& r, size_t) {
+                  FiberThreadModelConfig f;
+                  r.NonEmptyString("instance_name", &f.instance_name);
+                  r.Uint("concurrency_hint", kConcurrencyHintRule, &f.concurrency_hint);
+                  r.Uint("scheduling_group_size", kSchedulingGroupSizeRule,
+                         &f.scheduling_group_size);
+                  r.Uint("fiber_stack_size", kFiberStackSizeRule, &f.fiber_stack_size);
+                  r.Uint("work_stealing_ratio", kWorkStealingRatioRule, &f.work_stealing_ratio);
+                  r.Uint("fiber_run_queue_size", kRunQueueSizeRule, &f.fiber_run_queue_size);
+                  if (r.ok()) CheckUniqueInstance(r, f.instance_name, names);
+                  result.fiber.push_back(std::move(f));
+                });
+  if (!tm.ok()) return;
+  if (!result.merge.empty() && !result.fiber.empty()) {
+    // One process runs one thread model; mixing them is not supported (DESIGN.md).
+    tm.FailMap("give either 'default' (merge) or 'fiber' instances, not both");
+    return;
+  }
+  if (result.merge.empty() && result.fiber.empty()) {
+    result.merge.emplace_back();
+    names->emplace(result.merge.back().instance_name, "the default merge instance");
+  }
+  *out = std::move(result);
+}
+
+std::string ListNames(const InstanceNames& names) {
+  std::string s;
+  for (const auto& [name, where] : names) {
+    if (!s.empty()) s += ", ";
+    s += name;
+  }
+  return s;
+}
+
+// A listening endpoint already claimed, to catch two listeners on one port: with SO_REUSEPORT
+// the second bind would succeed and the two would silently share connections.
+struct Listener {
+  std::string ip;
+  uint16_t port;
+  std::string owner;
+};
+
+void CheckListener(const MapReader& r, std::string_view port_key, Listener listener,
+                   std::vector<Listener>* listeners) {
+  if (!r.ok() || listener.port == 0) return;
+  for (const Listener& other : *listeners) {
+    if (other.port == listener.port &&
+        config_detail::ListenAddressesOverlap(other.ip, listener.ip)) {
+      r.FailValue(port_key, fmt::format("{}:{} collides with {} ({}:{})", listener.ip,
+                                        listener.port, other.owner, other.ip, other.port));
+      return;
+    }
+  }
+  listeners->push_back(std::move(listener));
+}
+
+void ReadIp(MapReader& r, std::string_view key, std::string* out) {
+  std::string ip = *out;
+  r.String(key, &ip);
+  if (r.ok() && !config_detail::IsIpAddress(ip)) {
+    r.FailValue(key, fmt::format("expected a numeric IPv4 or IPv6 address, got '{}'", ip));
+    return;
+  }
+  *out = std::move(ip);
+}
+
+void ReadServer(const MapReader& root, const std::string& file, const InstanceNames& instances,
+                ServerConfig* out) {
+  MapReader r = root.Map("server", {"app", "server", "admin_port", "admin_ip", "service"});
+  ServerConfig server;
+  r.String("app", &server.app);
+  r.String("server", &server.server);
+  r.Uint("admin_port", kPortRule, &server.admin_port);
+  ReadIp(r, "admin_ip", &server.admin_ip);
+
+  std::vector<Listener> listeners;
+  CheckListener(r, "admin_port", {server.admin_ip, server.admin_port, "server.admin_port"},
+                &listeners);
+  std::map<std::string, std::string, std::less<>> names;  // Service name -> its path.
+  r.ForEachMap(
+      "service",
+      {"name", "protocol", "network", "ip", "port", "max_conn_num", "idle_time", "max_packet_size",
+       "timeout", "max_pending_write_bytes", "threadmodel_instance_name"},
+      [&](MapReader& s, size_t) {
+        ServiceConfig svc;
+        svc.origin = fmt::format("{}:{}", file, s.line());
+        s.NonEmptyString("name", &svc.name, Presence::kRequired);
+        if (s.ok()) {
+          auto [it, inserted] = names.emplace(svc.name, s.path());
+          if (!inserted) {
+            s.FailValue("name",
+                        fmt::format("duplicate service name '{}' (also {})", svc.name, it->second));
+          }
+        }
+        s.NonEmptyString("protocol", &svc.protocol);
+        s.OneOf("network", {"tcp"}, &svc.network);
+        ReadIp(s, "ip", &svc.ip);
+        s.Uint("port", kPortRule, &svc.port, Presence::kRequired);
+        s.Uint("max_conn_num", kMaxConnNumRule, &svc.max_conn_num);
+        s.Uint("idle_time", kIdleTimeRule, &svc.idle_time);
+        s.Uint("max_packet_size", kMaxPacketSizeRule, &svc.max_packet_size);
+        s.Uint("timeout", kServiceTimeoutRule, &svc.timeout);
+        s.Uint("max_pending_write_bytes", kMaxPendingWriteBytesRule, &svc.max_pending_write_bytes);
+        s.String("threadmodel_instance_name", &svc.threadmodel_instance_name);
+        if (s.ok() && !svc.threadmodel_instance_name.empty() &&
+            instances.find(svc.threadmodel_instance_name) == instances.end()) {
+          s.FailValue("threadmodel_instance_name",
+                      fmt::format("no thread model instance named '{}' (configured: {})",
+                                  svc.threadmodel_instance_name, ListNames(instances)));
+        }
+        CheckListener(s, "port", {svc.ip, svc.port, s.path()}, &listeners);
+        server.service.push_back(std::move(svc));
+      });
+  if (r.ok()) *out = std::move(server);
+}
+
+void ReadClient(const MapReader& root, const std::string& file, ClientConfig* out) {
+  MapReader r = root.Map("client", {"service"});
+  ClientConfig client;
+  std::map<std::string, std::string, std::less<>> names;
+  r.ForEachMap(
+      "service", {"name", "target", "protocol", "timeout", "conn_type", "max_conn_num"},
+      [&](MapReader& s, size_t) {
+        ClientServiceConfig svc;
+        svc.origin = fmt::format("{}:{}", file, s.line());
+        s.NonEmptyString("name", &svc.name, Presence::kRequired);
+        if (s.ok()) {
+          auto [it, inserted] = names.emplace(svc.name, s.path());
+          if (!inserted) {
+            s.FailValue("name",
+                        fmt::format("duplicate service name '{}' (also {})", svc.name, it->second));
+          }
+        }
+        s.String("target", &svc.target, Presence::kRequired);
+        if (s.ok()) {
+          std::vector<config_detail::TargetAddress> addresses;
+          std::string bad;
+          if (!config_detail::ParseTarget(svc.target, &addresses, &bad)) {
+            s.FailValue("target", fmt::format("expected ip:port[,ip:port...] (IPv6 as [addr]:port, "
+                                              "port 1..65535), got '{}'",
+                                              bad));
+          }
+        }
+        s.NonEmptyString("protocol", &svc.protocol);
+        s.Uint("timeout", kClientTimeoutRule, &svc.timeout);
+        s.OneOf("conn_type", {"long", "short"}, &svc.conn_type);
+        s.Uint("max_conn_num", kClientMaxConnNumRule, &svc.max_conn_num);
+        client.service.push_back(std::move(svc));
+      });
+  if (r.ok()) *out = std::move(client);
+}
+
+void ReadPlugins(const MapReader& root, PluginsConfig* out) {
+  MapReader plugins = root.Map("plugins", {"log"});
+  MapReader log_reader = plugins.Map("log", {"level"});
+  std::string level = out->log.level;
+  log_reader.String("level", &level);
+  log::Level parsed;
+  if (log_reader.ok() && !log::ParseLevel(level, &parsed)) {
+    log_reader.FailValue("level",
+                         fmt::format("expected one of trace|debug|info|warn|error|fatal|off, "
+                                     "got '{}'",
+                                     level));
+    return;
+  }
+  out->log.level = std::move(level);
+}
+
+void ReadConfig(const YAML::Node& root_node, ErrorSink* sink, Config* out) {
+  MapReader root(root_node, "", 1, sink, {"global", "server", "client", "plugins"});
+  // Thread models first: services refer to their instance names.
+  MapReader global = root.Map("global", {"threadmodel"});
+  InstanceNames instances;
+  ReadThreadModel(global, &out->global.threadmodel, &instances);
+  ReadServer(root, out->path, instances, &out->server);
+  ReadClient(root, out->path, &out->client);
+  ReadPlugins(root, &out->plugins);
+}
+
+bool Fail(std::string* error, std::string message) {
+  if (error != nullptr) *error = std::move(message);
+  return false;
+}
+
+}  // namespace
+
+bool LoadConfigFromString(std::string_view yaml, std::string_view name_for_errors, Config* out,
+                          std::string* error) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return Fail(error,
+                fmt::format("{}:{}: {}", name_for_errors, std::max(e.mark.line, 0) + 1, e.msg));
+  }
+  if (docs.size() > 1) {
+    return Fail(error, fmt::format("{}:{}: expected one YAML document, found a second one",
+                                   name_for_errors, config_detail::LineOf(docs[1], 1)));
+  }
+  Config config;
+  config.path = std::string(name_for_errors);
+  ErrorSink sink;
+  try {
+    ReadConfig(docs.empty() ? YAML::Node() : docs[0], &sink, &config);
+  } catch (const YAML::Exception& e) {
+    // The readers only use non-throwing accessors; this is a safety net, not a code path.
+    sink.Fail(std::max(e.mark.line, 0) + 1, e.msg);
+  }
+  if (sink.failed()) {
+    return Fail(error, fmt::format("{}:{}: {}", name_for_errors, sink.line(), sink.message()));
+  }
+  *out = std::move(config);
+  return true;
+}
+
+bool LoadConfig(const std::string& path, Config* out, std::string* error) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return Fail(error,
+                fmt::format("{}: cannot open: {}", path, std::generic_category().message(errno)));
+  }
+  std::string text;
+  char buf[16384];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n > 0) {
+      text.append(buf, static_cast<size_t>(n));
+    } else if (n == 0) {
+      break;
+    } else if (errno != EINTR) {
+      int err = errno;
+      ::close(fd);
+      return Fail(error,
+                  fmt::format("{}: cannot read: {}", path, std::generic_category().message(err)));
+    }
+  }
+  ::close(fd);
+  return LoadConfigFromString(text, path, out, error);
+}
+
+}  // namespace trpc

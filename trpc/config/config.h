@@ -1,0 +1,131 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+/// The framework's YAML configuration as typed structs. Key names follow tRPC-Cpp where it has
+/// them; docs/config.md lists every key with its default, unit and valid range. Durations are in
+/// milliseconds. Default-constructed structs hold the documented defaults, so `Config{}` equals
+/// the result of loading an empty file.
+
+namespace trpc {
+
+/// One merge thread-model instance (`global.threadmodel.default[]`, io_handle_type: merge): N
+/// worker threads, each owning a reactor and running handlers inline.
+struct MergeThreadModelConfig {
+  std::string instance_name = "default_instance";
+  uint32_t io_thread_num = 1;  // Worker (reactor) threads, 1..1024.
+
+  bool operator==(const MergeThreadModelConfig&) const = default;
+};
+
+/// One fiber thread-model instance (`global.threadmodel.fiber[]`): M:N fibers on worker threads
+/// grouped into scheduling groups.
+struct FiberThreadModelConfig {
+  std::string instance_name = "fiber_instance";
+  uint32_t concurrency_hint = 0;          // Worker threads, 0..1024; 0 = CPUs usable.
+  uint32_t scheduling_group_size = 0;     // Workers per group, 0..1024; 0 = automatic.
+  uint32_t fiber_stack_size = 131072;     // Bytes; 16 KiB..64 MiB, a multiple of 4096.
+  uint32_t work_stealing_ratio = 16;      // 1..1000000: idle rounds per cross-group steal.
+  uint32_t fiber_run_queue_size = 65536;  // Group run-queue slots; power of 2, 256..16 Mi.
+
+  bool operator==(const FiberThreadModelConfig&) const = default;
+};
+
+/// `global.threadmodel`. Exactly one of the lists is non-empty after loading: a file that gives
+/// neither gets one merge instance with the defaults above; giving both is an error.
+struct ThreadModelConfig {
+  std::vector<MergeThreadModelConfig> merge{MergeThreadModelConfig{}};  // Key: `default`.
+  std::vector<FiberThreadModelConfig> fiber;
+
+  bool operator==(const ThreadModelConfig&) const = default;
+};
+
+struct GlobalConfig {
+  ThreadModelConfig threadmodel;
+
+  bool operator==(const GlobalConfig&) const = default;
+};
+
+/// One served service (`server.service[]`).
+struct ServiceConfig {
+  std::string name;                     // Required, unique within the server.
+  std::string protocol = "trpc";        // A registered codec; checked when the server starts.
+  std::string network = "tcp";          // Only "tcp" for now.
+  std::string ip = "0.0.0.0";           // Numeric IPv4 or IPv6 address to listen on.
+  uint16_t port = 0;                    // Required; 0 = an ephemeral port.
+  uint32_t max_conn_num = 10000;        // Connections open at once, >= 1.
+  uint32_t idle_time = 60000;           // ms without traffic before closing; 0 = never.
+  uint32_t max_packet_size = 10000000;  // Bytes per request frame, >= 16.
+  uint32_t timeout = 1000;              // ms per request; 0 = no service timeout.
+  uint64_t max_pending_write_bytes = 64ull << 20;  // Unsent reply bytes per connection, >= 4096.
+  std::string threadmodel_instance_name;           // "" = the first configured instance.
+  std::string origin;  // "file:line" of this entry, for errors found after loading.
+
+  bool operator==(const ServiceConfig&) const = default;
+};
+
+struct ServerConfig {
+  std::string app;
+  std::string server;
+  uint16_t admin_port = 0;  // 0 = no admin service.
+  std::string admin_ip = "127.0.0.1";
+  std::vector<ServiceConfig> service;
+
+  bool operator==(const ServerConfig&) const = default;
+};
+
+/// One callee (`client.service[]`).
+struct ClientServiceConfig {
+  std::string name;                // Required, unique within the client section.
+  std::string target;              // Required: "ip:port[,ip:port...]", IPv6 as "[::1]:port".
+  std::string protocol = "trpc";   // A registered codec; checked when the proxy is created.
+  uint32_t timeout = 1000;         // ms per call, >= 1: every call has a deadline.
+  std::string conn_type = "long";  // "long" (kept, multiplexed) or "short" (one per call).
+  uint32_t max_conn_num = 1;       // Connections per backend, 1..1024.
+  std::string origin;              // "file:line" of this entry, for errors found after loading.
+
+  bool operator==(const ClientServiceConfig&) const = default;
+};
+
+struct ClientConfig {
+  std::vector<ClientServiceConfig> service;
+
+  bool operator==(const ClientConfig&) const = default;
+};
+
+struct LogConfig {
+  std::string level = "info";  // trace|debug|info|warn|error|fatal|off.
+
+  bool operator==(const LogConfig&) const = default;
+};
+
+struct PluginsConfig {
+  LogConfig log;
+
+  bool operator==(const PluginsConfig&) const = default;
+};
+
+struct Config {
+  GlobalConfig global;
+  ServerConfig server;
+  ClientConfig client;
+  PluginsConfig plugins;
+  std::string path;  // The file it was loaded from (or the name given for a string).
+
+  bool operator==(const Config&) const = default;
+};
+
+/// Loads and validates the YAML file at `path`. On any problem (unreadable file, YAML syntax,
+/// unknown or duplicate key, wrong type, value out of range, inconsistent settings) returns false,
+/// leaves `*out` unchanged and sets `*error` to "FILE:LINE: what is wrong" (LINE 1-based), or to
+/// "FILE: cannot open: <reason>". Safe to call from any thread.
+bool LoadConfig(const std::string& path, Config* out, std::string* error);
+
+/// As LoadConfig, from text in memory; `name_for_errors` takes the place of FILE.
+bool LoadConfigFromString(std::string_view yaml, std::string_view name_for_errors, Config* out,
+                          std::string* error);
+
+}  // namespace trpc
