@@ -20,6 +20,7 @@ struct ServiceProxy::Call {
   uint32_t call_type = kUnaryCall;
   int64_t deadline_ns = 0;
   size_t backend = 0;
+  size_t slot = 0;  // which of the backend's connections
   ClientContextPtr ctx;
   google::protobuf::MessageLite* rsp = nullptr;
   Done done;
@@ -31,9 +32,10 @@ ServiceProxy::ServiceProxy(ClientServiceConfig config, ThreadModel* model)
 ServiceProxy::~ServiceProxy() { Stop(); }
 
 bool ServiceProxy::Init(std::string* err) {
+  std::string where = config_.origin.empty() ? "" : config_.origin + ": ";
   codec_ = CodecRegistry::Instance().GetClient(config_.protocol);
   if (!codec_) {
-    *err = "client " + config_.name + ": unknown protocol '" + config_.protocol + "'";
+    *err = where + "client " + config_.name + ": unknown protocol '" + config_.protocol + "'";
     return false;
   }
   std::stringstream ss(config_.target);
@@ -41,16 +43,18 @@ bool ServiceProxy::Init(std::string* err) {
   while (std::getline(ss, item, ',')) {
     NetAddress a;
     if (!NetAddress::Parse(item, &a)) {
-      *err = "client " + config_.name + ": bad target '" + item + "'";
+      *err = where + "client " + config_.name + ": bad target '" + item + "'";
       return false;
     }
     backends_.push_back(a);
   }
   if (backends_.empty()) {
-    *err = "client " + config_.name + ": no target";
+    *err = where + "client " + config_.name + ": no target";
     return false;
   }
-  for (auto& per_reactor : conns_) per_reactor.resize(backends_.size());
+  conns_per_backend_ = std::max<uint32_t>(1, config_.max_conn_num);
+  short_conn_ = config_.conn_type == "short";
+  for (auto& per_reactor : conns_) per_reactor.resize(backends_.size() * conns_per_backend_);
   return true;
 }
 
@@ -107,15 +111,22 @@ bool ServiceProxy::Prepare(const ClientContextPtr& ctx, const google::protobuf::
   call->call_type = call_type;
   // A call with no deadline still gets a timer, far away, so nothing waits forever.
   call->deadline_ns = deadline > 0 ? deadline : now + 3600 * kNanosPerSecond;
-  call->backend = next_backend_.fetch_add(1, std::memory_order_relaxed) % backends_.size();
+  // One counter picks the backend (round-robin) and, every backends_.size() calls, the next of
+  // its max_conn_num connections.
+  uint32_t n = next_backend_.fetch_add(1, std::memory_order_relaxed);
+  call->backend = n % backends_.size();
+  call->slot = call->backend * conns_per_backend_ + (n / backends_.size()) % conns_per_backend_;
   call->ctx = ctx;
   ctx->SetBackend(backends_[call->backend]);
   return true;
 }
 
-ClientConnection* ServiceProxy::GetConnection(size_t reactor_index, size_t backend, Status* st) {
-  ClientConnectionPtr& c = conns_[reactor_index][backend];
-  if (c && c->usable()) return c.get();
+ClientConnectionPtr ServiceProxy::GetConnection(size_t reactor_index, size_t backend, size_t slot,
+                                               Status* st) {
+  ClientConnectionPtr fresh;
+  // conn_type "short": a connection per call, closed when the call completes.
+  ClientConnectionPtr& c = short_conn_ ? fresh : conns_[reactor_index][slot];
+  if (c && c->usable()) return c;
   ConnectionOptions opts;
   opts.idle_timeout_ms = 0;  // a client's long connection stays until the server closes it
   opts.max_packet_size = 0xFFFFFFFFu;
@@ -127,14 +138,15 @@ ClientConnection* ServiceProxy::GetConnection(size_t reactor_index, size_t backe
     *st = Status(kClientConnectErr, err);
     return nullptr;
   }
-  return c.get();
+  return c;
 }
 
 void ServiceProxy::StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call) {
   auto run = [this, reactor, call]() mutable {
     size_t index = static_cast<size_t>(model_->IndexOf(reactor));
     Status st;
-    ClientConnection* conn = stopped_ ? nullptr : GetConnection(index, call->backend, &st);
+    ClientConnectionPtr conn =
+        stopped_ ? nullptr : GetConnection(index, call->backend, call->slot, &st);
     if (conn == nullptr) {
       if (stopped_) st = Status(kClientNetworkErr, "proxy stopped");
       if (call->done) call->done(st);
@@ -142,11 +154,15 @@ void ServiceProxy::StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call) {
     }
     if (call->call_type == kOnewayCall) {
       conn->SendOneway(std::move(call->request));
+      if (short_conn_) conn->CloseAfterFlush();
       return;
     }
+    // A short connection lives as long as its call: the completion callback holds it.
+    ClientConnectionPtr keep = short_conn_ ? conn : nullptr;
     Call* c = call.get();
     conn->Call(c->request_id, std::move(c->request), c->deadline_ns,
-               [this, call = std::move(call)](Status st, ChainBuffer&& frame) {
+               [this, call = std::move(call), keep = std::move(keep)](Status st,
+                                                                     ChainBuffer&& frame) {
                  if (st.OK()) {
                    RpcResponse rsp;
                    std::string err;
@@ -169,6 +185,7 @@ void ServiceProxy::StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call) {
                  }
                  call->ctx->SetStatus(st);
                  call->done(st);
+                 if (keep) keep->Close("short connection done");
                });
   };
   if (reactor->InLoopThread()) {

@@ -18,7 +18,8 @@ class MessageLite;
 namespace trpc {
 
 /// Calls one callee (a `client.service[]` entry): picks a backend round-robin, multiplexes calls
-/// over one long connection per backend per reactor, and turns replies and failures into Status.
+/// over `max_conn_num` long connections per backend per reactor (or, with conn_type "short", one
+/// connection per call), and turns replies and failures into Status.
 ///
 /// A call made on one of the thread model's reactor threads uses that reactor's connections, so
 /// in the merged model a handler's downstream call never leaves its thread. A call from any other
@@ -56,17 +57,20 @@ class ServiceProxy {
   bool Prepare(const ClientContextPtr& ctx, const google::protobuf::MessageLite& req,
                uint32_t call_type, Call* call, Status* st);
   void StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call);
-  ClientConnection* GetConnection(size_t reactor_index, size_t backend, Status* st);
+  ClientConnectionPtr GetConnection(size_t reactor_index, size_t backend, size_t slot,
+                                    Status* st);
   Reactor* PickReactor();
 
   ClientServiceConfig config_;
   ThreadModel* model_;
   std::shared_ptr<ClientCodec> codec_;
   std::vector<NetAddress> backends_;
-  // conns_[reactor][backend]: touched only on that reactor's thread.
+  // conns_[reactor][backend * conns_per_backend_ + k]: touched only on that reactor's thread.
   std::vector<std::vector<ClientConnectionPtr>> conns_;
   std::atomic<uint32_t> next_request_id_{0};
   std::atomic<uint32_t> next_backend_{0};
+  uint32_t conns_per_backend_ = 1;
+  bool short_conn_ = false;
   bool stopped_ = false;
 };
 

@@ -63,7 +63,9 @@ class ServerCodec : public FrameCodec {
   /// is sent and the connection closes.
   virtual bool DecodeRequest(ChainBuffer&& frame, RpcRequest* req, std::string* err) = 0;
   /// Appends the encoded response to `out`. The body is `body_msg` serialized if it is non-null,
-  /// else the bytes of `rsp->body` (moved out). False means the response could not be encoded.
+  /// else the bytes of `rsp->body`; `rsp->body` and `rsp->attachment` are moved out, the other
+  /// fields only read. A response with ret != 0 carries no body or attachment. False means the
+  /// response could not be encoded (then `out` is unchanged).
   virtual bool EncodeResponse(RpcResponse* rsp, const google::protobuf::MessageLite* body_msg,
                               ChainBuffer* out) = 0;
 };

@@ -16,24 +16,29 @@ bool Server::RegisterService(const std::string& name, ServicePtr service) {
 
 bool Server::Start(std::string* err) {
   for (const ServiceConfig& sc : config_.service) {
+    // Errors about a config entry point at it: "file:line: ...".
+    std::string where = sc.origin.empty() ? "" : sc.origin + ": ";
     auto it = services_.find(sc.name);
     if (it == services_.end()) {
-      *err = "service '" + sc.name + "' is configured but no implementation was registered";
+      *err = where + "service '" + sc.name + "' is configured but no implementation was registered";
       return false;
     }
     auto codec = CodecRegistry::Instance().GetServer(sc.protocol);
     if (!codec) {
-      *err = "service '" + sc.name + "': unknown protocol '" + sc.protocol + "'";
+      *err = where + "service '" + sc.name + "': unknown protocol '" + sc.protocol + "'";
       return false;
     }
     ThreadModel* model = runtime::GetThreadModel(sc.threadmodel_instance_name);
     if (model == nullptr) {
-      *err = "service '" + sc.name + "': no thread model '" + sc.threadmodel_instance_name +
-             "' is running";
+      *err = where + "service '" + sc.name + "': no thread model '" +
+             sc.threadmodel_instance_name + "' is running";
       return false;
     }
     auto adapter = std::make_unique<detail::ServiceAdapter>(sc, it->second, model, codec);
-    if (!adapter->Start(err)) return false;
+    if (!adapter->Start(err)) {
+      *err = where + *err;
+      return false;
+    }
     adapters_[sc.name] = std::move(adapter);
   }
   return true;

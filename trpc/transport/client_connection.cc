@@ -63,22 +63,19 @@ void ClientConnection::OnTimeout(uint32_t request_id) {
   done(Status(kClientInvokeTimeoutErr, "request timed out"), ChainBuffer());
 }
 
-void ClientConnection::OnFrames(Connection* conn, std::vector<ChainBuffer>* frames) {
+void ClientConnection::OnFrame(Connection* conn, ChainBuffer&& frame) {
   auto self = weak_from_this().lock();  // a callback may drop the owner's reference
-  for (ChainBuffer& frame : *frames) {
-    uint32_t id = 0;
-    if (!codec_->PeekResponseId(frame, &id)) {
-      conn->Close("malformed response frame");
-      return;
-    }
-    auto it = pending_.find(id);
-    if (it == pending_.end()) continue;  // a late reply to a call that already timed out
-    Done done = std::move(it->second.done);
-    reactor_->CancelTimer(it->second.timer);
-    pending_.erase(it);
-    done(Status(), std::move(frame));
-    if (conn->closed()) return;
+  uint32_t id = 0;
+  if (!codec_->PeekResponseId(frame, &id)) {
+    conn->Close("malformed response frame");
+    return;
   }
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;  // a late reply to a call that already timed out
+  Done done = std::move(it->second.done);
+  reactor_->CancelTimer(it->second.timer);
+  pending_.erase(it);
+  done(Status(), std::move(frame));
 }
 
 void ClientConnection::OnConnected(Connection*) { connected_ = true; }

@@ -36,13 +36,17 @@ class ClientConnection : public Connection::Handler,
   void SendOneway(ChainBuffer&& request);
   /// Closes the connection and fails every pending call with 141.
   void Close(const std::string& reason);
+  /// Closes once the queued requests are written (for one-way calls on short connections).
+  void CloseAfterFlush() {
+    if (conn_) conn_->CloseAfterFlush("short connection done");
+  }
 
   bool usable() const { return conn_ && !conn_->closed(); }
   size_t inflight() const { return pending_.size(); }
   const NetAddress& target() const { return target_; }
 
   // Connection::Handler
-  void OnFrames(Connection* conn, std::vector<ChainBuffer>* frames) override;
+  void OnFrame(Connection* conn, ChainBuffer&& frame) override;
   void OnConnected(Connection* conn) override;
   void OnClose(Connection* conn, const std::string& reason) override;
 

@@ -76,7 +76,8 @@ void Connection::HandleEvents(uint32_t events) {
     if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) return;
     int err = socket_ops::GetSocketError(fd_);
     if (err != 0 || (events & (EPOLLERR | EPOLLHUP))) {
-      Close(fmt::format("connect to {} failed: {}", peer_.ToString(), strerror(err ? err : ECONNREFUSED)));
+      Close(fmt::format("connect to {} failed: {}", peer_.ToString(),
+                        strerror(err ? err : ECONNREFUSED)));
       return;
     }
     connecting_ = false;
@@ -86,7 +87,9 @@ void Connection::HandleEvents(uint32_t events) {
     if (closed_) return;
   }
   if (events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP)) {
-    HandleRead();
+    // With a hang-up in the same edge as the last data, a short read does not mean "drained":
+    // read on to the EOF, or the close is never seen (no further edge comes).
+    HandleRead(/*to_eof=*/(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0);
     if (closed_) return;
   }
   if ((events & EPOLLOUT) && !out_.empty()) {
@@ -94,8 +97,9 @@ void Connection::HandleEvents(uint32_t events) {
   }
 }
 
-void Connection::HandleRead() {
+void Connection::HandleRead(bool to_eof) {
   in_batch_ = true;
+  DeliverFrames();  // frames held back while the write queue was over its limit
   while (!closed_ && !reading_paused_ && !peer_closed_) {
     iovec iov[2];
     size_t n_iov = in_.PrepareWrite(iov, 2, kReadChunk);
@@ -112,7 +116,7 @@ void Connection::HandleRead() {
       }
       // A short read drained the socket; edge-triggered epoll reports the next arrival, so the
       // extra read(2) that would only return EAGAIN is skipped.
-      if (static_cast<size_t>(n) < want) break;
+      if (static_cast<size_t>(n) < want && !to_eof) break;
       continue;
     }
     if (n == 0) {
@@ -129,27 +133,41 @@ void Connection::HandleRead() {
   in_batch_ = false;
   if (closed_) return;
   Flush();
-  if (peer_closed_ && !closed_) {
-    // The peer sent FIN: requests already read were answered above (best effort); we are done.
-    Close("peer closed");
+  if (peer_closed_ && !closed_ && !reading_paused_ && next_frame_ == frames_.size()) {
+    // The peer sent FIN: every request it sent has been handled; close once the replies are out.
+    CloseAfterFlush("peer closed");
   }
 }
 
 void Connection::ProcessInput() {
-  if (in_.empty()) return;
-  std::string err;
-  SplitResult r = codec_->Split(&in_, &frames_, options_.max_packet_size, &err);
-  if (r == SplitResult::kError) {
-    frames_.clear();
-    TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "closing connection from {}: {}", peer_.ToString(),
-                      err);
-    Close("protocol error: " + err);
-    return;
+  if (!in_.empty()) {
+    std::string err;
+    SplitResult r = codec_->Split(&in_, &frames_, options_.max_packet_size, &err);
+    if (r == SplitResult::kError) {
+      TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "closing connection from {}: {}",
+                        peer_.ToString(), err);
+      Close("protocol error: " + err);
+      return;
+    }
   }
-  if (!frames_.empty()) {
-    handler_->OnFrames(this, &frames_);
-    frames_.clear();
+  DeliverFrames();
+}
+
+void Connection::DeliverFrames() {
+  // One frame at a time, so the write-queue limit is checked between handlers: a batch of small
+  // requests with large replies cannot queue more than one reply beyond the limit.
+  if (frames_.empty()) return;
+  while (next_frame_ < frames_.size()) {
+    if (out_.size() > options_.max_pending_write_bytes) {
+      reading_paused_ = true;
+      return;
+    }
+    handler_->OnFrame(this, std::move(frames_[next_frame_++]));
+    if (closed_) return;
   }
+  frames_.clear();
+  next_frame_ = 0;
+  handler_->OnBatchEnd(this);
 }
 
 void Connection::Send(ChainBuffer&& data) {
@@ -162,8 +180,12 @@ void Connection::Flush() {
   if (connecting_ || closed_) return;
   while (!out_.empty()) {
     iovec iov[kMaxWriteIov];
-    size_t n_iov = out_.ExportIovecs(iov, kMaxWriteIov);
-    ssize_t n = ::writev(fd_, iov, static_cast<int>(n_iov));
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = out_.ExportIovecs(iov, kMaxWriteIov);
+    // sendmsg rather than writev: MSG_NOSIGNAL turns a write to a reset peer into EPIPE instead
+    // of a process-killing SIGPIPE.
+    ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
     if (n > 0) {
       out_.Skip(static_cast<size_t>(n));
       stats_.bytes_out += static_cast<uint64_t>(n);
@@ -175,13 +197,28 @@ void Connection::Flush() {
     Close(fmt::format("write: {}", strerror(errno)));
     return;
   }
+  if (close_after_flush_ && out_.empty()) {
+    Close(close_reason_);
+    return;
+  }
   if (!reading_paused_ && out_.size() > options_.max_pending_write_bytes) {
     reading_paused_ = true;
-  } else if (reading_paused_ && out_.size() <= options_.max_pending_write_bytes / 2) {
+  } else if (reading_paused_ && !in_batch_ && out_.size() <= options_.max_pending_write_bytes / 2) {
     reading_paused_ = false;
-    // Edge-triggered: bytes that arrived while paused raise no new event, so read them now.
-    HandleRead();
+    // Edge-triggered: bytes that arrived while paused raise no new event, so read them now —
+    // from a task, not from here, so pause/resume cycles never nest on the stack.
+    std::weak_ptr<Connection> weak = weak_from_this();
+    reactor_->Post([weak] {
+      if (auto self = weak.lock(); self && !self->closed_) self->HandleRead(/*to_eof=*/true);
+    });
   }
+}
+
+void Connection::CloseAfterFlush(const std::string& reason) {
+  if (closed_) return;
+  close_after_flush_ = true;
+  close_reason_ = reason;
+  if (!connecting_ && !in_batch_) Flush();
 }
 
 void Connection::Close(const std::string& reason) {

@@ -32,8 +32,8 @@ struct ConnectionStats {
 };
 
 /// One TCP connection owned by one reactor: reads until EAGAIN into a chain buffer, splits frames
-/// through a FrameCodec, hands a whole read batch to its Handler, and flushes everything the
-/// handler queued with writev() once per batch. A write that would block is finished on EPOLLOUT
+/// through a FrameCodec, hands the frames of a read batch to its Handler, and flushes everything
+/// the handler queued with one sendmsg() (an iovec write) per batch. A write that would block is finished on EPOLLOUT
 /// (registered edge-triggered once, so no epoll_ctl per write).
 ///
 /// Ownership: held by shared_ptr (the owner keeps one); the connection keeps itself alive while
@@ -43,8 +43,11 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   class Handler {
    public:
     virtual ~Handler() = default;
-    /// The frames cut from one read batch, in arrival order. May Send() and Close().
-    virtual void OnFrames(Connection* conn, std::vector<ChainBuffer>* frames) = 0;
+    /// One frame, in arrival order. May Send() and Close(). Frames are handed over one at a
+    /// time so the write-queue limit is checked between them.
+    virtual void OnFrame(Connection* conn, ChainBuffer&& frame) = 0;
+    /// After the last frame of a read batch, before the batch's replies are flushed.
+    virtual void OnBatchEnd(Connection* conn) { (void)conn; }
     /// An outgoing connection finished connecting.
     virtual void OnConnected(Connection* conn) { (void)conn; }
     /// Called once, after the fd is closed. `reason` is for logs.
@@ -63,6 +66,8 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   void Send(ChainBuffer&& data);
   /// Closes the fd and tells the handler; idempotent.
   void Close(const std::string& reason);
+  /// Closes once every queued byte has been written (at once if none are queued).
+  void CloseAfterFlush(const std::string& reason);
 
   bool closed() const { return closed_; }
   bool connecting() const { return connecting_; }
@@ -80,8 +85,9 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   void HandleEvents(uint32_t events) override;
 
  private:
-  void HandleRead();
+  void HandleRead(bool to_eof);
   void ProcessInput();
+  void DeliverFrames();
   void Flush();
   void ArmIdleTimer(int64_t deadline_ns);
   void OnIdleTimer();
@@ -94,7 +100,8 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   ConnectionOptions options_;
   ChainBuffer in_;
   ChainBuffer out_;
-  std::vector<ChainBuffer> frames_;  // reused across batches
+  std::vector<ChainBuffer> frames_;  // cut but not yet handed to the handler
+  size_t next_frame_ = 0;            // frames_[next_frame_..] are still to deliver
   ConnectionStats stats_;
   int64_t last_active_ns_ = 0;
   TimerId idle_timer_ = 0;
@@ -104,6 +111,8 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   bool in_batch_ = false;
   bool reading_paused_ = false;
   bool peer_closed_ = false;
+  bool close_after_flush_ = false;
+  std::string close_reason_;
 };
 
 using ConnectionPtr = std::shared_ptr<Connection>;

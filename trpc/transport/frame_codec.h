@@ -15,8 +15,8 @@ enum class SplitResult {
 
 /// What the transport needs from a protocol: split frames off a byte stream, and (client side)
 /// tell which call a response frame answers. Transport defines this seam; codecs implement it,
-/// so transport never names a protocol. Implementations are stateless or per-connection and are
-/// called from one thread at a time.
+/// so transport never names a protocol. Implementations keep no mutable state: one instance
+/// serves every connection of a service, on many threads at once.
 class FrameCodec {
  public:
   virtual ~FrameCodec() = default;

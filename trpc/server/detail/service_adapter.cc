@@ -107,31 +107,27 @@ void ServiceAdapter::OnClose(Connection* conn, const std::string& reason) {
   conns_[index].erase(conn);  // the connection keeps itself alive until its event returns
 }
 
-void ServiceAdapter::OnFrames(Connection* conn, std::vector<ChainBuffer>* frames) {
-  ConnectionPtr self = conn->shared_from_this();
+void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
   int64_t recv_ns = conn->reactor()->LoopTimeNs();
-  for (ChainBuffer& frame : *frames) {
-    auto ctx = std::make_shared<ServerContext>(self, codec_.get(), recv_ns);
-    std::string err;
-    if (!codec_->DecodeRequest(std::move(frame), &ctx->request(), &err)) {
-      // A header that does not parse gets no reply: the stream can no longer be trusted.
-      TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "service {}: bad request from {}: {}",
-                        config_.name, conn->peer().ToString(), err);
-      conn->Close("protocol error: " + err);
-      return;
-    }
-    uint32_t timeout_ms = ctx->request().timeout_ms;
-    if (config_.timeout > 0 && (timeout_ms == 0 || config_.timeout < timeout_ms)) {
-      timeout_ms = config_.timeout;
-    }
-    if (timeout_ms > 0) ctx->SetDeadlineNs(recv_ns + timeout_ms * kNanosPerMilli);
-    stats_.requests.fetch_add(1, std::memory_order_relaxed);
-    if (model_->HandlesInline()) {
-      HandleRequest(ctx);
-    } else {
-      model_->Dispatch(conn->reactor(), [this, ctx] { HandleRequest(ctx); });
-    }
-    if (conn->closed()) return;
+  auto ctx = std::make_shared<ServerContext>(conn->shared_from_this(), codec_.get(), recv_ns);
+  std::string err;
+  if (!codec_->DecodeRequest(std::move(frame), &ctx->request(), &err)) {
+    // A header that does not parse gets no reply: the stream can no longer be trusted.
+    TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "service {}: bad request from {}: {}",
+                      config_.name, conn->peer().ToString(), err);
+    conn->Close("protocol error: " + err);
+    return;
+  }
+  uint32_t timeout_ms = ctx->request().timeout_ms;
+  if (config_.timeout > 0 && (timeout_ms == 0 || config_.timeout < timeout_ms)) {
+    timeout_ms = config_.timeout;
+  }
+  if (timeout_ms > 0) ctx->SetDeadlineNs(recv_ns + timeout_ms * kNanosPerMilli);
+  stats_.requests.fetch_add(1, std::memory_order_relaxed);
+  if (model_->HandlesInline()) {
+    HandleRequest(ctx);
+  } else {
+    model_->Dispatch(conn->reactor(), [this, ctx] { HandleRequest(ctx); });
   }
 }
 

@@ -48,7 +48,7 @@ class ServiceAdapter final : public Connection::Handler {
   const ServiceStats& stats() const { return stats_; }
   uint32_t connection_count() const { return conn_count_.load(std::memory_order_relaxed); }
 
-  void OnFrames(Connection* conn, std::vector<ChainBuffer>* frames) override;
+  void OnFrame(Connection* conn, ChainBuffer&& frame) override;
   void OnClose(Connection* conn, const std::string& reason) override;
 
  private:

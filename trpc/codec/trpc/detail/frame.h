@@ -1,0 +1,47 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trpc/base/chain_buffer.h"
+#include "trpc/codec/trpc/frame_header.h"
+#include "trpc/transport/frame_codec.h"
+
+namespace google::protobuf {
+class MessageLite;
+}
+
+namespace trpc::detail {
+
+// Reading and writing unary trpc frames on ChainBuffers: the parts the server and client codecs
+// share. Stateless functions, safe from any thread; every check on peer bytes ends in a false /
+// kError with a message, never an assert.
+
+/// Checks what a fixed header alone can tell: magic, frame types, and that the declared total
+/// covers the fixed header plus the protobuf header.
+bool CheckTrpcFrameHeader(const TrpcFrameHeader& h, std::string* err);
+
+/// FrameCodec::Split for trpc: cuts every complete frame off the front of `in` into `out`.
+SplitResult SplitTrpcFrames(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
+                            std::string* err);
+
+/// Checks the fixed header of one whole frame, parses the protobuf header that follows it into
+/// `header` and drops both from `frame`, which is left holding body + attachment.
+bool ReadTrpcFrameHeader(ChainBuffer* frame, google::protobuf::MessageLite* header,
+                         std::string* err);
+
+/// Cuts a payload into body and attachment (its last `attachment_size` bytes), without copying.
+bool SplitTrpcPayload(ChainBuffer&& payload, uint32_t attachment_size, ChainBuffer* body,
+                      ChainBuffer* attachment, std::string* err);
+
+/// Writes one unary frame: fixed header, `header` (the caller has already set its
+/// attachment_size), the body, then `*attachment` (moved in). The body is `*body_msg` serialized
+/// if it is non-null, else the bytes of `*body` (moved in; may be null for no body). Serializes
+/// straight into blocks; raw bytes are linked, not copied. Appends to `out` only on success;
+/// false (with `*err`) when a size does not fit its field.
+bool WriteTrpcFrame(const google::protobuf::MessageLite& header,
+                    const google::protobuf::MessageLite* body_msg, ChainBuffer* body,
+                    ChainBuffer* attachment, ChainBuffer* out, std::string* err);
+
+}  // namespace trpc::detail
