@@ -352,6 +352,7 @@ class RpcE2eTest : public ::testing::Test {
     client_config.name = kGreeterName;
     client_config.target = address_.ToString();
     client_config.protocol = "trpc";
+    client_config.max_packet_size = 16'000'000;  // room for the 10 MB reply
     ThreadModel* model = runtime::GetThreadModel(kClientModel);
     ASSERT_NE(model, nullptr);
     proxy_ = std::make_shared<ServiceProxy>(client_config, model);

@@ -17,7 +17,7 @@
 #include <string_view>
 
 #include "trpc/base/clock.h"
-#include "trpc/transport/net_address.h"
+#include "trpc/base/net_address.h"
 
 namespace trpc::testing {
 

@@ -1,5 +1,6 @@
 #include "trpc/base/logging.h"
 
+#include <google/protobuf/stubs/logging.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -42,6 +43,23 @@ void Write(Level level, const char* file, int line, std::string_view msg) {
   // One write(2) per line keeps lines from different threads whole.
   ssize_t unused = ::write(STDERR_FILENO, out.data(), out.size());
   (void)unused;
+}
+
+void RouteProtobufLogs() {
+  google::protobuf::SetLogHandler([](google::protobuf::LogLevel level, const char* file, int line,
+                                     const std::string& message) {
+    Level ours = level >= google::protobuf::LOGLEVEL_ERROR     ? Level::kError
+                 : level == google::protobuf::LOGLEVEL_WARNING ? Level::kWarn
+                                                               : Level::kInfo;
+    // Peer bytes can trigger these on every bad frame: one line per second at most.
+    static RateLimiter limiter(kNanosPerSecond);
+    uint64_t skipped = 0;
+    if (Enabled(ours) && limiter.Admit(&skipped)) {
+      Write(ours, file, line,
+            skipped ? fmt::format("protobuf: {} ({} similar suppressed)", message, skipped)
+                    : "protobuf: " + message);
+    }
+  });
 }
 
 bool RateLimiter::Admit(uint64_t* suppressed) {

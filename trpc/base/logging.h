@@ -25,6 +25,10 @@ inline bool Enabled(Level level) { return level >= GetLevel(); }
 /// Writes one formatted line to stderr. One write(2) per line, so lines from threads never mix.
 void Write(Level level, const char* file, int line, std::string_view msg);
 
+/// Sends protobuf's own log lines (e.g. "String field contains invalid UTF-8" while parsing a
+/// peer's header) through Write(), rate-limited, instead of straight to stderr. Idempotent.
+void RouteProtobufLogs();
+
 /// Admits at most one message per `interval_ns` per call site. Lock-free, safe from any thread;
 /// the count of suppressed messages is reported with the next admitted one.
 class RateLimiter {

@@ -6,7 +6,7 @@
 
 #include "trpc/base/status.h"
 #include "trpc/codec/codec.h"
-#include "trpc/transport/net_address.h"
+#include "trpc/base/net_address.h"
 
 namespace trpc {
 

@@ -5,7 +5,6 @@
 #include <condition_variable>
 #include <latch>
 #include <mutex>
-#include <sstream>
 
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
@@ -38,15 +37,10 @@ bool ServiceProxy::Init(std::string* err) {
     *err = where + "client " + config_.name + ": unknown protocol '" + config_.protocol + "'";
     return false;
   }
-  std::stringstream ss(config_.target);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    NetAddress a;
-    if (!NetAddress::Parse(item, &a)) {
-      *err = where + "client " + config_.name + ": bad target '" + item + "'";
-      return false;
-    }
-    backends_.push_back(a);
+  std::string bad;
+  if (!NetAddress::ParseList(config_.target, &backends_, &bad)) {
+    *err = where + "client " + config_.name + ": bad target '" + bad + "'";
+    return false;
   }
   if (backends_.empty()) {
     *err = where + "client " + config_.name + ": no target";
@@ -129,7 +123,7 @@ ClientConnectionPtr ServiceProxy::GetConnection(size_t reactor_index, size_t bac
   if (c && c->usable()) return c;
   ConnectionOptions opts;
   opts.idle_timeout_ms = 0;  // a client's long connection stays until the server closes it
-  opts.max_packet_size = 0xFFFFFFFFu;
+  opts.max_packet_size = config_.max_packet_size;
   c = std::make_shared<ClientConnection>(model_->GetReactor(reactor_index), backends_[backend],
                                          codec_.get(), opts);
   std::string err;

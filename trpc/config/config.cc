@@ -195,7 +195,8 @@ void ReadClient(const MapReader& root, const std::string& file, ClientConfig* ou
   ClientConfig client;
   std::map<std::string, std::string, std::less<>> names;
   r.ForEachMap(
-      "service", {"name", "target", "protocol", "timeout", "conn_type", "max_conn_num"},
+      "service",
+      {"name", "target", "protocol", "timeout", "conn_type", "max_conn_num", "max_packet_size"},
       [&](MapReader& s, size_t) {
         ClientServiceConfig svc;
         svc.origin = fmt::format("{}:{}", file, s.line());
@@ -221,6 +222,7 @@ void ReadClient(const MapReader& root, const std::string& file, ClientConfig* ou
         s.Uint("timeout", kClientTimeoutRule, &svc.timeout);
         s.OneOf("conn_type", {"long", "short"}, &svc.conn_type);
         s.Uint("max_conn_num", kClientMaxConnNumRule, &svc.max_conn_num);
+        s.Uint("max_packet_size", kMaxPacketSizeRule, &svc.max_packet_size);
         client.service.push_back(std::move(svc));
       });
   if (r.ok()) *out = std::move(client);

@@ -85,6 +85,7 @@ struct ClientServiceConfig {
   uint32_t timeout = 1000;         // ms per call, >= 1: every call has a deadline.
   std::string conn_type = "long";  // "long" (kept, multiplexed) or "short" (one per call).
   uint32_t max_conn_num = 1;       // Connections per backend, 1..1024.
+  uint32_t max_packet_size = 10000000;  // Bytes per response frame, >= 16.
   std::string origin;              // "file:line" of this entry, for errors found after loading.
 
   bool operator==(const ClientServiceConfig&) const = default;

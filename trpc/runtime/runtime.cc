@@ -3,6 +3,7 @@
 #include <mutex>
 #include <vector>
 
+#include "trpc/base/logging.h"
 #include "trpc/runtime/merge_thread_model.h"
 
 namespace trpc::runtime {
@@ -15,6 +16,7 @@ std::vector<std::unique_ptr<ThreadModel>> g_models;  // guarded by g_mu for Star
 bool Start(const ThreadModelConfig& config, std::string* err) {
   std::lock_guard lock(g_mu);
   if (!g_models.empty()) return true;
+  log::RouteProtobufLogs();
   if (!config.fiber.empty()) {
     *err = "the fiber thread model is not available yet; use global.threadmodel.default";
     return false;

@@ -6,7 +6,7 @@
 
 #include "trpc/config/config.h"
 #include "trpc/server/service.h"
-#include "trpc/transport/net_address.h"
+#include "trpc/base/net_address.h"
 
 namespace trpc {
 

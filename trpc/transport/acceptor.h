@@ -5,7 +5,7 @@
 
 #include "trpc/reactor/event_handler.h"
 #include "trpc/reactor/reactor.h"
-#include "trpc/transport/net_address.h"
+#include "trpc/base/net_address.h"
 
 namespace trpc {
 

@@ -9,7 +9,7 @@
 #include "trpc/reactor/event_handler.h"
 #include "trpc/reactor/reactor.h"
 #include "trpc/transport/frame_codec.h"
-#include "trpc/transport/net_address.h"
+#include "trpc/base/net_address.h"
 
 namespace trpc {
 

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "trpc/transport/net_address.h"
+#include "trpc/base/net_address.h"
 
 namespace trpc {
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace trpc {
 
@@ -18,6 +19,14 @@ class NetAddress {
   /// From a numeric IP (v4 or v6, no brackets) and a port.
   static bool FromIpPort(std::string_view ip, uint16_t port, NetAddress* out);
   static NetAddress FromSockaddr(const sockaddr* sa, socklen_t len);
+  /// Parses a backend list "ip:port[,ip:port...]" (spaces around commas allowed, ports 1..65535,
+  /// IPv6 bracketed). On failure returns false and sets `*bad` to the offending element.
+  static bool ParseList(std::string_view list, std::vector<NetAddress>* out, std::string* bad);
+
+  /// True for the wildcard address (0.0.0.0 or ::).
+  bool IsUnspecified() const;
+  /// Same family and address bytes (ports ignored).
+  bool SameIp(const NetAddress& other) const;
 
   const sockaddr* sockaddr_ptr() const { return reinterpret_cast<const sockaddr*>(&addr_); }
   socklen_t length() const { return len_; }

@@ -1,4 +1,4 @@
-#include "trpc/transport/net_address.h"
+#include "trpc/base/net_address.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -110,6 +110,48 @@ TEST(NetAddressTest, FromSockaddrKeepsTheAddress) {
   NetAddress b = NetAddress::FromSockaddr(a.sockaddr_ptr(), a.length());
   EXPECT_EQ(b.ToString(), "[2001:db8::7]:1234");
   EXPECT_EQ(b.length(), a.length());
+}
+
+}  // namespace
+}  // namespace trpc
+
+namespace trpc {
+namespace {
+
+TEST(NetAddressListTest, ParsesBackendListsWithSpaces) {
+  std::vector<NetAddress> out;
+  std::string bad;
+  ASSERT_TRUE(NetAddress::ParseList("127.0.0.1:80, 10.0.0.2:81 ,[::1]:8080", &out, &bad));
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].ToString(), "127.0.0.1:80");
+  EXPECT_EQ(out[1].ToString(), "10.0.0.2:81");
+  EXPECT_EQ(out[2].ToString(), "[::1]:8080");
+}
+
+TEST(NetAddressListTest, RejectsBadElementsAndNamesThem) {
+  std::vector<NetAddress> out;
+  std::string bad;
+  EXPECT_FALSE(NetAddress::ParseList("127.0.0.1:80,127.0.0.1:0", &out, &bad));
+  EXPECT_EQ(bad, "127.0.0.1:0");
+  EXPECT_FALSE(NetAddress::ParseList("127.0.0.1:80,,", &out, &bad));
+  EXPECT_EQ(bad, "");
+  EXPECT_FALSE(NetAddress::ParseList("[127.0.0.1]:80", &out, &bad));
+  EXPECT_FALSE(NetAddress::ParseList("::1:80", &out, &bad));
+  EXPECT_FALSE(NetAddress::ParseList("localhost:80", &out, &bad));
+}
+
+TEST(NetAddressListTest, WildcardAndSameIp) {
+  NetAddress any4, any6, a, b;
+  ASSERT_TRUE(NetAddress::FromIpPort("0.0.0.0", 1, &any4));
+  ASSERT_TRUE(NetAddress::FromIpPort("::", 1, &any6));
+  ASSERT_TRUE(NetAddress::FromIpPort("127.0.0.1", 1, &a));
+  ASSERT_TRUE(NetAddress::FromIpPort("127.0.0.1", 2, &b));
+  EXPECT_TRUE(any4.IsUnspecified());
+  EXPECT_TRUE(any6.IsUnspecified());
+  EXPECT_FALSE(a.IsUnspecified());
+  EXPECT_TRUE(a.SameIp(b));
+  EXPECT_FALSE(a.SameIp(any4));
+  EXPECT_FALSE(any4.SameIp(any6));
 }
 
 }  // namespace

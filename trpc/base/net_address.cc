@@ -1,4 +1,4 @@
-#include "trpc/transport/net_address.h"
+#include "trpc/base/net_address.h"
 
 #include <arpa/inet.h>
 
@@ -33,7 +33,8 @@ bool NetAddress::FromIpPort(std::string_view ip, uint16_t port, NetAddress* out)
 bool NetAddress::Parse(std::string_view s, NetAddress* out) {
   std::string_view host;
   std::string_view port;
-  if (!s.empty() && s.front() == '[') {
+  bool bracketed = !s.empty() && s.front() == '[';
+  if (bracketed) {
     size_t close = s.find(']');
     if (close == std::string_view::npos || close + 1 >= s.size() || s[close + 1] != ':') {
       return false;
@@ -51,7 +52,13 @@ bool NetAddress::Parse(std::string_view s, NetAddress* out) {
   if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || p > 65535) {
     return false;
   }
-  return FromIpPort(host, static_cast<uint16_t>(p), out);
+  NetAddress a;
+  // Brackets are for IPv6 only; a bare IPv6 address is ambiguous and fails the colon check above.
+  if (!FromIpPort(host, static_cast<uint16_t>(p), &a) || bracketed != (a.family() == AF_INET6)) {
+    return false;
+  }
+  *out = a;
+  return true;
 }
 
 NetAddress NetAddress::FromSockaddr(const sockaddr* sa, socklen_t len) {
@@ -60,6 +67,53 @@ NetAddress NetAddress::FromSockaddr(const sockaddr* sa, socklen_t len) {
   std::memcpy(&a.addr_, sa, len);
   a.len_ = len;
   return a;
+}
+
+bool NetAddress::ParseList(std::string_view list, std::vector<NetAddress>* out,
+                           std::string* bad) {
+  auto trim = [](std::string_view v) {
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+    return v;
+  };
+  std::vector<NetAddress> result;
+  while (true) {
+    size_t comma = list.find(',');
+    std::string_view element = trim(list.substr(0, comma));
+    NetAddress a;
+    if (!Parse(element, &a) || a.port() == 0) {
+      *bad = std::string(element);
+      return false;
+    }
+    result.push_back(a);
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  *out = std::move(result);
+  return true;
+}
+
+bool NetAddress::IsUnspecified() const {
+  if (family() == AF_INET) {
+    return reinterpret_cast<const sockaddr_in*>(&addr_)->sin_addr.s_addr == INADDR_ANY;
+  }
+  if (family() == AF_INET6) {
+    return IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6*>(&addr_)->sin6_addr);
+  }
+  return false;
+}
+
+bool NetAddress::SameIp(const NetAddress& o) const {
+  if (family() != o.family()) return false;
+  if (family() == AF_INET) {
+    return reinterpret_cast<const sockaddr_in*>(&addr_)->sin_addr.s_addr ==
+           reinterpret_cast<const sockaddr_in*>(&o.addr_)->sin_addr.s_addr;
+  }
+  if (family() == AF_INET6) {
+    return IN6_ARE_ADDR_EQUAL(&reinterpret_cast<const sockaddr_in6*>(&addr_)->sin6_addr,
+                              &reinterpret_cast<const sockaddr_in6*>(&o.addr_)->sin6_addr);
+  }
+  return false;
 }
 
 uint16_t NetAddress::port() const {
