@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# End-to-end echo figure: helloworld_server (merge model, 1 worker) pinned to one CPU, trpc_bench
+# (closed loop) pinned to another, on loopback. Prints the settings with the figures.
+#   benchmark/echo_e2e.sh [--connections N] [--duration S] [--server-cpu C] [--client-cpu C]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+connections=100
+duration=10
+server_cpu=1
+client_cpu=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --connections) connections=$2; shift 2 ;;
+    --duration) duration=$2; shift 2 ;;
+    --server-cpu) server_cpu=$2; shift 2 ;;
+    --client-cpu) client_cpu=$2; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+
+build=build
+[ -x $build/examples/helloworld/helloworld_server ] && [ -x $build/benchmark/trpc_bench/trpc_bench ] || {
+  third_party/setup.sh
+  cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build $build --target helloworld_server trpc_bench
+}
+
+tmp=$(mktemp -d)
+trap 'kill $server 2>/dev/null || true; rm -rf "$tmp"' EXIT
+port=$((20000 + RANDOM % 20000))
+cat > "$tmp/server.yaml" <<YAML
+global:
+  threadmodel:
+    default:
+      - instance_name: bench
+        io_handle_type: merge
+        io_thread_num: 1
+server:
+  service:
+    - name: trpc.test.helloworld.Greeter
+      ip: 127.0.0.1
+      port: $port
+plugins:
+  log:
+    level: warn
+YAML
+taskset -c "$server_cpu" $build/examples/helloworld/helloworld_server --config "$tmp/server.yaml" >/dev/null &
+server=$!
+for _ in $(seq 1 100); do
+  (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break
+  sleep 0.05
+done
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs; commit $(git rev-parse --short HEAD)"
+echo "server: helloworld_server, merge model, 1 worker, pinned to CPU $server_cpu"
+echo "client: trpc_bench closed loop, 1 thread, pinned to CPU $client_cpu"
+taskset -c "$client_cpu" $build/benchmark/trpc_bench/trpc_bench --target 127.0.0.1:$port \
+  --connections "$connections" --inflight 1 --payload-size 10 --duration "$duration" --warmup 1 \
+  --server-pid $server
