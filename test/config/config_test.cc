@@ -115,6 +115,7 @@ TEST(ConfigTest, DesignExampleFiber) {
   EXPECT_EQ(cs.conn_type, "long");
   EXPECT_EQ(cs.max_conn_num, 1u);
   EXPECT_EQ(cs.max_packet_size, 10000000u);
+  EXPECT_EQ(cs.connect_timeout, 3000u);
   EXPECT_EQ(cs.origin, "t.yaml:25");
 
   EXPECT_EQ(c.plugins.log.level, "info");
@@ -235,9 +236,11 @@ TEST(ConfigTest, ClientTargets) {
       "      target: 10.0.0.1:80, 10.0.0.2:81,[::1]:8080\n"
       "      conn_type: short\n"
       "      max_conn_num: 1024\n"
-      "      max_packet_size: 20000000\n");
+      "      max_packet_size: 20000000\n"
+      "      connect_timeout: 0\n");
   EXPECT_EQ(c.client.service.at(0).target, "10.0.0.1:80, 10.0.0.2:81,[::1]:8080");
   EXPECT_EQ(c.client.service.at(0).max_packet_size, 20000000u);
+  EXPECT_EQ(c.client.service.at(0).connect_timeout, 0u);
   EXPECT_EQ(c.client.service.at(0).conn_type, "short");
   EXPECT_EQ(c.client.service.at(0).max_conn_num, 1024u);
 }

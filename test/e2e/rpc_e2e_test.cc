@@ -361,7 +361,7 @@ class RpcE2eTest : public ::testing::Test {
   }
 
   const detail::ServiceAdapter& adapter() const { return *server_->GetAdapter(kGreeterName); }
-  const detail::ServiceStats& stats() const { return adapter().stats(); }
+  detail::ServiceStats stats() const { return adapter().stats(); }
 
   // A synchronous SayHello through the proxy.
   Status Hello(const std::string& msg, std::string* reply = nullptr, uint32_t timeout_ms = 0) {
@@ -462,8 +462,8 @@ TEST_F(RpcE2eTest, ThrowingHandlerGives31ForThatCallOnly) {
   ExpectServing("next");
   ExpectServing("and the next");
   // The failure did not cost the connection.
-  EXPECT_EQ(stats().connections_accepted.load(), 1u);
-  EXPECT_EQ(stats().failed_requests.load(), 1u);
+  EXPECT_EQ(stats().connections_accepted, 1u);
+  EXPECT_EQ(stats().failed_requests, 1u);
 }
 
 // 4. ------------------------------------------------------------------------------------------
@@ -543,8 +543,8 @@ TEST_F(RpcE2eTest, ThousandConcurrentCallsOnOneConnection) {
     EXPECT_TRUE(state->statuses[i].OK()) << "call " << i << ": " << state->statuses[i].ToString();
     EXPECT_EQ(state->rsps[i].msg(), "Hello, " + msgs[i]) << "call " << i;
   }
-  EXPECT_EQ(stats().connections_accepted.load(), 1u) << "the calls did not share one connection";
-  EXPECT_EQ(stats().requests.load(), static_cast<uint64_t>(kCalls));
+  EXPECT_EQ(stats().connections_accepted, 1u) << "the calls did not share one connection";
+  EXPECT_EQ(stats().requests, static_cast<uint64_t>(kCalls));
 }
 
 // 7. ------------------------------------------------------------------------------------------
@@ -602,7 +602,7 @@ TEST_F(RpcE2eTest, BadInputClosesTheConnectionAndTheServerKeepsServing) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    uint64_t errors_before = stats().protocol_errors.load();
+    uint64_t errors_before = stats().protocol_errors;
     RawConnection raw(address_);
     ASSERT_TRUE(raw.ok());
     ASSERT_TRUE(raw.Send(c.bytes));
@@ -610,7 +610,7 @@ TEST_F(RpcE2eTest, BadInputClosesTheConnectionAndTheServerKeepsServing) {
     EXPECT_TRUE(raw.WaitClosed(kIoTimeoutMs, &received)) << "the server kept the connection open";
     EXPECT_TRUE(received.empty()) << "the server answered garbage with " << received.size()
                                   << " bytes";
-    EXPECT_TRUE(WaitFor([&] { return stats().protocol_errors.load() > errors_before; }))
+    EXPECT_TRUE(WaitFor([&] { return stats().protocol_errors > errors_before; }))
         << "not counted as a protocol error";
     ExpectServing(c.name);
   }
@@ -652,7 +652,7 @@ TEST_F(RpcE2eTest, MaxConnNumRefusesConnectionsBeyondTheLimit) {
   EXPECT_TRUE(third.WaitClosed(kIoTimeoutMs, &received)) << "a third connection was kept";
   EXPECT_TRUE(received.empty());
   // Counted just after the close, so the client can see the close first.
-  EXPECT_TRUE(WaitFor([&] { return stats().connections_refused.load() >= 1; }));
+  EXPECT_TRUE(WaitFor([&] { return stats().connections_refused >= 1; }));
 
   // Once a slot frees up (asynchronously), a new connection is served.
   first.Close();
@@ -738,12 +738,12 @@ TEST_F(RpcE2eTest, SlowReaderIsHeldBackByMaxPendingWriteBytes) {
   const int expected = static_cast<int>(next_id) - 1;  // including a partly written one
 
   // Let the server take whatever it will, then check it stopped far short of everything sent.
-  uint64_t handled = stats().requests.load();
+  uint64_t handled = stats().requests;
   int64_t quiet_since = MonotonicMillis();
   int64_t give_up = quiet_since + kIoTimeoutMs;
   while (MonotonicMillis() - quiet_since < 300 && MonotonicMillis() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    uint64_t now_handled = stats().requests.load();
+    uint64_t now_handled = stats().requests;
     if (now_handled != handled) {
       handled = now_handled;
       quiet_since = MonotonicMillis();
@@ -778,7 +778,7 @@ TEST_F(RpcE2eTest, SlowReaderIsHeldBackByMaxPendingWriteBytes) {
                       << ", ret " << r.rsp.ret << ", " << r.body.msg().size() << " bytes";
       }
       ++received;
-      uint64_t ahead = stats().requests.load() - static_cast<uint64_t>(received);
+      uint64_t ahead = stats().requests - static_cast<uint64_t>(received);
       worst_ahead = std::max(worst_ahead, ahead);
     }
     if (received >= expected) break;
@@ -787,7 +787,7 @@ TEST_F(RpcE2eTest, SlowReaderIsHeldBackByMaxPendingWriteBytes) {
   }
   EXPECT_EQ(received, expected) << "replies lost";
   EXPECT_EQ(bad, 0);
-  EXPECT_EQ(stats().requests.load(), static_cast<uint64_t>(expected));
+  EXPECT_EQ(stats().requests, static_cast<uint64_t>(expected));
   EXPECT_LE(worst_ahead, max_ahead)
       << "while the client was reading, the server ran up to " << worst_ahead
       << " requests (of 64 KiB replies) ahead of it: far more than max_pending_write_bytes "

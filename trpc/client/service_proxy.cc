@@ -26,7 +26,10 @@ struct ServiceProxy::Call {
 };
 
 ServiceProxy::ServiceProxy(ClientServiceConfig config, ThreadModel* model)
-    : config_(std::move(config)), model_(model), conns_(model->ReactorCount()) {}
+    : config_(std::move(config)),
+      model_(model),
+      conns_(model->ReactorCount()),
+      short_conns_(model->ReactorCount()) {}
 
 ServiceProxy::~ServiceProxy() { Stop(); }
 
@@ -49,19 +52,27 @@ bool ServiceProxy::Init(std::string* err) {
   conns_per_backend_ = std::max<uint32_t>(1, config_.max_conn_num);
   short_conn_ = config_.conn_type == "short";
   for (auto& per_reactor : conns_) per_reactor.resize(backends_.size() * conns_per_backend_);
+  conn_options_.idle_timeout_ms = 0;  // a client's connection stays until the server closes it
+  conn_options_.max_packet_size = config_.max_packet_size;
+  initialized_ = true;
   return true;
 }
 
 void ServiceProxy::Stop() {
-  if (stopped_) return;
-  stopped_ = true;
+  // A proxy that never initialized has no connections (and may outlive its thread model).
+  if (!initialized_ || stopped_.exchange(true)) return;
   std::latch done(static_cast<std::ptrdiff_t>(conns_.size()));
   for (size_t i = 0; i < conns_.size(); ++i) {
     model_->GetReactor(i)->RunInLoop([this, i, &done] {
+      // Closing fails the calls still pending with 141; their callbacks run here, while the
+      // proxy is alive.
       for (auto& c : conns_[i]) {
         if (c) c->Close("proxy stopped");
         c.reset();
       }
+      auto shorts = std::move(short_conns_[i]);
+      short_conns_[i].clear();
+      for (auto& [raw, c] : shorts) c->Close("proxy stopped");
       done.count_down();
     });
   }
@@ -117,18 +128,28 @@ bool ServiceProxy::Prepare(const ClientContextPtr& ctx, const google::protobuf::
 
 ClientConnectionPtr ServiceProxy::GetConnection(size_t reactor_index, size_t backend, size_t slot,
                                                Status* st) {
-  ClientConnectionPtr fresh;
-  // conn_type "short": a connection per call, closed when the call completes.
-  ClientConnectionPtr& c = short_conn_ ? fresh : conns_[reactor_index][slot];
-  if (c && c->usable()) return c;
-  ConnectionOptions opts;
-  opts.idle_timeout_ms = 0;  // a client's long connection stays until the server closes it
-  opts.max_packet_size = config_.max_packet_size;
-  c = std::make_shared<ClientConnection>(model_->GetReactor(reactor_index), backends_[backend],
-                                         codec_.get(), opts);
+  if (!short_conn_) {
+    ClientConnectionPtr& c = conns_[reactor_index][slot];
+    if (c && c->usable()) return c;
+    c = Connect(reactor_index, backend, st);
+    return c;
+  }
+  // conn_type "short": a connection per call, owned by short_conns_ until it closes.
+  ClientConnectionPtr c = Connect(reactor_index, backend, st);
+  if (c) {
+    auto& table = short_conns_[reactor_index];
+    table.emplace(c.get(), c);
+    c->set_close_callback([&table](ClientConnection* closed) { table.erase(closed); });
+  }
+  return c;
+}
+
+ClientConnectionPtr ServiceProxy::Connect(size_t reactor_index, size_t backend, Status* st) {
+  auto c = std::make_shared<ClientConnection>(model_->GetReactor(reactor_index),
+                                              backends_[backend], codec_.get(), conn_options_,
+                                              config_.connect_timeout);
   std::string err;
   if (!c->Connect(&err)) {
-    c.reset();
     *st = Status(kClientConnectErr, err);
     return nullptr;
   }
@@ -139,10 +160,11 @@ void ServiceProxy::StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call) {
   auto run = [this, reactor, call]() mutable {
     size_t index = static_cast<size_t>(model_->IndexOf(reactor));
     Status st;
+    bool stopped = stopped_.load(std::memory_order_acquire);
     ClientConnectionPtr conn =
-        stopped_ ? nullptr : GetConnection(index, call->backend, call->slot, &st);
+        stopped ? nullptr : GetConnection(index, call->backend, call->slot, &st);
     if (conn == nullptr) {
-      if (stopped_) st = Status(kClientNetworkErr, "proxy stopped");
+      if (stopped) st = Status(kClientNetworkErr, "proxy stopped");
       if (call->done) call->done(st);
       return;
     }
@@ -151,12 +173,11 @@ void ServiceProxy::StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call) {
       if (short_conn_) conn->CloseAfterFlush();
       return;
     }
-    // A short connection lives as long as its call: the completion callback holds it.
-    ClientConnectionPtr keep = short_conn_ ? conn : nullptr;
+    // A short connection closes when its call completes (short_conns_ owns it until then).
+    ClientConnection* close_when_done = short_conn_ ? conn.get() : nullptr;
     Call* c = call.get();
     conn->Call(c->request_id, std::move(c->request), c->deadline_ns,
-               [this, call = std::move(call), keep = std::move(keep)](Status st,
-                                                                     ChainBuffer&& frame) {
+               [this, call = std::move(call), close_when_done](Status st, ChainBuffer&& frame) {
                  if (st.OK()) {
                    RpcResponse rsp;
                    std::string err;
@@ -179,7 +200,7 @@ void ServiceProxy::StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call) {
                  }
                  call->ctx->SetStatus(st);
                  call->done(st);
-                 if (keep) keep->Close("short connection done");
+                 if (close_when_done) close_when_done->Close("short connection done");
                });
   };
   if (reactor->InLoopThread()) {

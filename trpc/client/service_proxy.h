@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "trpc/client/client_context.h"
@@ -59,6 +60,7 @@ class ServiceProxy {
   void StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call);
   ClientConnectionPtr GetConnection(size_t reactor_index, size_t backend, size_t slot,
                                     Status* st);
+  ClientConnectionPtr Connect(size_t reactor_index, size_t backend, Status* st);
   Reactor* PickReactor();
 
   ClientServiceConfig config_;
@@ -67,11 +69,15 @@ class ServiceProxy {
   std::vector<NetAddress> backends_;
   // conns_[reactor][backend * conns_per_backend_ + k]: touched only on that reactor's thread.
   std::vector<std::vector<ClientConnectionPtr>> conns_;
+  // Short connections per reactor, until they close: touched only on that reactor's thread.
+  std::vector<std::unordered_map<ClientConnection*, ClientConnectionPtr>> short_conns_;
+  ConnectionOptions conn_options_;
   std::atomic<uint32_t> next_request_id_{0};
   std::atomic<uint32_t> next_backend_{0};
   uint32_t conns_per_backend_ = 1;
   bool short_conn_ = false;
-  bool stopped_ = false;
+  bool initialized_ = false;
+  std::atomic<bool> stopped_{false};
 };
 
 }  // namespace trpc

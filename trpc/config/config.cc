@@ -196,7 +196,8 @@ void ReadClient(const MapReader& root, const std::string& file, ClientConfig* ou
   std::map<std::string, std::string, std::less<>> names;
   r.ForEachMap(
       "service",
-      {"name", "target", "protocol", "timeout", "conn_type", "max_conn_num", "max_packet_size"},
+      {"name", "target", "protocol", "timeout", "conn_type", "max_conn_num", "max_packet_size",
+       "connect_timeout"},
       [&](MapReader& s, size_t) {
         ClientServiceConfig svc;
         svc.origin = fmt::format("{}:{}", file, s.line());
@@ -223,6 +224,7 @@ void ReadClient(const MapReader& root, const std::string& file, ClientConfig* ou
         s.OneOf("conn_type", {"long", "short"}, &svc.conn_type);
         s.Uint("max_conn_num", kClientMaxConnNumRule, &svc.max_conn_num);
         s.Uint("max_packet_size", kMaxPacketSizeRule, &svc.max_packet_size);
+        s.Uint("connect_timeout", kServiceTimeoutRule, &svc.connect_timeout);
         client.service.push_back(std::move(svc));
       });
   if (r.ok()) *out = std::move(client);

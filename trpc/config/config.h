@@ -86,6 +86,7 @@ struct ClientServiceConfig {
   std::string conn_type = "long";  // "long" (kept, multiplexed) or "short" (one per call).
   uint32_t max_conn_num = 1;       // Connections per backend, 1..1024.
   uint32_t max_packet_size = 10000000;  // Bytes per response frame, >= 16.
+  uint32_t connect_timeout = 3000;      // ms to establish a connection; 0 = no limit.
   std::string origin;              // "file:line" of this entry, for errors found after loading.
 
   bool operator==(const ClientServiceConfig&) const = default;

@@ -50,7 +50,13 @@ void Reactor::AssertInLoopThread() const {
 }
 
 void Reactor::Post(Task task) {
-  if (!tasks_.TryPush(std::move(task))) {
+  if (exited_.load(std::memory_order_acquire)) {
+    TRPC_LOG_EVERY_MS(log::Level::kError, 1000,
+                      "a task was posted to a reactor whose loop has exited; it will not run");
+  }
+  // While the overflow list holds tasks, new ones join it too: the loop runs the ring first and
+  // the list only once the ring is empty, so each poster's tasks stay in order.
+  if (has_overflow_.load(std::memory_order_acquire) || !tasks_.TryPush(std::move(task))) {
     std::lock_guard lock(overflow_mu_);
     overflow_.push_back(std::move(task));
     has_overflow_.store(true, std::memory_order_release);
@@ -88,11 +94,17 @@ bool Reactor::RunTasks() {
   // Bounded per iteration so a task that posts tasks cannot starve IO.
   Task task;
   size_t ran = 0;
-  for (; ran < 4096 && tasks_.TryPop(&task); ++ran) {
+  bool ring_empty = false;
+  while (ran < 4096) {
+    if (!tasks_.TryPop(&task)) {
+      ring_empty = true;
+      break;
+    }
     task();
     task = nullptr;
+    ++ran;
   }
-  if (has_overflow_.load(std::memory_order_acquire)) {
+  if (ring_empty && has_overflow_.load(std::memory_order_acquire)) {
     std::vector<Task> spill;
     {
       std::lock_guard lock(overflow_mu_);
@@ -134,6 +146,7 @@ void Reactor::Run() {
   // Drain what was posted before Stop() so no task (and the resources it owns) is lost.
   while (RunTasks()) {
   }
+  exited_.store(true, std::memory_order_release);
   tls_current_reactor = prev;
 }
 

@@ -40,7 +40,8 @@ class Reactor {
   void Stop();
 
   /// Queues `task` to run on the loop thread. Any thread. Never fails: a full queue spills into
-  /// a locked overflow list.
+  /// a locked overflow list. Tasks from one thread run in the order they were posted. A task
+  /// posted after the loop has exited never runs (and is logged).
   void Post(Task task);
   /// Runs `task` now if called on the loop thread, else posts it.
   void RunInLoop(Task task) {
@@ -61,6 +62,14 @@ class Reactor {
   /// The reactor whose loop runs on the calling thread, or nullptr.
   static Reactor* Current();
 
+  /// A thread model tags its reactors so it can find a reactor's index in O(1).
+  void set_owner(const void* owner, int index) {
+    owner_ = owner;
+    owner_index_ = index;
+  }
+  /// This reactor's index in `owner`, or -1 if `owner` did not tag it.
+  int IndexIn(const void* owner) const { return owner_ == owner ? owner_index_ : -1; }
+
   /// Cached MonotonicNanos() taken when the loop woke up; loop thread only.
   int64_t LoopTimeNs() const { return loop_time_ns_; }
 
@@ -77,8 +86,11 @@ class Reactor {
   std::atomic<bool> has_overflow_{false};
   std::atomic<bool> sleeping_{false};
   std::atomic<bool> stop_{false};
+  std::atomic<bool> exited_{false};  // Run() has returned: posts are no longer run
   std::atomic<std::thread::id> loop_thread_{};
   int64_t loop_time_ns_ = 0;
+  const void* owner_ = nullptr;
+  int owner_index_ = -1;
   int wake_fd_;
   std::unique_ptr<EventHandler> waker_;
 };

@@ -12,6 +12,7 @@ MergeThreadModel::MergeThreadModel(std::string instance_name, size_t io_thread_n
     : name_(std::move(instance_name)) {
   for (size_t i = 0; i < std::max<size_t>(io_thread_num, 1); ++i) {
     reactors_.push_back(std::make_unique<Reactor>());
+    reactors_.back()->set_owner(this, static_cast<int>(i));
   }
 }
 
@@ -42,10 +43,7 @@ void MergeThreadModel::Stop() {
 }
 
 int MergeThreadModel::IndexOf(const Reactor* reactor) const {
-  for (size_t i = 0; i < reactors_.size(); ++i) {
-    if (reactors_[i].get() == reactor) return static_cast<int>(i);
-  }
-  return -1;
+  return reactor == nullptr ? -1 : reactor->IndexIn(this);
 }
 
 Reactor* MergeThreadModel::NextReactor() {

@@ -1,5 +1,7 @@
 #include "trpc/runtime/runtime.h"
 
+#include <signal.h>
+
 #include <mutex>
 #include <vector>
 
@@ -17,6 +19,9 @@ bool Start(const ThreadModelConfig& config, std::string* err) {
   std::lock_guard lock(g_mu);
   if (!g_models.empty()) return true;
   log::RouteProtobufLogs();
+  // Sockets write with MSG_NOSIGNAL, but a write to a closed pipe (a dead log reader on stderr)
+  // would still kill the process.
+  signal(SIGPIPE, SIG_IGN);
   if (!config.fiber.empty()) {
     *err = "the fiber thread model is not available yet; use global.threadmodel.default";
     return false;

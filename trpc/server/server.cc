@@ -15,6 +15,14 @@ bool Server::RegisterService(const std::string& name, ServicePtr service) {
 }
 
 bool Server::Start(std::string* err) {
+  if (!StartServices(err)) {
+    Stop();  // what did start must not keep listening
+    return false;
+  }
+  return true;
+}
+
+bool Server::StartServices(std::string* err) {
   for (const ServiceConfig& sc : config_.service) {
     // Errors about a config entry point at it: "file:line: ...".
     std::string where = sc.origin.empty() ? "" : sc.origin + ": ";

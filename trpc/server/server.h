@@ -27,10 +27,12 @@ class Server {
 
   /// Binds `service` to the configured service called `name`.
   bool RegisterService(const std::string& name, ServicePtr service);
-  /// Starts every configured service. Fails if one has no implementation, names an unknown
-  /// protocol or thread model, or cannot listen.
+  /// Starts every configured service. Fails (with "file:line: ..." of the service's config entry
+  /// when known) if one has no implementation, names an unknown protocol or thread model, or
+  /// cannot listen; then nothing is left listening.
   bool Start(std::string* err);
-  /// Stops accepting and closes all connections. Idempotent.
+  /// Stops accepting, lets in-flight calls finish and their replies go out (bounded wait), then
+  /// closes all connections. Idempotent. Must run before the runtime stops.
   void Stop();
 
   /// The bound address of service `name` (useful with port 0). False if unknown.
@@ -38,6 +40,8 @@ class Server {
   const detail::ServiceAdapter* GetAdapter(const std::string& name) const;
 
  private:
+  bool StartServices(std::string* err);
+
   ServerConfig config_;
   std::map<std::string, ServicePtr> services_;
   std::map<std::string, std::unique_ptr<detail::ServiceAdapter>> adapters_;

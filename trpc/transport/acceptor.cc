@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/transport/socket.h"
 
@@ -37,6 +38,10 @@ void Acceptor::Stop() {
   reactor_->poller().Remove(listen_fd_);
   ::close(listen_fd_);
   listen_fd_ = -1;
+  if (retry_timer_ != 0) {
+    reactor_->CancelTimer(retry_timer_);
+    retry_timer_ = 0;
+  }
 }
 
 void Acceptor::HandleEvents(uint32_t) {
@@ -63,7 +68,15 @@ void Acceptor::HandleEvents(uint32_t) {
       TRPC_LOG_EVERY_MS(log::Level::kError, 1000, "accept: out of file descriptors");
       continue;
     }
-    TRPC_LOG_EVERY_MS(log::Level::kError, 1000, "accept: {}", strerror(errno));
+    // ENOBUFS, ENOMEM, EMFILE without a reserve fd...: connections may still wait in the backlog
+    // and, edge-triggered, no new event would come for them. Try again shortly.
+    TRPC_LOG_EVERY_MS(log::Level::kError, 1000, "accept: {}; retrying in 10 ms", strerror(errno));
+    if (retry_timer_ == 0) {
+      retry_timer_ = reactor_->AddTimer(MonotonicNanos() + 10 * kNanosPerMilli, [this] {
+        retry_timer_ = 0;
+        HandleEvents(EPOLLIN);
+      });
+    }
     return;
   }
 }

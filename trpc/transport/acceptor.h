@@ -34,6 +34,7 @@ class Acceptor : public EventHandler {
   NewConnectionCallback cb_;
   int listen_fd_ = -1;
   int idle_fd_ = -1;  // reserve fd for the EMFILE trick
+  TimerId retry_timer_ = 0;
   NetAddress bound_;
 };
 

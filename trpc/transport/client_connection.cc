@@ -2,14 +2,22 @@
 
 #include <string.h>
 
+#include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/transport/socket.h"
 
 namespace trpc {
 
 ClientConnection::ClientConnection(Reactor* reactor, const NetAddress& target, FrameCodec* codec,
-                                   const ConnectionOptions& options)
-    : reactor_(reactor), target_(target), codec_(codec), options_(options) {}
+                                   const ConnectionOptions& options, int64_t connect_timeout_ms)
+    : reactor_(reactor),
+      target_(target),
+      codec_(codec),
+      options_(options),
+      connect_timeout_ms_(connect_timeout_ms) {
+  // Replies are what frees a client's memory: never stop reading them (see Call()).
+  options_.pause_reading_when_backlogged = false;
+}
 
 ClientConnection::~ClientConnection() {
   if (conn_ && !conn_->closed()) conn_->Close("client connection destroyed");
@@ -25,6 +33,17 @@ bool ClientConnection::Connect(std::string* err) {
   conn_ = std::make_shared<Connection>(reactor_, fd, target_, codec_, this, options_,
                                        /*connecting=*/true);
   conn_->Start();
+  if (connect_timeout_ms_ > 0 && !conn_->closed()) {
+    // A backend that drops SYNs would otherwise keep this slot "connecting" for minutes.
+    connect_timer_ = reactor_->AddTimer(
+        MonotonicNanos() + connect_timeout_ms_ * kNanosPerMilli, [this] {
+          connect_timer_ = 0;
+          if (conn_ && conn_->connecting()) {
+            conn_->Close(fmt::format("connect to {} timed out after {} ms", target_.ToString(),
+                                     connect_timeout_ms_));
+          }
+        });
+  }
   return true;
 }
 
@@ -36,6 +55,13 @@ void ClientConnection::Call(uint32_t request_id, ChainBuffer&& request, int64_t 
          ChainBuffer());
     return;
   }
+  if (conn_->pending_write_bytes() > options_.max_pending_write_bytes) {
+    // The peer is not taking our requests: refuse rather than queue without bound.
+    done(Status(kClientOverloadErr, fmt::format("{} request bytes already wait for {}",
+                                                conn_->pending_write_bytes(), target_.ToString())),
+         ChainBuffer());
+    return;
+  }
   auto [it, fresh] = pending_.try_emplace(request_id);
   if (!fresh) {
     done(Status(kClientEncodeErr, "request id already in flight"), ChainBuffer());
@@ -43,10 +69,9 @@ void ClientConnection::Call(uint32_t request_id, ChainBuffer&& request, int64_t 
   }
   Pending& p = it->second;
   p.done = std::move(done);
-  std::weak_ptr<ClientConnection> weak = weak_from_this();
-  p.timer = reactor_->AddTimer(deadline_ns, [weak, request_id] {
-    if (auto self = weak.lock()) self->OnTimeout(request_id);
-  });
+  // `this` is safe: OnClose cancels every call timer, and the destructor always closes. (A
+  // two-word capture also fits std::function's inline buffer: no allocation per call.)
+  p.timer = reactor_->AddTimer(deadline_ns, [this, request_id] { OnTimeout(request_id); });
   conn_->Send(std::move(request));
 }
 
@@ -56,6 +81,7 @@ void ClientConnection::SendOneway(ChainBuffer&& request) {
 }
 
 void ClientConnection::OnTimeout(uint32_t request_id) {
+  auto self = weak_from_this().lock();  // the callback may close and drop the last reference
   auto it = pending_.find(request_id);
   if (it == pending_.end()) return;
   Done done = std::move(it->second.done);
@@ -78,17 +104,28 @@ void ClientConnection::OnFrame(Connection* conn, ChainBuffer&& frame) {
   done(Status(), std::move(frame));
 }
 
-void ClientConnection::OnConnected(Connection*) { connected_ = true; }
+void ClientConnection::OnConnected(Connection*) {
+  connected_ = true;
+  if (connect_timer_ != 0) {
+    reactor_->CancelTimer(connect_timer_);
+    connect_timer_ = 0;
+  }
+}
 
 void ClientConnection::OnClose(Connection*, const std::string& reason) {
   auto self = weak_from_this().lock();  // null while the destructor runs
   int32_t code = connected_ ? kClientNetworkErr : kClientConnectErr;
+  if (connect_timer_ != 0) {
+    reactor_->CancelTimer(connect_timer_);
+    connect_timer_ = 0;
+  }
   auto pending = std::move(pending_);
   pending_.clear();
   for (auto& [id, p] : pending) {
     reactor_->CancelTimer(p.timer);
     p.done(Status(code, reason), ChainBuffer());
   }
+  if (close_callback_) close_callback_(this);
 }
 
 void ClientConnection::Close(const std::string& reason) {

@@ -15,15 +15,19 @@ namespace trpc {
 /// timeout timer. Every call's callback runs exactly once, on the loop thread: with the response
 /// frame, or with ret 101 (timeout), 111 (connect failed) or 141 (connection lost).
 ///
-/// Ownership: shared_ptr; the connection keeps itself alive while calls are pending.
-/// Thread contract: loop-thread only.
+/// Ownership: shared_ptr, held by its owner (a proxy); dropping the last reference closes the
+/// connection and fails the calls still pending with 141. Thread contract: loop-thread only.
+///
+/// Limits: a call is refused with 124 (overload) while more than max_pending_write_bytes of
+/// requests wait to be written; a connect that has not completed after `connect_timeout_ms`
+/// fails with 111.
 class ClientConnection : public Connection::Handler,
                          public std::enable_shared_from_this<ClientConnection> {
  public:
   using Done = std::function<void(Status status, ChainBuffer&& frame)>;
 
   ClientConnection(Reactor* reactor, const NetAddress& target, FrameCodec* codec,
-                   const ConnectionOptions& options);
+                   const ConnectionOptions& options, int64_t connect_timeout_ms = 0);
   ~ClientConnection() override;
 
   /// Starts a non-blocking connect. False (with `*err`) if the socket could not even be made.
@@ -42,6 +46,10 @@ class ClientConnection : public Connection::Handler,
   }
 
   bool usable() const { return conn_ && !conn_->closed(); }
+  /// Runs once, at the end of the close (after the pending calls have failed).
+  void set_close_callback(std::function<void(ClientConnection*)> cb) {
+    close_callback_ = std::move(cb);
+  }
   size_t inflight() const { return pending_.size(); }
   const NetAddress& target() const { return target_; }
 
@@ -62,6 +70,9 @@ class ClientConnection : public Connection::Handler,
   FrameCodec* codec_;
   ConnectionOptions options_;
   ConnectionPtr conn_;
+  int64_t connect_timeout_ms_;
+  TimerId connect_timer_ = 0;
+  std::function<void(ClientConnection*)> close_callback_;
   bool connected_ = false;
   uint32_t next_id_ = 0;
   std::unordered_map<uint32_t, Pending> pending_;

@@ -16,7 +16,12 @@ namespace {
 // Split and dispatch once this much input is buffered even if the socket still has data, so a
 // fast sender cannot make one read batch hold unbounded memory.
 constexpr size_t kDispatchThreshold = 1u << 20;
+// Bytes one readv() may take (spread over up to kReadIov blocks).
 constexpr size_t kReadChunk = 64u << 10;
+constexpr size_t kReadIov = 8;
+// Bytes one event may read before the connection yields its thread to the others: a peer that
+// keeps its socket full must not starve the rest of the worker's connections and timers.
+constexpr size_t kReadBudgetPerEvent = 4u << 20;
 constexpr size_t kMaxWriteIov = 256;
 }  // namespace
 
@@ -100,19 +105,30 @@ void Connection::HandleEvents(uint32_t events) {
 void Connection::HandleRead(bool to_eof) {
   in_batch_ = true;
   DeliverFrames();  // frames held back while the write queue was over its limit
-  while (!closed_ && !reading_paused_ && !peer_closed_) {
-    iovec iov[2];
-    size_t n_iov = in_.PrepareWrite(iov, 2, kReadChunk);
+  size_t read_this_event = 0;
+  while (!closed_ && !reading_paused_ && !peer_closed_ && !draining_) {
+    if (read_this_event >= kReadBudgetPerEvent) {
+      // Continue after the loop has served everyone else (edge-triggered: no new edge comes).
+      std::weak_ptr<Connection> weak = weak_from_this();
+      reactor_->Post([weak] {
+        if (auto self = weak.lock(); self && !self->closed_) self->HandleRead(/*to_eof=*/true);
+      });
+      break;
+    }
+    iovec iov[kReadIov];
+    size_t n_iov = in_.PrepareWrite(iov, kReadIov, kReadChunk);
     size_t want = 0;
     for (size_t i = 0; i < n_iov; ++i) want += iov[i].iov_len;
     ssize_t n = ::readv(fd_, iov, static_cast<int>(n_iov));
     if (n > 0) {
       in_.CommitWrite(static_cast<size_t>(n));
       stats_.bytes_in += static_cast<uint64_t>(n);
+      read_this_event += static_cast<size_t>(n);
       last_active_ns_ = reactor_->LoopTimeNs();
       if (in_.size() >= kDispatchThreshold) {
+        // A long pipelined stream: handle what is here and send its replies before reading on.
         ProcessInput();
-        if (!closed_ && out_.size() > options_.max_pending_write_bytes) Flush();
+        if (!closed_ && !out_.empty()) Flush();
       }
       // A short read drained the socket; edge-triggered epoll reports the next arrival, so the
       // extra read(2) that would only return EAGAIN is skipped.
@@ -133,13 +149,15 @@ void Connection::HandleRead(bool to_eof) {
   in_batch_ = false;
   if (closed_) return;
   Flush();
-  if (peer_closed_ && !closed_ && !reading_paused_ && next_frame_ == frames_.size()) {
+  if (peer_closed_ && !closed_ && !reading_paused_ && !draining_ &&
+      next_frame_ == frames_.size()) {
     // The peer sent FIN: every request it sent has been handled; close once the replies are out.
     CloseAfterFlush("peer closed");
   }
 }
 
 void Connection::ProcessInput() {
+  if (draining_) return;
   if (!in_.empty()) {
     std::string err;
     SplitResult r = codec_->Split(&in_, &frames_, options_.max_packet_size, &err);
@@ -153,12 +171,22 @@ void Connection::ProcessInput() {
   DeliverFrames();
 }
 
+void Connection::Shutdown(const std::string& reason) {
+  if (closed_) return;
+  draining_ = true;
+  frames_.clear();
+  next_frame_ = 0;
+  in_.Clear();
+  CloseAfterFlush(reason);
+}
+
 void Connection::DeliverFrames() {
   // One frame at a time, so the write-queue limit is checked between handlers: a batch of small
   // requests with large replies cannot queue more than one reply beyond the limit.
   if (frames_.empty()) return;
   while (next_frame_ < frames_.size()) {
-    if (out_.size() > options_.max_pending_write_bytes) {
+    if (options_.pause_reading_when_backlogged &&
+        out_.size() > options_.max_pending_write_bytes) {
       reading_paused_ = true;
       return;
     }
@@ -201,7 +229,8 @@ void Connection::Flush() {
     Close(close_reason_);
     return;
   }
-  if (!reading_paused_ && out_.size() > options_.max_pending_write_bytes) {
+  if (!reading_paused_ && options_.pause_reading_when_backlogged &&
+      out_.size() > options_.max_pending_write_bytes) {
     reading_paused_ = true;
   } else if (reading_paused_ && !in_batch_ && out_.size() <= options_.max_pending_write_bytes / 2) {
     reading_paused_ = false;

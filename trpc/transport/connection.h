@@ -21,6 +21,9 @@ struct ConnectionOptions {
   /// producing replies) until the peer has taken half of them: a peer that stops reading cannot
   /// grow our memory without bound.
   size_t max_pending_write_bytes = 64u << 20;
+  /// Server side: stop reading while over max_pending_write_bytes. Client connections keep
+  /// reading (replies are what frees their memory) and refuse new calls instead.
+  bool pause_reading_when_backlogged = true;
   /// Close after this long without reading or writing a byte; 0 = never.
   int64_t idle_timeout_ms = 60'000;
 };
@@ -68,6 +71,9 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   void Close(const std::string& reason);
   /// Closes once every queued byte has been written (at once if none are queued).
   void CloseAfterFlush(const std::string& reason);
+  /// Graceful close: reads nothing more (frames not yet handed over are dropped), writes what is
+  /// queued, then closes.
+  void Shutdown(const std::string& reason);
 
   bool closed() const { return closed_; }
   bool connecting() const { return connecting_; }
@@ -112,6 +118,7 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   bool reading_paused_ = false;
   bool peer_closed_ = false;
   bool close_after_flush_ = false;
+  bool draining_ = false;  // Shutdown(): read nothing more
   std::string close_reason_;
 };
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <latch>
+#include <vector>
 
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
@@ -16,7 +17,8 @@ ServiceAdapter::ServiceAdapter(const ServiceConfig& config, ServicePtr service, 
       model_(model),
       codec_(std::move(codec)),
       accept_reactor_(model->GetReactor(0)),
-      conns_(model->ReactorCount()) {
+      conns_(model->ReactorCount()),
+      counters_(model->ReactorCount()) {
   conn_options_.max_packet_size = config.max_packet_size;
   conn_options_.max_pending_write_bytes = config.max_pending_write_bytes;
   conn_options_.idle_timeout_ms = config.idle_time;
@@ -59,7 +61,7 @@ void ServiceAdapter::RunOnEveryReactor(const std::function<void(size_t)>& fn) {
   done.wait();
 }
 
-void ServiceAdapter::Stop() {
+void ServiceAdapter::Stop(int64_t grace_ms) {
   if (!started_) return;
   started_ = false;
   std::latch stopped(1);
@@ -68,24 +70,46 @@ void ServiceAdapter::Stop() {
     stopped.count_down();
   });
   stopped.wait();
+  // In-flight handlers finish and their replies are written; nothing new is read.
+  RunOnEveryReactor([this](size_t i) {
+    std::vector<ConnectionPtr> conns;
+    for (auto& [raw, conn] : conns_[i]) conns.push_back(conn);
+    for (auto& conn : conns) conn->Shutdown("server stopping");
+  });
+  int64_t deadline = MonotonicNanos() + grace_ms * kNanosPerMilli;
+  while (conn_count_.load(std::memory_order_relaxed) > 0 && MonotonicNanos() < deadline) {
+    usleep(1000);
+  }
   RunOnEveryReactor([this](size_t i) {
     auto conns = std::move(conns_[i]);
     conns_[i].clear();
-    for (auto& [raw, conn] : conns) conn->Close("server stopping");
+    for (auto& [raw, conn] : conns) conn->Close("server stopped");
   });
+}
+
+ServiceStats ServiceAdapter::stats() const {
+  ServiceStats s;
+  s.connections_accepted = connections_accepted_.load(std::memory_order_relaxed);
+  s.connections_refused = connections_refused_.load(std::memory_order_relaxed);
+  s.protocol_errors = protocol_errors_.load(std::memory_order_relaxed);
+  for (const auto& c : counters_) {
+    s.requests += c.requests.load(std::memory_order_relaxed);
+    s.failed_requests += c.failed_requests.load(std::memory_order_relaxed);
+  }
+  return s;
 }
 
 void ServiceAdapter::OnNewConnection(int fd, const NetAddress& peer) {
   // Counted here, on the accepting thread, so the limit holds before the fd reaches a worker.
   if (conn_count_.load(std::memory_order_relaxed) >= config_.max_conn_num) {
+    connections_refused_.fetch_add(1, std::memory_order_relaxed);
     ::close(fd);
-    stats_.connections_refused.fetch_add(1, std::memory_order_relaxed);
     TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "service {}: refusing {}: max_conn_num {} reached",
                       config_.name, peer.ToString(), config_.max_conn_num);
     return;
   }
   conn_count_.fetch_add(1, std::memory_order_relaxed);
-  stats_.connections_accepted.fetch_add(1, std::memory_order_relaxed);
+  connections_accepted_.fetch_add(1, std::memory_order_relaxed);
   Reactor* r = model_->NextReactor();
   size_t index = static_cast<size_t>(model_->IndexOf(r));
   r->RunInLoop([this, r, index, fd, peer] {
@@ -98,7 +122,7 @@ void ServiceAdapter::OnNewConnection(int fd, const NetAddress& peer) {
 
 void ServiceAdapter::OnClose(Connection* conn, const std::string& reason) {
   if (reason.starts_with("protocol error")) {
-    stats_.protocol_errors.fetch_add(1, std::memory_order_relaxed);
+    protocol_errors_.fetch_add(1, std::memory_order_relaxed);
   }
   TRPC_LOG_DEBUG("service {}: connection {} closed: {}", config_.name, conn->peer().ToString(),
                  reason);
@@ -123,35 +147,36 @@ void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
     timeout_ms = config_.timeout;
   }
   if (timeout_ms > 0) ctx->SetDeadlineNs(recv_ns + timeout_ms * kNanosPerMilli);
-  stats_.requests.fetch_add(1, std::memory_order_relaxed);
+  ReactorCounters& counters = counters_[reinterpret_cast<size_t>(conn->context())];
+  counters.requests.fetch_add(1, std::memory_order_relaxed);
   if (model_->HandlesInline()) {
-    HandleRequest(ctx);
+    HandleRequest(ctx, counters);
   } else {
-    model_->Dispatch(conn->reactor(), [this, ctx] { HandleRequest(ctx); });
+    model_->Dispatch(conn->reactor(), [this, ctx, &counters] { HandleRequest(ctx, counters); });
   }
 }
 
-void ServiceAdapter::HandleRequest(const ServerContextPtr& ctx) {
+void ServiceAdapter::HandleRequest(const ServerContextPtr& ctx, ReactorCounters& counters) {
   int64_t deadline = ctx->GetDeadlineNs();
   if (deadline > 0 && MonotonicNanos() >= deadline) {
-    stats_.failed_requests.fetch_add(1, std::memory_order_relaxed);
+    counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
     ctx->SendReply(Status(kServerTimeoutErr, "deadline passed before the request was handled"),
                    nullptr);
     return;
   }
   RpcMethodHandler* method = service_->FindMethod(ctx->GetFuncName());
   if (method == nullptr) {
-    stats_.failed_requests.fetch_add(1, std::memory_order_relaxed);
+    counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
     ctx->SendReply(Status(kServerNoFuncErr, "no such function: " + ctx->GetFuncName()), nullptr);
     return;
   }
   try {
     method->Handle(ctx);
   } catch (const std::exception& e) {
-    stats_.failed_requests.fetch_add(1, std::memory_order_relaxed);
+    counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
     ctx->SendReply(Status(kServerSystemErr, std::string("handler threw: ") + e.what()), nullptr);
   } catch (...) {
-    stats_.failed_requests.fetch_add(1, std::memory_order_relaxed);
+    counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
     ctx->SendReply(Status(kServerSystemErr, "handler threw a non-std exception"), nullptr);
   }
 }

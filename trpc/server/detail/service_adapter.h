@@ -16,14 +16,13 @@
 
 namespace trpc::detail {
 
-/// Counters of one listening service. Relaxed atomics: they are statistics, read with no
-/// ordering against anything else.
+/// A snapshot of one listening service's counters.
 struct ServiceStats {
-  std::atomic<uint64_t> connections_accepted{0};
-  std::atomic<uint64_t> connections_refused{0};
-  std::atomic<uint64_t> protocol_errors{0};
-  std::atomic<uint64_t> requests{0};
-  std::atomic<uint64_t> failed_requests{0};
+  uint64_t connections_accepted = 0;
+  uint64_t connections_refused = 0;
+  uint64_t protocol_errors = 0;
+  uint64_t requests = 0;
+  uint64_t failed_requests = 0;
 };
 
 /// Binds one configured service to the network: listens on its address, spreads connections over
@@ -39,21 +38,31 @@ class ServiceAdapter final : public Connection::Handler {
   ~ServiceAdapter() override;
 
   bool Start(std::string* err);
-  /// Stops accepting, then closes every connection. Blocks until done.
-  void Stop();
+  /// Stops accepting, then closes every connection gracefully: no more requests are read,
+  /// queued replies are written, and connections still open after `grace_ms` are closed hard.
+  /// Blocks until done.
+  void Stop(int64_t grace_ms = 3000);
 
   const ServiceConfig& config() const { return config_; }
   /// The bound address (real port when the config asked for port 0).
   const NetAddress& address() const { return acceptor_->address(); }
-  const ServiceStats& stats() const { return stats_; }
+  /// Sums the counters (any thread; relaxed reads: a snapshot, not a barrier).
+  ServiceStats stats() const;
   uint32_t connection_count() const { return conn_count_.load(std::memory_order_relaxed); }
 
   void OnFrame(Connection* conn, ChainBuffer&& frame) override;
   void OnClose(Connection* conn, const std::string& reason) override;
 
  private:
+  // Request counters per reactor, each on its own cache line: the merge model's workers never
+  // write a line another worker writes. Relaxed atomics: statistics, read without ordering.
+  struct alignas(64) ReactorCounters {
+    std::atomic<uint64_t> requests{0};
+    std::atomic<uint64_t> failed_requests{0};
+  };
+
   void OnNewConnection(int fd, const NetAddress& peer);
-  void HandleRequest(const ServerContextPtr& ctx);
+  void HandleRequest(const ServerContextPtr& ctx, ReactorCounters& counters);
   void RunOnEveryReactor(const std::function<void(size_t)>& fn);
 
   ServiceConfig config_;
@@ -65,7 +74,11 @@ class ServiceAdapter final : public Connection::Handler {
   Reactor* accept_reactor_;
   std::vector<std::unordered_map<Connection*, ConnectionPtr>> conns_;  // per reactor
   std::atomic<uint32_t> conn_count_{0};
-  ServiceStats stats_;
+  std::vector<ReactorCounters> counters_;
+  // Written by the accepting thread or on close; rare, so shared.
+  std::atomic<uint64_t> connections_accepted_{0};
+  std::atomic<uint64_t> connections_refused_{0};
+  std::atomic<uint64_t> protocol_errors_{0};
   bool started_ = false;
 };
 
