@@ -13,7 +13,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <map>
@@ -76,10 +78,12 @@ plugins:
 // The service under test.
 
 std::atomic<int> g_count{0};            // "count" requests handled
+std::atomic<int> g_sleeps_started{0};   // "sleep:N" handlers that have begun
 std::atomic<int> g_sleeps_finished{0};  // "sleep:N" handlers that have returned
 
-// SayHello by message: "throw" throws; "sleep:N" sleeps N ms; "count" bumps g_count; "big:N"
-// replies with N bytes of 'x'; everything else (and sleep/count) replies "Hello, " + msg.
+// SayHello by message: "throw" throws; "sleep:N" sleeps N ms; "sleep:N:big:M" sleeps N ms, then
+// replies with M bytes of 'x'; "count" bumps g_count; "big:N" replies with N bytes of 'x';
+// everything else (and sleep/count) replies "Hello, " + msg.
 class TestGreeter final : public Greeter {
  public:
   Status SayHello(const ServerContextPtr&, const HelloRequest* req, HelloReply* rsp) override {
@@ -90,8 +94,13 @@ class TestGreeter final : public Greeter {
       return kSuccStatus;
     }
     if (msg.starts_with("sleep:")) {
+      g_sleeps_started.fetch_add(1);
       std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(msg.substr(6))));
       g_sleeps_finished.fetch_add(1);
+      if (size_t big = msg.find(":big:"); big != std::string::npos) {
+        rsp->set_msg(std::string(std::stoul(msg.substr(big + 5)), 'x'));
+        return kSuccStatus;
+      }
     } else if (msg == "count") {
       g_count.fetch_add(1);
     }
@@ -335,8 +344,10 @@ class RpcE2eTest : public ::testing::Test {
   }
 
   // Starts a server from the suite's config with its service changed by `tweak`, and a proxy
-  // (client model, one backend) whose target is the server's bound address.
-  void StartServer(const std::function<void(ServiceConfig*)>& tweak = {}) {
+  // (client model, one backend, its config changed by `client_tweak`) whose target is the
+  // server's bound address.
+  void StartServer(const std::function<void(ServiceConfig*)>& tweak = {},
+                   const std::function<void(ClientServiceConfig*)>& client_tweak = {}) {
     ASSERT_NE(config_, nullptr);
     ServerConfig server_config = config_->server;
     ASSERT_EQ(server_config.service.size(), 1u);
@@ -353,6 +364,7 @@ class RpcE2eTest : public ::testing::Test {
     client_config.target = address_.ToString();
     client_config.protocol = "trpc";
     client_config.max_packet_size = 16'000'000;  // room for the 10 MB reply
+    if (client_tweak) client_tweak(&client_config);
     ThreadModel* model = runtime::GetThreadModel(kClientModel);
     ASSERT_NE(model, nullptr);
     proxy_ = std::make_shared<ServiceProxy>(client_config, model);
@@ -792,6 +804,178 @@ TEST_F(RpcE2eTest, SlowReaderIsHeldBackByMaxPendingWriteBytes) {
       << "while the client was reading, the server ran up to " << worst_ahead
       << " requests (of 64 KiB replies) ahead of it: far more than max_pending_write_bytes "
       << "allows to wait";
+}
+
+// 12. -----------------------------------------------------------------------------------------
+
+// conn_type "short": every call opens a connection of its own and closes it when done; a one-way
+// call on a short connection is still delivered (the connection closes only once it is written).
+TEST_F(RpcE2eTest, ShortConnectionsOpenOneConnectionPerCall) {
+  StartServer({}, [](ClientServiceConfig* c) { c->conn_type = "short"; });
+  const uint64_t accepted_before = stats().connections_accepted;
+  for (int i = 1; i <= 5; ++i) {
+    const std::string msg = "short " + std::to_string(i);
+    std::string reply;
+    Status st = Hello(msg, &reply);
+    ASSERT_TRUE(st.OK()) << "call " << i << ": " << st.ToString();
+    EXPECT_EQ(reply, "Hello, " + msg);
+    EXPECT_EQ(stats().connections_accepted, accepted_before + i)
+        << "call " << i << " did not come on a connection of its own";
+  }
+  EXPECT_TRUE(WaitFor([&] { return adapter().connection_count() == 0; }))
+      << adapter().connection_count() << " short connections were left open";
+
+  int count_before = g_count.load();
+  HelloRequest req;
+  req.set_msg("count");
+  Status st = greeter_->SayHelloOneway(MakeClientContext(), req);
+  EXPECT_TRUE(st.OK()) << st.ToString();
+  EXPECT_TRUE(WaitFor([&] { return g_count.load() == count_before + 1; }))
+      << "a one-way call on a short connection never reached the handler";
+  EXPECT_EQ(stats().connections_accepted, accepted_before + 6);
+  EXPECT_TRUE(WaitFor([&] { return adapter().connection_count() == 0; }))
+      << "the one-way call's short connection was left open";
+  ExpectServing("after the one-way call");
+}
+
+// 13. -----------------------------------------------------------------------------------------
+
+// The inodes of this process's TCP sockets in LISTEN state (from /proc), so a test can tell
+// whether a server left one behind without knowing its port.
+std::vector<std::string> ListeningSocketInodes() {
+  std::vector<std::string> listening;  // every LISTEN socket on the host
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    FILE* f = std::fopen(table, "r");
+    if (f == nullptr) continue;
+    char line[512];
+    while (std::fgets(line, sizeof(line), f) != nullptr) {
+      char state[8] = {0};
+      char inode[32] = {0};
+      // sl local rem st tx:rx tr:when retrnsmt uid timeout inode
+      if (std::sscanf(line, " %*s %*s %*s %7s %*s %*s %*s %*s %*s %31s", state, inode) == 2 &&
+          std::strcmp(state, "0A") == 0) {
+        listening.push_back(inode);
+      }
+    }
+    std::fclose(f);
+  }
+  std::vector<std::string> mine;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    std::string target = std::filesystem::read_symlink(entry.path(), ec).string();
+    if (ec || !target.starts_with("socket:[")) continue;
+    std::string inode = target.substr(8, target.size() - 9);
+    if (std::find(listening.begin(), listening.end(), inode) != listening.end()) {
+      mine.push_back(inode);
+    }
+  }
+  std::sort(mine.begin(), mine.end());
+  return mine;
+}
+
+struct PendingHello {
+  ClientContextPtr ctx = MakeClientContext();
+  HelloReply rsp;
+  std::promise<Status> done;
+};
+
+// Server::Stop while a call is inside its handler: the call completes normally, reply included,
+// and afterwards nothing listens on the service's address.
+TEST_F(RpcE2eTest, StopLetsAnInFlightCallFinish) {
+  const std::vector<std::string> listening_before = ListeningSocketInodes();
+  StartServer();
+  ASSERT_EQ(ListeningSocketInodes().size(), listening_before.size() + 1)
+      << "ListeningSocketInodes() does not see the server's listening socket";
+  auto call = std::make_shared<PendingHello>();
+  call->ctx->SetTimeout(kIoTimeoutMs);
+  const int started_before = g_sleeps_started.load();
+  HelloRequest req;
+  req.set_msg("sleep:300");
+  greeter_->AsyncSayHello(call->ctx, req, &call->rsp,
+                          [call](const Status& st) { call->done.set_value(st); });
+  ASSERT_TRUE(WaitFor([&] { return g_sleeps_started.load() == started_before + 1; }))
+      << "the handler never started";
+  server_->Stop();
+
+  auto result = call->done.get_future();
+  ASSERT_EQ(result.wait_for(std::chrono::milliseconds(kIoTimeoutMs)), std::future_status::ready);
+  Status st = result.get();
+  EXPECT_TRUE(st.OK()) << "the in-flight call failed: " << st.ToString();
+  EXPECT_EQ(call->rsp.msg(), "Hello, sleep:300");
+  EXPECT_EQ(ListeningSocketInodes(), listening_before) << "the stopped server still listens";
+}
+
+// As above with a 12 MB reply, which the socket cannot take in one write: Stop must keep the
+// connection until the whole reply has been written, not close it with the rest still queued.
+TEST_F(RpcE2eTest, StopWritesAnInFlightCallsWholeReply) {
+  constexpr size_t kReplyBytes = 12'000'000;
+  StartServer();
+  auto call = std::make_shared<PendingHello>();
+  call->ctx->SetTimeout(30'000);
+  const int started_before = g_sleeps_started.load();
+  HelloRequest req;
+  req.set_msg("sleep:300:big:" + std::to_string(kReplyBytes));
+  greeter_->AsyncSayHello(call->ctx, req, &call->rsp,
+                          [call](const Status& st) { call->done.set_value(st); });
+  ASSERT_TRUE(WaitFor([&] { return g_sleeps_started.load() == started_before + 1; }))
+      << "the handler never started";
+  server_->Stop();
+
+  auto result = call->done.get_future();
+  ASSERT_EQ(result.wait_for(std::chrono::milliseconds(30'000)), std::future_status::ready);
+  Status st = result.get();
+  EXPECT_TRUE(st.OK()) << "the in-flight call failed: " << st.ToString();
+  EXPECT_EQ(call->rsp.msg().size(), kReplyBytes);
+  EXPECT_EQ(call->rsp.msg().find_first_not_of('x'), std::string::npos);
+}
+
+// 14. -----------------------------------------------------------------------------------------
+// A config whose second service names an unknown protocol: Start fails with an error that points
+// at the config entry, and the first service, already listening by then, is closed again.
+TEST_F(RpcE2eTest, StartFailureNamesTheEntryAndLeavesNothingListening) {
+  constexpr char kYaml[] = R"(global:
+  threadmodel:
+    default:
+      - instance_name: e2e_server
+        io_handle_type: merge
+        io_thread_num: 2
+server:
+  app: test
+  server: e2e
+  service:
+    - name: trpc.test.helloworld.Greeter
+      protocol: trpc
+      ip: 127.0.0.1
+      port: 0
+      threadmodel_instance_name: e2e_server
+    - name: trpc.test.helloworld.Greeter2
+      protocol: nope
+      ip: 127.0.0.1
+      port: 0
+      threadmodel_instance_name: e2e_server
+)";
+  Config config;
+  std::string err;
+  ASSERT_TRUE(LoadConfigFromString(kYaml, "t.yaml", &config, &err)) << err;
+  ASSERT_EQ(config.server.service.size(), 2u);
+  const std::vector<std::string> listening_before = ListeningSocketInodes();
+
+  Server server(config.server);
+  ASSERT_TRUE(server.RegisterService(kGreeterName, std::make_shared<TestGreeter>()));
+  ASSERT_TRUE(
+      server.RegisterService("trpc.test.helloworld.Greeter2", std::make_shared<TestGreeter>()));
+  err.clear();
+  EXPECT_FALSE(server.Start(&err));
+  EXPECT_TRUE(err.starts_with("t.yaml:")) << err;
+  EXPECT_THAT(err, HasSubstr("'nope'"));
+
+  NetAddress first;
+  if (server.GetAddress(kGreeterName, &first)) {
+    RawConnection raw(first);
+    EXPECT_FALSE(raw.ok()) << "the first service still accepts connections on " << first.ToString();
+  }
+  EXPECT_EQ(ListeningSocketInodes(), listening_before)
+      << "the failed Start left a listening socket behind";
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "trpc/base/clock.h"
@@ -107,6 +109,119 @@ TEST_F(ReactorTest, RunInLoopIsInlineOnTheLoopThread) {
   ASSERT_TRUE(WaitFor([&] { return done.load(); }));
   EXPECT_TRUE(inline_ran.load());
   EXPECT_EQ(Reactor::Current(), nullptr);  // not on a loop thread here
+}
+
+// The loop is held by its first task while the test posts, so the 1024-slot ring fills and the
+// rest spills into the overflow list; the loop is released halfway, so the second half is posted
+// while the loop drains ring and list. A task that went to the ring while older ones waited in
+// the list would run ahead of them.
+TEST(ReactorOrderTest, TasksFromOneThreadRunInPostOrderThroughOverflow) {
+  constexpr int kTasks = 100'000;
+  Reactor reactor(1024);
+  std::thread loop([&] { reactor.Run(); });
+  std::atomic<bool> started{false};
+  std::atomic<bool> release{false};
+  std::atomic<bool> gave_up{false};
+  std::vector<int> seen;  // loop thread only until `done`
+  seen.reserve(kTasks);
+  std::atomic<int> done{0};
+  reactor.Post([&] {
+    started.store(true);
+    int64_t deadline = MonotonicMillis() + 30'000;
+    while (!release.load()) {
+      if (MonotonicMillis() > deadline) {
+        gave_up.store(true);
+        break;
+      }
+      std::this_thread::yield();
+    }
+  });
+  int64_t deadline = MonotonicMillis() + 10'000;
+  while (!started.load() && MonotonicMillis() < deadline) std::this_thread::yield();
+  ASSERT_TRUE(started.load()) << "the first task never ran";
+  for (int i = 0; i < kTasks; ++i) {
+    if (i == kTasks / 2) release.store(true);
+    reactor.Post([&, i] {
+      seen.push_back(i);
+      done.fetch_add(1, std::memory_order_release);
+    });
+  }
+  deadline = MonotonicMillis() + 30'000;
+  while (done.load(std::memory_order_acquire) < kTasks && MonotonicMillis() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  reactor.Stop();
+  loop.join();
+  EXPECT_FALSE(gave_up.load()) << "the first task was never released";
+  ASSERT_EQ(seen.size(), static_cast<size_t>(kTasks)) << "tasks were lost";
+  for (int i = 0; i < kTasks; ++i) {
+    if (seen[i] != i) {
+      ADD_FAILURE() << "position " << i << " ran task " << seen[i] << " (previous "
+                    << (i > 0 ? seen[i - 1] : -1) << "): posts from one thread ran out of order";
+      break;
+    }
+  }
+}
+
+// Two posters, each tagging its tasks with its own sequence: every poster's tasks run in the
+// order it posted them, however the two interleave and whichever of ring or list they land in.
+TEST(ReactorOrderTest, EachPostersTasksRunInItsOrder) {
+  constexpr int kPerThread = 50'000;
+  Reactor reactor(1024);
+  std::thread loop([&] { reactor.Run(); });
+  std::atomic<bool> started{false};
+  std::atomic<int> halfway{0};  // posters that have posted half of their tasks
+  std::atomic<bool> gave_up{false};
+  std::vector<std::pair<int, int>> seen;  // (poster, sequence); loop thread only until `done`
+  seen.reserve(2 * kPerThread);
+  std::atomic<int> done{0};
+  reactor.Post([&] {
+    started.store(true);
+    int64_t deadline = MonotonicMillis() + 30'000;
+    while (halfway.load() < 2) {
+      if (MonotonicMillis() > deadline) {
+        gave_up.store(true);
+        break;
+      }
+      std::this_thread::yield();
+    }
+  });
+  int64_t deadline = MonotonicMillis() + 10'000;
+  while (!started.load() && MonotonicMillis() < deadline) std::this_thread::yield();
+  ASSERT_TRUE(started.load()) << "the first task never ran";
+  std::vector<std::thread> posters;
+  for (int t = 0; t < 2; ++t) {
+    posters.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        if (i == kPerThread / 2) halfway.fetch_add(1);
+        reactor.Post([&, t, i] {
+          seen.emplace_back(t, i);
+          done.fetch_add(1, std::memory_order_release);
+        });
+      }
+    });
+  }
+  for (auto& p : posters) p.join();
+  deadline = MonotonicMillis() + 30'000;
+  while (done.load(std::memory_order_acquire) < 2 * kPerThread && MonotonicMillis() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  reactor.Stop();
+  loop.join();
+  EXPECT_FALSE(gave_up.load()) << "the first task was never released";
+  ASSERT_EQ(seen.size(), static_cast<size_t>(2 * kPerThread)) << "tasks were lost";
+  int next[2] = {0, 0};
+  for (size_t k = 0; k < seen.size(); ++k) {
+    auto [t, i] = seen[k];
+    if (i != next[t]) {
+      ADD_FAILURE() << "poster " << t << ": task " << i << " ran when " << next[t]
+                    << " was due (position " << k << ")";
+      break;
+    }
+    ++next[t];
+  }
+  EXPECT_EQ(next[0], kPerThread);
+  EXPECT_EQ(next[1], kPerThread);
 }
 
 TEST(ReactorStopTest, TasksPostedBeforeStopStillRun) {

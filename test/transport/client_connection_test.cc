@@ -1,6 +1,10 @@
 #include "trpc/transport/client_connection.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,6 +18,7 @@
 #include <vector>
 
 #include "test/transport/length_prefix_codec.h"
+#include "test/transport/loopback.h"
 #include "test/transport/reactor_thread.h"
 #include "trpc/base/clock.h"
 #include "trpc/transport/acceptor.h"
@@ -108,6 +113,74 @@ class EchoServer : public Connection::Handler {
   std::vector<ChainBuffer> replies_;  // this batch's replies; loop thread only
 };
 
+// A listening socket on 127.0.0.1 with an ephemeral port; -1 on failure. `rcvbuf` > 0 sets
+// SO_RCVBUF, which the accepted sockets inherit.
+int Listen(int backlog, NetAddress* addr, int rcvbuf = 0) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (fd < 0 ||
+      (rcvbuf > 0 && ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) != 0) ||
+      ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || ::listen(fd, backlog) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+  *addr = NetAddress::FromSockaddr(reinterpret_cast<sockaddr*>(&a), len);
+  return fd;
+}
+
+// Starts a non-blocking connect to `addr`; the fd, or -1 if even that failed.
+int StartConnect(const NetAddress& addr) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  if (::connect(fd, addr.sockaddr_ptr(), addr.length()) != 0 && errno != EINPROGRESS) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// True if the non-blocking connect on `fd` completes successfully within `timeout_ms`.
+bool ConnectCompletes(int fd, int timeout_ms) {
+  pollfd pfd{fd, POLLOUT, 0};
+  int64_t deadline = MonotonicMillis() + timeout_ms;
+  for (;;) {
+    int64_t left = deadline - MonotonicMillis();
+    if (left <= 0) return false;
+    int r = ::poll(&pfd, 1, static_cast<int>(left));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    int err = 0;
+    socklen_t len = sizeof(err);
+    return ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+  }
+}
+
+// Accepts one connection within `timeout_ms` (blocking fd); -1 if none came.
+int AcceptOne(int listen_fd, int timeout_ms) {
+  pollfd pfd{listen_fd, POLLIN, 0};
+  if (::poll(&pfd, 1, timeout_ms) != 1) return -1;
+  return ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+}
+
+// Closes fds when the scope ends.
+class FdCloser {
+ public:
+  ~FdCloser() {
+    for (int fd : fds_) ::close(fd);
+  }
+  int Add(int fd) {
+    if (fd >= 0) fds_.push_back(fd);
+    return fd;
+  }
+
+ private:
+  std::vector<int> fds_;
+};
+
 // What one call ended with. Written on the client loop, read by the test under the mutex.
 struct Outcome {
   int calls = 0;  // how many times `done` ran: must end at exactly 1
@@ -134,6 +207,20 @@ class ClientConnectionTest : public ::testing::Test {
     bool ok = client_loop_.Run([&] {
       client_ = std::make_shared<ClientConnection>(client_loop_.reactor(), target, &codec_,
                                                    ConnectionOptions{});
+      std::string err;
+      bool started = client_->Connect(&err);
+      EXPECT_TRUE(started) << err;
+      return started;
+    });
+    ASSERT_TRUE(ok);
+  }
+
+  // Starts connecting a ClientConnection with `options` and `connect_timeout_ms` to `target`.
+  void ConnectWith(const NetAddress& target, const ConnectionOptions& options,
+                   int64_t connect_timeout_ms) {
+    bool ok = client_loop_.Run([&] {
+      client_ = std::make_shared<ClientConnection>(client_loop_.reactor(), target, &codec_, options,
+                                                   connect_timeout_ms);
       std::string err;
       bool started = client_->Connect(&err);
       EXPECT_TRUE(started) << err;
@@ -310,6 +397,125 @@ TEST_F(ClientConnectionTest, LostConnectionGives141ToPendingCalls) {
   EXPECT_EQ(Get(a).calls, 1);
   EXPECT_EQ(Get(b).calls, 1);
   EXPECT_FALSE(client_loop_.Run([&] { return client_->usable(); }));
+}
+
+// A listener with backlog 0 that never accepts, its accept queue filled by a few plain connects:
+// further SYNs are dropped, so a connect neither completes nor fails. connect_timeout_ms must
+// end it, failing every call waiting on it with 111 long before the calls' own deadlines.
+TEST_F(ClientConnectionTest, ConnectTimeoutGives111ToEveryPendingCall) {
+  FdCloser fds;
+  NetAddress blackhole;
+  int lfd = fds.Add(Listen(/*backlog=*/0, &blackhole));
+  ASSERT_GE(lfd, 0);
+  for (int i = 0; i < 4; ++i) ASSERT_GE(fds.Add(StartConnect(blackhole)), 0);
+  int probe = fds.Add(StartConnect(blackhole));
+  ASSERT_GE(probe, 0);
+  if (ConnectCompletes(probe, 200)) {
+    GTEST_SKIP() << "this kernel completed a connect to a listener whose accept queue is full; "
+                    "cannot make a connect that hangs";
+  }
+
+  constexpr int64_t kConnectTimeoutMs = 200;
+  constexpr int64_t kCallTimeoutMs = 5000;
+  int64_t start_ms = MonotonicMillis();
+  ConnectWith(blackhole, ConnectionOptions{}, kConnectTimeoutMs);
+  std::vector<uint32_t> ids = client_loop_.Run([&] {
+    std::vector<uint32_t> out;
+    for (int i = 0; i < 3; ++i) out.push_back(IssueCall("hello", kCallTimeoutMs));
+    return out;
+  });
+  ASSERT_TRUE(WaitFor([&] { return Completed() == ids.size(); }, 3 * kCallTimeoutMs));
+  for (uint32_t id : ids) {
+    Outcome o = Get(id);
+    EXPECT_EQ(o.calls, 1) << "call " << id;
+    EXPECT_EQ(o.ret, kClientConnectErr) << "call " << id;
+    EXPECT_TRUE(o.frame.empty());
+    EXPECT_GE(o.at_ms - start_ms, kConnectTimeoutMs) << "failed before the connect timeout";
+    EXPECT_LT(o.at_ms - start_ms, kCallTimeoutMs / 2)
+        << "the call waited for its own deadline, not the connect timeout";
+  }
+  EXPECT_FALSE(client_loop_.Run([&] { return client_->usable(); }))
+      << "the timed-out connection is still usable";
+  EXPECT_EQ(Inflight(), 0u);
+  // A call on the closed connection fails at once instead of waiting.
+  uint32_t late = StartCall("late", kCallTimeoutMs);
+  ASSERT_TRUE(WaitFor([&] { return Completed() == ids.size() + 1; }));
+  EXPECT_EQ(Get(late).ret, kClientNetworkErr);
+}
+
+// A peer that takes one call and then stops reading: once more than max_pending_write_bytes of
+// requests wait in the connection, a new call is refused at once with 124. The calls accepted
+// before stay pending, and each callback still runs exactly once when the connection closes.
+TEST_F(ClientConnectionTest, BackloggedConnectionRefusesCallsWith124) {
+  FdCloser fds;
+  NetAddress addr;
+  int lfd = fds.Add(Listen(/*backlog=*/4, &addr, /*rcvbuf=*/16 << 10));
+  ASSERT_GE(lfd, 0);
+  ConnectionOptions options;
+  options.max_pending_write_bytes = 64u << 10;
+  ConnectWith(addr, options, /*connect_timeout_ms=*/0);
+  int peer = fds.Add(AcceptOne(lfd, 10'000));
+  ASSERT_GE(peer, 0) << "the client never connected";
+
+  // One call answered by hand, so the connection is known to be established on the client.
+  uint32_t first = StartCall("first", kFarDeadlineMs);
+  std::string request;
+  ASSERT_EQ(
+      ReadExactly(peer, LengthPrefixCodec::CallFrame(first, "first").size(), 10'000, &request),
+      ReadStatus::kOk);
+  ASSERT_TRUE(WriteAll(peer, request));
+  ASSERT_TRUE(WaitFor([&] { return Completed() == 1; }));
+  ASSERT_EQ(Get(first).ret, 0);
+
+  // The peer reads nothing more. 16 KiB requests, one after another, until one is refused.
+  constexpr int kMaxCalls = 4096;  // 64 MiB: far beyond what the socket buffers can take
+  const std::string body(16u << 10, 'r');
+  struct Issued {
+    std::vector<uint32_t> accepted;
+    uint32_t refused = 0;
+    size_t pending_bytes_at_refusal = 0;
+  };
+  Issued issued = client_loop_.Run([&] {
+    Issued out;
+    for (int i = 0; i < kMaxCalls; ++i) {
+      uint32_t id = IssueCall(body, kFarDeadlineMs);
+      std::lock_guard lock(mu_);
+      if (outcomes_.count(id) != 0) {  // completed inline: refused
+        out.refused = id;
+        break;
+      }
+      out.accepted.push_back(id);
+    }
+    return out;
+  });
+  ASSERT_NE(issued.refused, 0u) << "all " << kMaxCalls << " calls of 16 KiB were accepted by "
+                                << "a peer that reads nothing";
+  Outcome refused = Get(issued.refused);
+  EXPECT_EQ(refused.calls, 1);
+  EXPECT_EQ(refused.ret, kClientOverloadErr);
+  EXPECT_TRUE(refused.frame.empty());
+  // More than 64 KiB must have queued first: at least four whole requests.
+  EXPECT_GE(issued.accepted.size(), 4u);
+  EXPECT_EQ(Inflight(), issued.accepted.size()) << "accepted calls did not stay pending";
+  EXPECT_EQ(Completed(), 2u);
+  EXPECT_TRUE(client_loop_.Run([&] { return client_->usable(); }))
+      << "refusing a call must not close the connection";
+  // Refused again while the backlog stands.
+  uint32_t again = StartCall("again", kFarDeadlineMs);
+  ASSERT_TRUE(WaitFor([&] { return Completed() == 3; }));
+  EXPECT_EQ(Get(again).ret, kClientOverloadErr);
+
+  // Closing fails every accepted call once, with 141.
+  client_loop_.Run([&] { client_->Close("test closes"); });
+  ASSERT_TRUE(WaitFor([&] { return Completed() == 3 + issued.accepted.size(); }));
+  for (uint32_t id : issued.accepted) {
+    Outcome o = Get(id);
+    EXPECT_EQ(o.calls, 1) << "call " << id;
+    EXPECT_EQ(o.ret, kClientNetworkErr) << "call " << id;
+  }
+  EXPECT_EQ(Get(issued.refused).calls, 1);
+  EXPECT_EQ(Get(again).calls, 1);
+  EXPECT_EQ(Inflight(), 0u);
 }
 
 }  // namespace

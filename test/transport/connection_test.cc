@@ -1,11 +1,15 @@
 #include "trpc/transport/connection.h"
 
+#include <errno.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -35,6 +39,49 @@ ChainBuffer Buffer(std::string_view s) {
   return b;
 }
 
+enum class EndOfStream { kEof, kReset, kTimeout };
+
+// Reads from a blocking socket until EOF, an error or `timeout_ms`; what arrives first is
+// appended to `*received`. Unlike WaitForPeerClose, tells an orderly close (FIN) from a reset.
+EndOfStream ReadToEnd(int fd, int64_t timeout_ms, std::string* received) {
+  int64_t deadline = MonotonicMillis() + timeout_ms;
+  char buf[64 * 1024];
+  for (;;) {
+    int64_t left = deadline - MonotonicMillis();
+    if (left <= 0) return EndOfStream::kTimeout;
+    pollfd pfd{fd, POLLIN, 0};
+    int r = ::poll(&pfd, 1, static_cast<int>(left));
+    if (r < 0 && errno == EINTR) continue;
+    if (r == 0) return EndOfStream::kTimeout;
+    ssize_t got = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+    if (got > 0) {
+      received->append(buf, static_cast<size_t>(got));
+    } else if (got == 0) {
+      return EndOfStream::kEof;
+    } else if (errno != EAGAIN && errno != EINTR) {
+      return EndOfStream::kReset;
+    }
+  }
+}
+
+// Runs a function when the scope ends.
+class Cleanup {
+ public:
+  explicit Cleanup(std::function<void()> fn) : fn_(std::move(fn)) {}
+  ~Cleanup() { fn_(); }
+  Cleanup(const Cleanup&) = delete;
+  Cleanup& operator=(const Cleanup&) = delete;
+
+ private:
+  std::function<void()> fn_;
+};
+
+// Bytes the kernel holds unread for `fd`.
+size_t UnreadBytes(int fd) {
+  int n = 0;
+  return ::ioctl(fd, FIONREAD, &n) == 0 ? static_cast<size_t>(n) : 0;
+}
+
 // Records what the connection hands up. Callbacks run on the loop thread; the test thread reads
 // through the locked accessors.
 class RecordingHandler : public Connection::Handler {
@@ -42,9 +89,13 @@ class RecordingHandler : public Connection::Handler {
   void OnFrame(Connection* conn, ChainBuffer&& frame) override {
     std::string f = frame.ToString();
     if (echo_) conn->Send(Buffer(f));
+    bool shutdown = !shutdown_on_.empty() && f == shutdown_on_;
     current_.push_back(std::move(f));
-    std::lock_guard lock(mu_);
-    ++frame_count_;
+    {
+      std::lock_guard lock(mu_);
+      ++frame_count_;
+    }
+    if (shutdown) conn->Shutdown("asked to shut down");
   }
   // A batch is the frames between two OnBatchEnd calls.
   void OnBatchEnd(Connection* conn) override {
@@ -60,6 +111,9 @@ class RecordingHandler : public Connection::Handler {
   }
 
   void set_echo(bool on) { echo_ = on; }
+  // The frame (whole, prefix included) after whose handling the connection is shut down. Set
+  // before the connection starts.
+  void set_shutdown_on(std::string frame) { shutdown_on_ = std::move(frame); }
   size_t FrameCount() {
     std::lock_guard lock(mu_);
     return frame_count_;
@@ -79,6 +133,7 @@ class RecordingHandler : public Connection::Handler {
 
  private:
   std::atomic<bool> echo_{false};
+  std::string shutdown_on_;
   std::mutex mu_;
   size_t frame_count_ = 0;
   std::vector<std::string> current_;  // loop thread only
@@ -337,6 +392,212 @@ TEST_F(ConnectionTest, ReadingPausesForASlowReaderAndResumesWhenItCatchesUp) {
   EXPECT_EQ(got.substr(big.size()), request);
   EXPECT_EQ(handler_.FrameCount(), 1u);
   EXPECT_FALSE(loop_.Run([&] { return conn_->reading_paused(); }));
+}
+
+// Shutdown while a reply is still queued: the reply goes out whole, then an orderly close (FIN,
+// not a reset); a frame the peer sends after the Shutdown is never handed up.
+TEST_F(ConnectionTest, ShutdownFlushesQueuedBytesAndHandsUpNoNewFrame) {
+  Open(ConnectionOptions{});
+  const std::string before = LengthPrefixCodec::Frame("before");
+  ASSERT_TRUE(WriteAll(peer(), before));
+  ASSERT_TRUE(WaitFor([&] { return handler_.FrameCount() == 1; }));
+  const uint64_t bytes_in = BytesIn();
+  ASSERT_EQ(bytes_in, before.size());
+
+  // The peer does not read yet: 8 MiB cannot all reach the kernel, so some stays queued.
+  constexpr size_t kBig = 8u << 20;
+  const std::string big = Pattern(kBig);
+  auto [pending, closed] = loop_.Run([&] {
+    conn_->Send(Buffer(big));
+    conn_->Shutdown("test shutdown");
+    return std::make_pair(conn_->pending_write_bytes(), conn_->closed());
+  });
+  ASSERT_GT(pending, 0u) << "the kernel took all 8 MiB: nothing was left for Shutdown to flush";
+  ASSERT_FALSE(closed) << "Shutdown closed with " << pending << " bytes still queued";
+
+  // A frame sent after the Shutdown. Once it has reached the connection's socket (still unread,
+  // or read and dropped), a round trip through the idle loop lets it handle the readiness event.
+  const std::string after = LengthPrefixCodec::Frame("after shutdown");
+  ASSERT_TRUE(WriteAll(peer(), after));
+  ASSERT_TRUE(WaitFor(
+      [&] { return UnreadBytes(pair_.server_fd) >= after.size() || BytesIn() > bytes_in; }));
+  loop_.Run([] {});
+  EXPECT_EQ(handler_.FrameCount(), 1u) << "a frame sent after Shutdown was handed up";
+  EXPECT_FALSE(Closed());
+
+  // Now the peer reads: every queued byte, then end of stream.
+  std::string got;
+  got.reserve(kBig);
+  EndOfStream end = ReadToEnd(peer(), 60'000, &got);
+  EXPECT_EQ(got.size(), kBig) << "the queued reply was cut short";
+  EXPECT_TRUE(got == big) << "the queued reply arrived corrupted";
+  EXPECT_EQ(end, EndOfStream::kEof)
+      << (end == EndOfStream::kReset ? "the connection was reset instead of closed"
+                                     : "the connection was never closed");
+  EXPECT_EQ(CloseReasonsOnceClosed(), std::vector<std::string>{"test shutdown"});
+  EXPECT_EQ(handler_.FrameCount(), 1u) << "a frame sent after Shutdown was handed up";
+}
+
+// Shutdown from a handler drops the frames of its batch not yet handed over: the peer gets the
+// replies made so far, then an orderly close.
+TEST_F(ConnectionTest, ShutdownFromAHandlerDropsTheRestOfTheBatch) {
+  handler_.set_echo(true);
+  const std::string stop = LengthPrefixCodec::Frame("stop");
+  handler_.set_shutdown_on(stop);
+  const std::string first = LengthPrefixCodec::Frame("first");
+  const std::string dropped = LengthPrefixCodec::Frame("dropped");
+  Open(ConnectionOptions{}, /*start=*/false);
+  // One write, read in one batch once the connection starts.
+  ASSERT_TRUE(WriteAll(peer(), first + stop + dropped));
+  ASSERT_TRUE(
+      WaitFor([&] { return UnreadBytes(pair_.server_fd) == (first + stop + dropped).size(); }));
+  StartConnection();
+  std::string got;
+  EndOfStream end = ReadToEnd(peer(), 10'000, &got);
+  EXPECT_EQ(end, EndOfStream::kEof);
+  EXPECT_EQ(got, first + stop);
+  EXPECT_EQ(CloseReasonsOnceClosed(), std::vector<std::string>{"asked to shut down"});
+  EXPECT_EQ(handler_.FrameCount(), 2u) << "a frame after the Shutdown was handed up";
+}
+
+// Echoes every frame and counts them; runs `on_frame` (loop thread) when frame number
+// `trigger_frame` (0-based) has been handled.
+class FloodHandler : public Connection::Handler {
+ public:
+  FloodHandler(size_t trigger_frame, std::function<void()> on_frame)
+      : trigger_frame_(trigger_frame), on_frame_(std::move(on_frame)) {}
+  void OnFrame(Connection* conn, ChainBuffer&& frame) override {
+    conn->Send(std::move(frame));
+    if (frames_.fetch_add(1, std::memory_order_relaxed) == trigger_frame_) on_frame_();
+  }
+  void OnClose(Connection*, const std::string&) override { closed_.store(true); }
+  size_t frames() const { return frames_.load(std::memory_order_relaxed); }
+  bool closed() const { return closed_.load(); }
+
+ private:
+  const size_t trigger_frame_;
+  const std::function<void()> on_frame_;
+  std::atomic<size_t> frames_{0};
+  std::atomic<bool> closed_{false};
+};
+
+// Echoes every frame and notes how far the flood had got when each one arrived.
+class NeighbourHandler : public Connection::Handler {
+ public:
+  explicit NeighbourHandler(const FloodHandler* flood) : flood_(flood) {}
+  void OnFrame(Connection* conn, ChainBuffer&& frame) override {
+    flood_frames_at_arrival_.store(flood_->frames());
+    conn->Send(std::move(frame));
+  }
+  void OnClose(Connection*, const std::string&) override {}
+  size_t flood_frames_at_arrival() const { return flood_frames_at_arrival_.load(); }
+
+ private:
+  const FloodHandler* flood_;
+  std::atomic<size_t> flood_frames_at_arrival_{SIZE_MAX};
+};
+
+// A peer pours 24 MiB of small pipelined frames into one connection; a second connection on the
+// same reactor sends one request while the first is being handled. The per-event read budget
+// (kReadBudgetPerEvent, 4 MiB, in connection.cc) must let the loop serve the neighbour within a
+// few budgets' worth of flood, and the continuation after each budget must lose, repeat or
+// reorder nothing: every flood frame is echoed, in order.
+TEST_F(ConnectionTest, ReadBudgetLetsANeighbourInAndLosesNoFloodFrame) {
+  constexpr size_t kFrameSize = 64;
+  constexpr size_t kFloodBytes = 24u << 20;
+  constexpr size_t kFrames = kFloodBytes / kFrameSize;
+  constexpr size_t kReadBudget = 4u << 20;
+  // The neighbour writes once 2 MiB of the flood have been handled: by then the writer keeps the
+  // socket full, so only the budget can make the flooded connection give up the loop.
+  constexpr size_t kTrigger = (2u << 20) / kFrameSize;
+  // With a working budget the neighbour's event is polled after at most the rest of the current
+  // read event, one continuation, and one more event for the flood's own edge polled alongside
+  // the neighbour's (plus up to 1 MiB of buffered input): four budgets is a safe bound. Without
+  // a budget that yields, the neighbour waits until the flood's socket runs dry.
+  constexpr size_t kMaxFramesBeforeNeighbour = 4 * kReadBudget / kFrameSize;
+  static_assert(kTrigger + kMaxFramesBeforeNeighbour < kFrames);
+  std::string flood;
+  flood.reserve(kFloodBytes);
+  for (size_t i = 0; i < kFrames; ++i) {
+    flood += LengthPrefixCodec::Frame(fmt::format("{:060}", i));
+  }
+  ASSERT_EQ(flood.size(), kFloodBytes);
+  const std::string probe = LengthPrefixCodec::Frame("neighbour");
+
+  TcpPair flood_pair = MakeTcpPair();
+  TcpPair neighbour_pair = MakeTcpPair();
+  ASSERT_GE(flood_pair.server_fd, 0);
+  ASSERT_GE(neighbour_pair.server_fd, 0);
+  // Large socket buffers (the kernel caps them at its rmem_max/wmem_max): the writer stays well
+  // ahead of the loop, so no read comes up short before the budget is spent.
+  int big_buffer = 8 << 20;
+  ::setsockopt(flood_pair.server_fd, SOL_SOCKET, SO_RCVBUF, &big_buffer, sizeof(big_buffer));
+  ::setsockopt(flood_pair.client_fd, SOL_SOCKET, SO_SNDBUF, &big_buffer, sizeof(big_buffer));
+  // The neighbour's request is written from inside the flood connection's read event, so it
+  // can only be served once the loop leaves that connection.
+  FloodHandler flood_handler(kTrigger, [&] { WriteAll(neighbour_pair.client_fd, probe); });
+  NeighbourHandler neighbour_handler(&flood_handler);
+  ConnectionPtr flood_conn;
+  ConnectionPtr neighbour_conn;
+  // However the test ends, the connections close on the loop before their handlers go away.
+  Cleanup cleanup([&] {
+    loop_.Run([&] {
+      for (ConnectionPtr* c : {&flood_conn, &neighbour_conn}) {
+        if (*c) (*c)->Close("test over");
+        c->reset();
+      }
+    });
+    ::close(flood_pair.client_fd);
+    ::close(neighbour_pair.client_fd);
+  });
+  loop_.Run([&] {
+    flood_conn =
+        std::make_shared<Connection>(loop_.reactor(), flood_pair.server_fd, flood_pair.client_addr,
+                                     &codec_, &flood_handler, ConnectionOptions{});
+    neighbour_conn = std::make_shared<Connection>(loop_.reactor(), neighbour_pair.server_fd,
+                                                  neighbour_pair.client_addr, &codec_,
+                                                  &neighbour_handler, ConnectionOptions{});
+    flood_conn->Start();
+    neighbour_conn->Start();
+  });
+
+  // The echoes are read only after the neighbour's reply: until then the loop and the writer
+  // have the two cores to themselves, so the writer keeps the flood's socket full. (The echoes
+  // wait in the connection meanwhile: 24 MiB is below max_pending_write_bytes.)
+  bool written = false;
+  std::thread writer([&] { written = WriteAll(flood_pair.client_fd, flood); });
+  std::string probe_reply;
+  ReadStatus probe_status =
+      ReadExactly(neighbour_pair.client_fd, probe.size(), 60'000, &probe_reply);
+  std::string echoed;
+  echoed.reserve(kFloodBytes);
+  ReadStatus read_status = ReadExactly(flood_pair.client_fd, kFloodBytes, 120'000, &echoed);
+  writer.join();
+
+  EXPECT_EQ(probe_status, ReadStatus::kOk) << "the neighbour was never answered";
+  EXPECT_EQ(probe_reply, probe);
+  EXPECT_TRUE(written) << "the flood could not be written";
+  ASSERT_EQ(read_status, ReadStatus::kOk)
+      << "only " << echoed.size() << " of " << kFloodBytes << " echoed bytes arrived";
+  if (echoed != flood) {
+    size_t at = 0;
+    while (at < flood.size() && echoed[at] == flood[at]) ++at;
+    ADD_FAILURE() << "the echo differs from the flood at byte " << at << " (frame "
+                  << at / kFrameSize << "): a frame was lost, repeated or reordered";
+  }
+  EXPECT_EQ(flood_handler.frames(), kFrames);
+  size_t at_arrival = neighbour_handler.flood_frames_at_arrival();
+  ASSERT_GT(at_arrival, kTrigger) << "the neighbour's request was handled before it was sent";
+  EXPECT_LE(at_arrival - kTrigger, kMaxFramesBeforeNeighbour)
+      << "the neighbour's request waited while " << at_arrival - kTrigger << " of the "
+      << kFrames - kTrigger << " remaining flood frames (" << kFrameSize
+      << " bytes each) were handled: the flooded connection kept the loop to itself";
+  EXPECT_FALSE(flood_handler.closed());
+  auto [bytes_in, neighbour_in] = loop_.Run([&] {
+    return std::make_pair(flood_conn->stats().bytes_in, neighbour_conn->stats().bytes_in);
+  });
+  EXPECT_EQ(bytes_in, kFloodBytes);
+  EXPECT_EQ(neighbour_in, probe.size());
 }
 
 }  // namespace

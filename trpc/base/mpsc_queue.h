@@ -123,6 +123,13 @@ class MpscQueue {
            dequeue_pos_.load(std::memory_order_relaxed);
   }
 
+  /// Elements queued, counting pushes in progress. Exact from the consumer thread except that
+  /// concurrent pushes may raise it at any moment; from other threads, a hint.
+  size_t Size() const {
+    return enqueue_pos_.load(std::memory_order_relaxed) -
+           dequeue_pos_.load(std::memory_order_relaxed);
+  }
+
   size_t Capacity() const { return mask_ + 1; }
 
  private:

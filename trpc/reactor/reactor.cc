@@ -5,6 +5,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cassert>
 
 #include "trpc/base/clock.h"
@@ -91,20 +92,23 @@ bool Reactor::CancelTimer(TimerId id) {
 }
 
 bool Reactor::RunTasks() {
-  // Bounded per iteration so a task that posts tasks cannot starve IO.
-  Task task;
+  // Only the tasks queued when the pass began (and at most kMaxTasksPerPass): a task that posts
+  // a task (a read continuation, a resumed connection) has it run on the next iteration, after
+  // epoll and the timers have had their turn. Without this bound a read budget would be void.
+  constexpr size_t kMaxTasksPerPass = 4096;
+  size_t budget = std::min(tasks_.Size(), kMaxTasksPerPass);
   size_t ran = 0;
-  bool ring_empty = false;
-  while (ran < 4096) {
-    if (!tasks_.TryPop(&task)) {
-      ring_empty = true;
-      break;
-    }
+  Task task;
+  while (ran < budget && tasks_.TryPop(&task)) {
     task();
     task = nullptr;
     ++ran;
   }
-  if (ring_empty && has_overflow_.load(std::memory_order_acquire)) {
+  // Everything in the overflow list was posted after everything its posters put in the ring
+  // (Post), so it runs only once the ring is wholly empty: no element and no push in progress.
+  // A push in progress can be older, in its poster's order, than a post of the same thread that
+  // spilled; TryPop() reports "empty" for it, Empty() does not.
+  if (tasks_.Empty() && has_overflow_.load(std::memory_order_acquire)) {
     std::vector<Task> spill;
     {
       std::lock_guard lock(overflow_mu_);
@@ -144,7 +148,8 @@ void Reactor::Run() {
     RunTasks();
   }
   // Drain what was posted before Stop() so no task (and the resources it owns) is lost.
-  while (RunTasks()) {
+  while (RunTasks() || !tasks_.Empty()) {
+    // !Empty() with nothing run: a push in progress; it completes in a moment.
   }
   exited_.store(true, std::memory_order_release);
   tls_current_reactor = prev;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -106,7 +107,7 @@ void Connection::HandleRead(bool to_eof) {
   in_batch_ = true;
   DeliverFrames();  // frames held back while the write queue was over its limit
   size_t read_this_event = 0;
-  while (!closed_ && !reading_paused_ && !peer_closed_ && !draining_) {
+  while (!closed_ && !reading_paused_ && !peer_closed_) {
     if (read_this_event >= kReadBudgetPerEvent) {
       // Continue after the loop has served everyone else (edge-triggered: no new edge comes).
       std::weak_ptr<Connection> weak = weak_from_this();
@@ -125,7 +126,9 @@ void Connection::HandleRead(bool to_eof) {
       stats_.bytes_in += static_cast<uint64_t>(n);
       read_this_event += static_cast<size_t>(n);
       last_active_ns_ = reactor_->LoopTimeNs();
-      if (in_.size() >= kDispatchThreshold) {
+      if (draining_) {
+        in_.Clear();  // shutting down: read only so that the close is not a reset
+      } else if (in_.size() >= kDispatchThreshold) {
         // A long pipelined stream: handle what is here and send its replies before reading on.
         ProcessInput();
         if (!closed_ && !out_.empty()) Flush();
@@ -148,6 +151,10 @@ void Connection::HandleRead(bool to_eof) {
   if (!closed_) ProcessInput();
   in_batch_ = false;
   if (closed_) return;
+  if (write_shut_) {
+    if (peer_closed_) Close(close_reason_);  // both FINs exchanged: an orderly close
+    return;
+  }
   Flush();
   if (peer_closed_ && !closed_ && !reading_paused_ && !draining_ &&
       next_frame_ == frames_.size()) {
@@ -177,7 +184,48 @@ void Connection::Shutdown(const std::string& reason) {
   frames_.clear();
   next_frame_ = 0;
   in_.Clear();
+  if (reading_paused_) {
+    // Input is discarded from now on, so there is no reason to hold it back: read (and drop)
+    // what arrived while paused, from a task since this may run inside a handler.
+    reading_paused_ = false;
+    std::weak_ptr<Connection> weak = weak_from_this();
+    reactor_->Post([weak] {
+      if (auto self = weak.lock(); self && !self->closed_) self->HandleRead(/*to_eof=*/true);
+    });
+  }
   CloseAfterFlush(reason);
+}
+
+void Connection::BeginLinger() {
+  if (peer_closed_ || options_.linger_ms <= 0) {
+    // The peer has sent everything it will send (or lingering is off): nothing to wait for.
+    Close(close_reason_);
+    return;
+  }
+  write_shut_ = true;
+  draining_ = true;
+  frames_.clear();
+  next_frame_ = 0;
+  in_.Clear();
+  if (::shutdown(fd_, SHUT_WR) != 0) {
+    Close(close_reason_);
+    return;
+  }
+  // Bounded from now, not from the last activity: a peer that keeps sending cannot hold the
+  // connection open.
+  std::weak_ptr<Connection> weak = weak_from_this();
+  linger_timer_ = reactor_->AddTimer(reactor_->LoopTimeNs() + options_.linger_ms * kNanosPerMilli,
+                                     [weak] {
+                                       if (auto self = weak.lock()) {
+                                         self->linger_timer_ = 0;
+                                         self->Close(self->close_reason_);
+                                       }
+                                     });
+  // Input that is already here raises no new edge: read and drop it now (from a task, as this
+  // may run inside a handler or a flush).
+  reactor_->Post([weak] {
+    if (auto self = weak.lock(); self && !self->closed_) self->HandleRead(/*to_eof=*/true);
+  });
 }
 
 void Connection::DeliverFrames() {
@@ -199,13 +247,13 @@ void Connection::DeliverFrames() {
 }
 
 void Connection::Send(ChainBuffer&& data) {
-  if (closed_) return;
+  if (closed_ || write_shut_) return;
   out_.Append(std::move(data));
   if (!in_batch_) Flush();
 }
 
 void Connection::Flush() {
-  if (connecting_ || closed_) return;
+  if (connecting_ || closed_ || write_shut_) return;
   while (!out_.empty()) {
     iovec iov[kMaxWriteIov];
     msghdr msg{};
@@ -226,10 +274,10 @@ void Connection::Flush() {
     return;
   }
   if (close_after_flush_ && out_.empty()) {
-    Close(close_reason_);
+    BeginLinger();
     return;
   }
-  if (!reading_paused_ && options_.pause_reading_when_backlogged &&
+  if (!reading_paused_ && !draining_ && options_.pause_reading_when_backlogged &&
       out_.size() > options_.max_pending_write_bytes) {
     reading_paused_ = true;
   } else if (reading_paused_ && !in_batch_ && out_.size() <= options_.max_pending_write_bytes / 2) {
@@ -258,6 +306,10 @@ void Connection::Close(const std::string& reason) {
   if (idle_timer_ != 0) {
     reactor_->CancelTimer(idle_timer_);
     idle_timer_ = 0;
+  }
+  if (linger_timer_ != 0) {
+    reactor_->CancelTimer(linger_timer_);
+    linger_timer_ = 0;
   }
   in_.Clear();
   out_.Clear();

@@ -26,6 +26,11 @@ struct ConnectionOptions {
   bool pause_reading_when_backlogged = true;
   /// Close after this long without reading or writing a byte; 0 = never.
   int64_t idle_timeout_ms = 60'000;
+  /// A graceful close (Shutdown/CloseAfterFlush) sends FIN once the queue is written, then keeps
+  /// reading and discarding until the peer's FIN or this long, whichever comes first. Closing
+  /// with unread input would make the kernel send a reset, which can destroy replies the peer
+  /// has not read yet.
+  int64_t linger_ms = 2'000;
 };
 
 /// Byte counters of one connection (loop thread writes, readers tolerate staleness).
@@ -69,10 +74,12 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   void Send(ChainBuffer&& data);
   /// Closes the fd and tells the handler; idempotent.
   void Close(const std::string& reason);
-  /// Closes once every queued byte has been written (at once if none are queued).
+  /// Graceful close: once every queued byte has been written, sends FIN, then closes at the
+  /// peer's FIN or after linger_ms (see ConnectionOptions::linger_ms). Frames that arrive in the
+  /// meantime are still handed up (their replies are dropped if the write side is shut).
   void CloseAfterFlush(const std::string& reason);
-  /// Graceful close: reads nothing more (frames not yet handed over are dropped), writes what is
-  /// queued, then closes.
+  /// Graceful close that hands up nothing more: frames not yet handed over are dropped and later
+  /// input is read and discarded; what is queued is written, then as CloseAfterFlush.
   void Shutdown(const std::string& reason);
 
   bool closed() const { return closed_; }
@@ -97,6 +104,7 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   void Flush();
   void ArmIdleTimer(int64_t deadline_ns);
   void OnIdleTimer();
+  void BeginLinger();
 
   Reactor* reactor_;
   int fd_;
@@ -111,6 +119,7 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   ConnectionStats stats_;
   int64_t last_active_ns_ = 0;
   TimerId idle_timer_ = 0;
+  TimerId linger_timer_ = 0;
   void* context_ = nullptr;
   bool connecting_;
   bool closed_ = false;
@@ -118,7 +127,8 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   bool reading_paused_ = false;
   bool peer_closed_ = false;
   bool close_after_flush_ = false;
-  bool draining_ = false;  // Shutdown(): read nothing more
+  bool draining_ = false;      // Shutdown(): input is read and discarded
+  bool write_shut_ = false;    // FIN sent; lingering until the peer's FIN or linger_ms
   std::string close_reason_;
 };
 
