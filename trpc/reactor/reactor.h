@@ -9,7 +9,7 @@
 #include "trpc/base/mpsc_queue.h"
 #include "trpc/reactor/event_handler.h"
 #include "trpc/reactor/poller.h"
-#include "trpc/reactor/timer_queue.h"
+#include "trpc/base/timer_queue.h"
 
 namespace trpc {
 

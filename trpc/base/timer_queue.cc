@@ -1,4 +1,4 @@
-#include "trpc/reactor/timer_queue.h"
+#include "trpc/base/timer_queue.h"
 
 #include <algorithm>
 

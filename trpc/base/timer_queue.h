@@ -11,7 +11,7 @@ using TimerId = uint64_t;
 
 /// A min-heap of one-shot timers keyed by monotonic deadline (ns). Cancel is O(1): a timer's
 /// slot carries a generation that the id must match, and stale heap entries are skipped when
-/// they surface. Not thread-safe: owned by one Reactor and used on its thread only.
+/// they surface. Not thread-safe: owned by one loop (a Reactor or a fiber worker) and used on its thread only.
 class TimerQueue {
  public:
   using Callback = std::function<void()>;

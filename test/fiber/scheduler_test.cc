@@ -1,0 +1,230 @@
+#include "trpc/fiber/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "trpc/base/clock.h"
+#include "trpc/fiber/fiber.h"
+
+namespace trpc::fiber {
+namespace {
+
+SchedulerOptions Options(size_t workers) {
+  SchedulerOptions o;
+  o.name = "test";
+  o.concurrency = workers;
+  o.fiber_stack_size = 64 * 1024;
+  return o;
+}
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void Start(size_t workers) {
+    sched_ = std::make_unique<Scheduler>(Options(workers));
+    std::string err;
+    ASSERT_TRUE(sched_->Start(&err)) << err;
+  }
+  void TearDown() override {
+    if (sched_) sched_->Stop();
+  }
+  std::unique_ptr<Scheduler> sched_;
+};
+
+TEST_F(SchedulerTest, FiberRunsAndJoinsFromAPlainThread) {
+  Start(2);
+  std::atomic<int> ran{0};
+  Fiber f(sched_.get(), [&] {
+    EXPECT_TRUE(IsFiberContext());
+    EXPECT_NE(this_fiber::GetId(), 0u);
+    ran = 1;
+  });
+  f.Join();
+  EXPECT_EQ(ran.load(), 1);
+  EXPECT_FALSE(IsFiberContext());
+}
+
+TEST_F(SchedulerTest, OneMillionFibersSpawnedAndJoined) {
+  Start(4);
+  constexpr int kFibers = 1'000'000;
+  constexpr int kSpawners = 100;
+  std::atomic<int> ran{0};
+  // Spawned and joined from fibers, 10k per spawner, so most of it is worker-local.
+  std::vector<Fiber> spawners;
+  for (int s = 0; s < kSpawners; ++s) {
+    spawners.emplace_back(sched_.get(), [&] {
+      std::vector<Fiber> children;
+      children.reserve(kFibers / kSpawners);
+      for (int i = 0; i < kFibers / kSpawners; ++i) {
+        children.emplace_back([&] { ran.fetch_add(1, std::memory_order_relaxed); });
+      }
+      for (auto& c : children) c.Join();
+    });
+  }
+  for (auto& s : spawners) s.Join();
+  EXPECT_EQ(ran.load(), kFibers);
+  // A joiner can wake before its fiber has switched out for the last time: stop (which waits
+  // for every worker) before comparing the counters.
+  sched_->Stop();
+  SchedulerStats st = sched_->Stats();
+  EXPECT_EQ(st.fibers_started, static_cast<uint64_t>(kFibers + kSpawners));
+  EXPECT_EQ(st.fibers_started, st.fibers_finished);
+}
+
+TEST_F(SchedulerTest, YieldLetsOthersRunOnOneWorker) {
+  Start(1);
+  std::vector<int> order;  // one worker: no data race
+  Fiber a(sched_.get(), [&] {
+    for (int i = 0; i < 3; ++i) {
+      order.push_back(0);
+      this_fiber::Yield();
+    }
+  });
+  Fiber b(sched_.get(), [&] {
+    for (int i = 0; i < 3; ++i) {
+      order.push_back(1);
+      this_fiber::Yield();
+    }
+  });
+  a.Join();
+  b.Join();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 0, 1, 0, 1}));
+}
+
+TEST_F(SchedulerTest, SleepParksOnlyTheFiber) {
+  Start(1);
+  // One worker: while the sleeper sleeps, the other fiber must still run to completion first.
+  std::vector<int> order;
+  Fiber sleeper(sched_.get(), [&] {
+    this_fiber::SleepFor(std::chrono::milliseconds(20));
+    order.push_back(2);
+  });
+  Fiber quick(sched_.get(), [&] { order.push_back(1); });
+  sleeper.Join();
+  quick.Join();
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+TEST_F(SchedulerTest, SleepLastsAtLeastItsDuration) {
+  Start(2);
+  int64_t slept_ns = 0;
+  Fiber f(sched_.get(), [&] {
+    int64_t t0 = MonotonicNanos();
+    this_fiber::SleepFor(std::chrono::milliseconds(5));
+    slept_ns = MonotonicNanos() - t0;
+  });
+  f.Join();
+  EXPECT_GE(slept_ns, 5'000'000);
+}
+
+// Load one worker's deque with fibers that each block their thread for a while; the others must
+// steal and run some of them.
+TEST_F(SchedulerTest, IdleWorkersStealFromALoadedOne) {
+  Start(4);
+  constexpr int kFibers = 400;
+  std::mutex mu;
+  std::set<std::thread::id> threads;
+  std::atomic<int> done{0};
+  Fiber loader(sched_.get(), [&] {
+    // Everything spawned from here goes on this worker's own deque.
+    std::vector<Fiber> fs;
+    for (int i = 0; i < kFibers; ++i) {
+      fs.emplace_back([&] {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));  // hold the thread
+        std::lock_guard lock(mu);
+        threads.insert(std::this_thread::get_id());
+        done.fetch_add(1);
+      });
+    }
+    for (auto& f : fs) f.Join();
+  }, 0);
+  loader.Join();
+  EXPECT_EQ(done.load(), kFibers);
+  EXPECT_GE(threads.size(), 2u) << "no other worker took any of the loaded worker's fibers";
+  EXPECT_GT(sched_->Stats().steals, 0u);
+}
+
+TEST_F(SchedulerTest, ProducerConsumerThroughResumeNeverLosesAWakeUp) {
+  // Many short hand-offs between fibers on different workers, with workers parking in
+  // between: a lost wake-up hangs here (the ctest timeout fails it).
+  Start(4);
+  constexpr int kRounds = 20'000;
+  std::atomic<int> counter{0};
+  std::vector<Fiber> fs;
+  for (int t = 0; t < 8; ++t) {
+    fs.emplace_back(sched_.get(), [&] {
+      for (int i = 0; i < kRounds; ++i) {
+        if (i % 64 == 0) this_fiber::SleepFor(std::chrono::microseconds(10));
+        counter.fetch_add(1);
+        this_fiber::Yield();
+      }
+    });
+  }
+  for (auto& f : fs) f.Join();
+  EXPECT_EQ(counter.load(), 8 * kRounds);
+}
+
+TEST_F(SchedulerTest, PlainThreadsSpawnAndJoinConcurrently) {
+  Start(3);
+  std::atomic<int> ran{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 2000; ++i) {
+        Fiber f(sched_.get(), [&] { ran.fetch_add(1); });
+        f.Join();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ran.load(), 8000);
+}
+
+TEST_F(SchedulerTest, StopRunsQueuedAndSleepingFibers) {
+  Start(2);
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 100; ++i) {
+    sched_->Spawn([&] {
+      this_fiber::SleepFor(std::chrono::milliseconds(2));
+      ran.fetch_add(1);
+    });
+  }
+  sched_->Stop();
+  EXPECT_EQ(ran.load(), 100);
+}
+
+TEST(UsableCpuCountTest, AtLeastOneAndAtMostOnline) {
+  size_t n = UsableCpuCount();
+  EXPECT_GE(n, 1u);
+  EXPECT_LE(n, static_cast<size_t>(std::thread::hardware_concurrency()));
+}
+
+// A fiber that overflows its stack is reported by name, not left to corrupt memory.
+// Bounded only by `limit`, which the test sets far beyond what a 64 KiB stack holds.
+int Recurse(volatile char* prev, int depth, int limit) {
+  volatile char buf[1024];
+  buf[0] = static_cast<char>(depth);
+  if (prev != nullptr) buf[1] = prev[0];
+  if (depth >= limit) return buf[0];
+  return Recurse(buf, depth + 1, limit) + buf[1];
+}
+
+TEST(SchedulerDeathTest, StackOverflowIsReportedClearly) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        Scheduler s(Options(1));
+        std::string err;
+        if (!s.Start(&err)) abort();
+        Fiber f(&s, [] { Recurse(nullptr, 0, 1 << 20); });
+        f.Join();
+      },
+      "stack overflow in fiber #[0-9]+");
+}
+
+}  // namespace
+}  // namespace trpc::fiber

@@ -1,0 +1,142 @@
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "trpc/base/mpmc_queue.h"
+#include "trpc/base/timer_queue.h"
+#include "trpc/fiber/detail/fiber_entity.h"
+#include "trpc/fiber/detail/stack.h"
+#include "trpc/fiber/detail/work_stealing_deque.h"
+#include "trpc/fiber/scheduler.h"
+
+namespace trpc::fiber::detail {
+
+/// What the scheduler does once the fiber it switched to has switched back.
+enum class AfterRun : uint8_t { kNone, kYield, kHalt, kExit };
+
+/// One worker thread: runs fibers from its deque, its group's queue, and what it steals.
+/// Everything but `local_` (stolen from), `epoch_` (bumped by wakers) and the counters read by
+/// Stats() is touched by the worker's own thread only.
+class Worker {
+ public:
+  Worker(Scheduler* sched, SchedulingGroup* group, size_t index, size_t index_in_group,
+         StackPool* stacks, std::unique_ptr<WorkerIo> io);
+  ~Worker();
+
+  void Start();
+  void Join();
+
+  /// The worker of the calling thread, or null. Not inlined, and opaque to the optimiser: a
+  /// fiber can move to another thread across a context switch, so the thread-local address
+  /// must be recomputed after every switch, never cached by the compiler.
+  static Worker* Current();
+
+  /// Queues a runnable fiber on this worker (owner thread only).
+  void PushLocal(FiberEntity* f);
+  /// Wakes the worker if it is parked (any thread).
+  void Unpark();
+
+  FiberEntity* running() const { return running_; }
+  Scheduler* scheduler() const { return sched_; }
+  SchedulingGroup* group() const { return group_; }
+  size_t index() const { return index_; }
+  size_t index_in_group() const { return index_in_group_; }
+  WorkerIo* io() const { return io_.get(); }
+  WorkStealingDeque<FiberEntity>& local() { return local_; }
+  TimerQueue& timers() { return timers_; }
+
+  /// Called by a fiber on this worker to give the thread back to the scheduler.
+  void SwitchToScheduler(AfterRun action, Spinlock* lock);
+  /// A fiber's first frame.
+  static void FiberMain(ctx::transfer_t t);
+
+  // Counters (written by this worker, read relaxed by Stats()).
+  std::atomic<uint64_t> started_{0};
+  std::atomic<uint64_t> finished_{0};
+  std::atomic<uint64_t> steals_{0};
+  std::atomic<uint64_t> remote_steals_{0};
+  std::atomic<uint64_t> parks_{0};
+
+ private:
+  void Loop();
+  void RunFiber(FiberEntity* f);
+  FiberEntity* FindWork(bool allow_remote);
+  bool SpinForWork(FiberEntity** out);
+  void ParkUntilWork();
+  void RunTimers();
+  void InstallAltStack();
+
+  Scheduler* sched_;
+  SchedulingGroup* group_;
+  size_t index_;
+  size_t index_in_group_;
+  StackCache stacks_;
+  std::unique_ptr<WorkerIo> io_;
+  WorkStealingDeque<FiberEntity> local_;
+  TimerQueue timers_;
+  std::thread thread_;
+
+  // The context switch state (owner thread only).
+  FiberEntity* running_ = nullptr;
+  ctx::fcontext_t sched_ctx_ = nullptr;
+  SanitizerContext sched_san_;
+  void* sched_fake_stack_ = nullptr;
+  AfterRun after_run_ = AfterRun::kNone;
+  Spinlock* after_run_lock_ = nullptr;
+
+  uint64_t idle_rounds_ = 0;
+  uint64_t find_calls_ = 0;
+  uint64_t rng_;
+  void* alt_stack_ = nullptr;
+
+ public:
+  // Park word: a waker bumps it, then FutexWake()s it (or calls io_->Wake()).
+  alignas(64) std::atomic<uint32_t> epoch_{0};
+};
+
+/// Workers that share a run queue and steal from each other first.
+class SchedulingGroup {
+ public:
+  SchedulingGroup(Scheduler* sched, size_t index, size_t run_queue_size);
+  ~SchedulingGroup();
+
+  /// Queues a runnable fiber: on the calling worker's deque when the caller is a worker of
+  /// this scheduler, else on this group's shared queue; then wakes a worker if none spins.
+  void Ready(FiberEntity* f);
+  /// Queues on this group's shared queue (any thread), then wakes a worker.
+  void PushShared(FiberEntity* f);
+  /// Wakes one parked worker unless one is spinning (and so will find the work).
+  void SignalWork();
+  void WakeAll();
+
+  FiberEntity* PopShared();
+  /// Steals one fiber from a worker of this group other than `thief` (null: any), starting at
+  /// a pseudo-random victim.
+  FiberEntity* StealFromWorkers(const Worker* thief, uint64_t rand);
+
+  size_t index() const { return index_; }
+  std::vector<std::unique_ptr<Worker>>& workers() { return workers_; }
+  size_t QueuedCount() const;
+
+  std::atomic<int> spinning_{0};
+  std::atomic<uint64_t> parked_mask_{0};  // bit i: workers_[i] is parked or about to park
+  std::atomic<bool> stopping_{false};
+
+ private:
+  Scheduler* sched_;
+  size_t index_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  MpmcQueue<FiberEntity> shared_;
+  // Used only when the bounded queue is full: correctness over speed in overload.
+  std::mutex overflow_mu_;
+  std::deque<FiberEntity*> overflow_;
+  std::atomic<bool> has_overflow_{false};
+};
+
+}  // namespace trpc::fiber::detail

@@ -1,0 +1,765 @@
+#include "trpc/fiber/scheduler.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <latch>
+
+#include "trpc/base/clock.h"
+#include "trpc/base/logging.h"
+#include "trpc/fiber/detail/futex.h"
+#include "trpc/fiber/detail/scheduling_group.h"
+
+namespace trpc::fiber {
+
+using detail::AfterRun;
+using detail::FiberEntity;
+using detail::SchedulingGroup;
+using detail::Worker;
+
+namespace {
+
+thread_local Worker* tls_worker = nullptr;
+std::atomic<Scheduler*> g_last_started{nullptr};
+std::atomic<uint64_t> g_next_fiber_id{1};
+
+// Fibers run between two polls of a busy worker's IO: bounds how long ready sockets wait while
+// the worker has fibers to run.
+constexpr int kFibersPerIoPoll = 16;
+// How long a worker spins looking for work before it parks.
+constexpr int64_t kSpinNanos = 20'000;
+constexpr int kMaxSpinners = 2;
+constexpr size_t kLocalQueueSize = 4096;
+constexpr size_t kPooledStacksPerWorker = 256;
+
+uint64_t NextRandom(uint64_t* s) {  // xorshift64*
+  uint64_t x = *s;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *s = x;
+  return x * 0x2545F4914F6CDD1DULL;
+}
+
+// ---- Stack-overflow reporting ---------------------------------------------------------------
+
+struct sigaction g_prev_segv;
+std::once_flag g_segv_once;
+
+void WriteStderr(const char* s) {
+  size_t n = strlen(s);
+  while (n > 0) {
+    ssize_t w = ::write(STDERR_FILENO, s, n);
+    if (w <= 0) return;
+    s += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+// Formats `v` in decimal into buf (async-signal-safe).
+char* FormatU64(uint64_t v, char* buf_end) {
+  char* p = buf_end;
+  *--p = '\0';
+  do {
+    *--p = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  return p;
+}
+
+void OnSegv(int sig, siginfo_t* info, void* uctx) {
+  Worker* w = tls_worker;
+  FiberEntity* f = w ? w->running() : nullptr;
+  if (f != nullptr && f->stack.base != nullptr && f->stack.GuardContains(info->si_addr)) {
+    char id[24];
+    char size[24];
+    WriteStderr("trpc fiber: stack overflow in fiber #");
+    WriteStderr(FormatU64(f->id, id + sizeof(id)));
+    WriteStderr(" (its stack is ");
+    WriteStderr(FormatU64(f->stack.size, size + sizeof(size)));
+    WriteStderr(" bytes; the fault hit the guard page below it). Raise fiber_stack_size or "
+                "move large buffers off the stack. Aborting.\n");
+    ::signal(SIGABRT, SIG_DFL);
+    ::abort();
+  }
+  // Not ours: hand over to whoever was installed before, or die the default way.
+  if (g_prev_segv.sa_flags & SA_SIGINFO) {
+    if (g_prev_segv.sa_sigaction != nullptr) {
+      g_prev_segv.sa_sigaction(sig, info, uctx);
+      return;
+    }
+  } else if (g_prev_segv.sa_handler != SIG_DFL && g_prev_segv.sa_handler != SIG_IGN) {
+    g_prev_segv.sa_handler(sig);
+    return;
+  }
+  ::signal(SIGSEGV, SIG_DFL);  // returning re-runs the faulting instruction: a normal crash
+}
+
+void InstallSegvHandler() {
+  std::call_once(g_segv_once, [] {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = OnSegv;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &g_prev_segv);
+  });
+}
+
+}  // namespace
+
+// ---- CPU count --------------------------------------------------------------------------------
+
+namespace {
+// cgroup v2 "cpu.max" is "<quota> <period>" or "max <period>"; v1 has two files.
+size_t CgroupCpuLimit() {
+  std::ifstream v2("/sys/fs/cgroup/cpu.max");
+  std::string quota;
+  long long period = 0;
+  if (v2 >> quota >> period) {
+    if (quota == "max" || period <= 0) return 0;
+    double q = std::stod(quota);
+    return static_cast<size_t>(std::ceil(q / static_cast<double>(period)));
+  }
+  std::ifstream q1("/sys/fs/cgroup/cpu/cpu.cfs_quota_us");
+  std::ifstream p1("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
+  long long q = 0;
+  if (q1 >> q && p1 >> period && q > 0 && period > 0) {
+    return static_cast<size_t>((q + period - 1) / period);
+  }
+  return 0;
+}
+}  // namespace
+
+size_t UsableCpuCount() {
+  cpu_set_t set;
+  size_t n = 0;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    n = static_cast<size_t>(CPU_COUNT(&set));
+  }
+  if (n == 0) n = std::max<long>(1, ::sysconf(_SC_NPROCESSORS_ONLN));
+  size_t limit = CgroupCpuLimit();
+  if (limit > 0 && limit < n) n = limit;
+  return std::max<size_t>(n, 1);
+}
+
+namespace detail {
+
+// ---- Worker -----------------------------------------------------------------------------------
+
+Worker::Worker(Scheduler* sched, SchedulingGroup* group, size_t index, size_t index_in_group,
+               StackPool* stacks, std::unique_ptr<WorkerIo> io)
+    : sched_(sched),
+      group_(group),
+      index_(index),
+      index_in_group_(index_in_group),
+      stacks_(stacks),
+      io_(std::move(io)),
+      local_(kLocalQueueSize),
+      rng_(0x9E3779B97F4A7C15ULL * (index + 1)) {}
+
+Worker::~Worker() {
+  if (alt_stack_ != nullptr) ::munmap(alt_stack_, SIGSTKSZ * 4);
+}
+
+__attribute__((noinline)) Worker* Worker::Current() {
+  asm volatile("" ::: "memory");
+  return tls_worker;
+}
+
+void Worker::Start() {
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(),
+                       fmt::format("{}_{}", sched_->options().name.substr(0, 8), index_).c_str());
+    tls_worker = this;
+    InstallAltStack();
+#ifdef TRPC_FIBER_TSAN
+    sched_san_.tsan_fiber = __tsan_get_current_fiber();
+#endif
+    if (io_) io_->OnStart();
+    Loop();
+    if (io_) io_->OnStop();
+    tls_worker = nullptr;
+  });
+}
+
+void Worker::Join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void Worker::InstallAltStack() {
+  // The overflow report runs on its own stack: the fiber's stack is the thing that is full.
+  size_t size = SIGSTKSZ * 4;
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return;
+  stack_t ss{};
+  ss.ss_sp = p;
+  ss.ss_size = size;
+  if (sigaltstack(&ss, nullptr) != 0) {
+    ::munmap(p, size);
+    return;
+  }
+  alt_stack_ = p;
+}
+
+void Worker::PushLocal(FiberEntity* f) {
+  if (!local_.Push(f)) group_->PushShared(f);
+}
+
+void Worker::Unpark() {
+  epoch_.fetch_add(1, std::memory_order_seq_cst);
+  if (io_) {
+    io_->Wake();
+  } else {
+    FutexWake(&epoch_, 1);
+  }
+}
+
+void Worker::RunTimers() {
+  if (timers_.size() == 0) return;
+  int64_t next = timers_.NextDeadline();
+  if (next < 0) return;
+  int64_t now = MonotonicNanos();
+  if (now >= next) timers_.RunExpired(now);
+}
+
+FiberEntity* Worker::FindWork(bool allow_remote) {
+  // FIFO from our own deque (a steal from the top, not a LIFO pop): request fibers run in
+  // arrival order, which is what keeps the tail short under load. Every 61st look starts at
+  // the shared queue so a worker busy with its own deque cannot starve it.
+  if (++find_calls_ % 61 == 0) {
+    if (FiberEntity* f = group_->PopShared()) return f;
+  }
+  if (FiberEntity* f = local_.Steal()) return f;
+  if (FiberEntity* f = group_->PopShared()) return f;
+  if (FiberEntity* f = group_->StealFromWorkers(this, NextRandom(&rng_))) {
+    steals_.fetch_add(1, std::memory_order_relaxed);
+    return f;
+  }
+  if (allow_remote && sched_->groups_.size() > 1) {
+    size_t n = sched_->groups_.size();
+    size_t start = NextRandom(&rng_) % n;
+    for (size_t i = 0; i < n; ++i) {
+      SchedulingGroup* g = sched_->groups_[(start + i) % n].get();
+      if (g == group_) continue;
+      FiberEntity* f = g->PopShared();
+      if (f == nullptr) f = g->StealFromWorkers(nullptr, NextRandom(&rng_));
+      if (f != nullptr) {
+        remote_steals_.fetch_add(1, std::memory_order_relaxed);
+        return f;
+      }
+    }
+  }
+  return nullptr;
+}
+
+bool Worker::SpinForWork(FiberEntity** out) {
+  int spinning = group_->spinning_.load(std::memory_order_relaxed);
+  do {
+    if (spinning >= kMaxSpinners) return false;
+  } while (!group_->spinning_.compare_exchange_weak(spinning, spinning + 1,
+                                                    std::memory_order_seq_cst));
+  int64_t until = MonotonicNanos() + kSpinNanos;
+  FiberEntity* f = nullptr;
+  for (int i = 0;; ++i) {
+    f = FindWork(/*allow_remote=*/true);
+    if (f != nullptr) break;
+    if ((i & 15) == 15 && MonotonicNanos() >= until) break;
+    for (int k = 0; k < 32; ++k) CpuRelax();
+  }
+  group_->spinning_.fetch_sub(1, std::memory_order_seq_cst);
+  if (f != nullptr) {
+    // We were the spinner that wakers counted on; there may be more work behind this fiber.
+    group_->SignalWork();
+    *out = f;
+    return true;
+  }
+  return false;
+}
+
+void Worker::ParkUntilWork() {
+  uint32_t token = epoch_.load(std::memory_order_seq_cst);
+  uint64_t bit = uint64_t{1} << index_in_group_;
+  group_->parked_mask_.fetch_or(bit, std::memory_order_seq_cst);
+  // Re-check after announcing: a fiber pushed before the announcement is seen here; one pushed
+  // after it finds our bit and bumps the epoch, so the wait below returns at once.
+  FiberEntity* f = FindWork(/*allow_remote=*/true);
+  if (f != nullptr || group_->stopping_.load(std::memory_order_acquire)) {
+    uint64_t prev = group_->parked_mask_.fetch_and(~bit, std::memory_order_seq_cst);
+    if (!(prev & bit)) group_->SignalWork();  // a waker chose us; pass its wake-up on
+    if (f != nullptr) RunFiber(f);
+    return;
+  }
+  parks_.fetch_add(1, std::memory_order_relaxed);
+  int64_t deadline = timers_.NextDeadline();
+  if (io_) {
+    io_->Wait(deadline, &epoch_, token);
+  } else {
+    FutexWait(&epoch_, token, deadline);
+  }
+  group_->parked_mask_.fetch_and(~bit, std::memory_order_seq_cst);
+}
+
+void Worker::Loop() {
+  int since_poll = 0;
+  for (;;) {
+    RunTimers();
+    if (io_ && ++since_poll >= kFibersPerIoPoll) {
+      since_poll = 0;
+      io_->Poll();
+    }
+    FiberEntity* f = FindWork(/*allow_remote=*/false);
+    if (f == nullptr && ++idle_rounds_ % sched_->options_.work_stealing_ratio == 0) {
+      f = FindWork(/*allow_remote=*/true);
+    }
+    if (f != nullptr) {
+      RunFiber(f);
+      continue;
+    }
+    if (io_) {
+      // Idle: before spinning or sleeping, see whether IO has work for us.
+      io_->Poll();
+      since_poll = 0;
+      if ((f = FindWork(false)) != nullptr) {
+        RunFiber(f);
+        continue;
+      }
+    }
+    if (SpinForWork(&f)) {
+      RunFiber(f);
+      continue;
+    }
+    if (group_->stopping_.load(std::memory_order_acquire) && timers_.size() == 0) {
+      // Drain: nothing runnable here and nothing left to wake up on this worker.
+      if (FindWork(true) == nullptr) break;
+    }
+    ParkUntilWork();
+  }
+}
+
+void Worker::RunFiber(FiberEntity* f) {
+  if (f->ctx == nullptr) {
+    f->stack = stacks_.Get();
+    TRPC_CHECK(f->stack.base != nullptr, "out of memory for fiber stacks");
+    f->ctx = ctx::make_fcontext(f->stack.top(), f->stack.size, &Worker::FiberMain);
+    f->san.stack_bottom = f->stack.bottom();
+    f->san.stack_size = f->stack.size;
+#ifdef TRPC_FIBER_TSAN
+    f->san.tsan_fiber = __tsan_create_fiber(0);
+#endif
+  }
+  running_ = f;
+  after_run_ = AfterRun::kNone;
+  BeforeSwitch(f->san, &sched_fake_stack_);
+  ctx::transfer_t t = ctx::jump_fcontext(f->ctx, f);
+  AfterSwitch(sched_fake_stack_, nullptr);
+  running_ = nullptr;
+  switch (after_run_) {
+    case AfterRun::kYield:
+      // Behind everything runnable in the group, not just behind this worker's deque.
+      f->ctx = t.fctx;
+      group_->PushShared(f);
+      break;
+    case AfterRun::kHalt:
+      f->ctx = t.fctx;
+      // Only now may a waker resume it: its context is saved.
+      if (after_run_lock_ != nullptr) after_run_lock_->unlock();
+      break;
+    case AfterRun::kExit:
+#ifdef TRPC_FIBER_TSAN
+      __tsan_destroy_fiber(f->san.tsan_fiber);
+#endif
+      stacks_.Put(f->stack);
+      delete f;
+      finished_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case AfterRun::kNone:
+      TRPC_CHECK(false, "a fiber switched back without saying why");
+  }
+}
+
+void Worker::SwitchToScheduler(AfterRun action, Spinlock* lock) {
+  FiberEntity* self = running_;
+  after_run_ = action;
+  after_run_lock_ = lock;
+  BeforeSwitch(sched_san_, action == AfterRun::kExit ? nullptr : &self->asan_fake_stack);
+  ctx::transfer_t t = ctx::jump_fcontext(sched_ctx_, nullptr);
+  // Resumed, possibly by another worker: `this` is stale, use the current thread's worker.
+  Worker* now = Worker::Current();
+  now->sched_ctx_ = t.fctx;
+  AfterSwitch(self->asan_fake_stack, &now->sched_san_);
+}
+
+void Worker::FiberMain(ctx::transfer_t t) {
+  Worker* w = Worker::Current();
+  w->sched_ctx_ = t.fctx;
+  AfterSwitch(nullptr, &w->sched_san_);
+  auto* self = static_cast<FiberEntity*>(t.data);
+  try {
+    self->fn();
+  } catch (const std::exception& e) {
+    TRPC_CHECK(false, "an exception escaped fiber #{}: {}", self->id, e.what());
+  } catch (...) {
+    TRPC_CHECK(false, "an exception escaped fiber #{}", self->id);
+  }
+  FinishFiber(self);
+  Worker::Current()->SwitchToScheduler(AfterRun::kExit, nullptr);
+  __builtin_unreachable();
+}
+
+// ---- SchedulingGroup --------------------------------------------------------------------------
+
+SchedulingGroup::SchedulingGroup(Scheduler* sched, size_t index, size_t run_queue_size)
+    : sched_(sched), index_(index), shared_(run_queue_size) {}
+
+SchedulingGroup::~SchedulingGroup() = default;
+
+void SchedulingGroup::Ready(FiberEntity* f) {
+  Worker* w = Worker::Current();
+  if (w != nullptr && w->scheduler() == sched_) {
+    w->PushLocal(f);
+    w->group()->SignalWork();
+    return;
+  }
+  PushShared(f);
+}
+
+void SchedulingGroup::PushShared(FiberEntity* f) {
+  if (has_overflow_.load(std::memory_order_acquire) || !shared_.TryPush(f)) {
+    std::lock_guard lock(overflow_mu_);
+    overflow_.push_back(f);
+    has_overflow_.store(true, std::memory_order_release);
+    TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000,
+                      "fiber run queue of group {} is full ({} slots): fibers spill into a "
+                      "locked list; raise fiber_run_queue_size",
+                      index_, shared_.Capacity());
+  }
+  SignalWork();
+}
+
+FiberEntity* SchedulingGroup::PopShared() {
+  if (FiberEntity* f = shared_.TryPop()) return f;
+  if (has_overflow_.load(std::memory_order_acquire)) {
+    std::lock_guard lock(overflow_mu_);
+    if (!overflow_.empty()) {
+      FiberEntity* f = overflow_.front();
+      overflow_.pop_front();
+      if (overflow_.empty()) has_overflow_.store(false, std::memory_order_release);
+      return f;
+    }
+  }
+  return nullptr;
+}
+
+FiberEntity* SchedulingGroup::StealFromWorkers(const Worker* thief, uint64_t rand) {
+  size_t n = workers_.size();
+  if (n == 0) return nullptr;
+  size_t start = rand % n;
+  for (size_t i = 0; i < n; ++i) {
+    Worker* v = workers_[(start + i) % n].get();
+    if (v == thief) continue;
+    if (FiberEntity* f = v->local().Steal()) return f;
+  }
+  return nullptr;
+}
+
+void SchedulingGroup::SignalWork() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (spinning_.load(std::memory_order_relaxed) > 0) return;
+  uint64_t mask = parked_mask_.load(std::memory_order_relaxed);
+  while (mask != 0) {
+    int i = __builtin_ctzll(mask);
+    uint64_t bit = uint64_t{1} << i;
+    if (parked_mask_.compare_exchange_weak(mask, mask & ~bit, std::memory_order_seq_cst,
+                                           std::memory_order_relaxed)) {
+      workers_[static_cast<size_t>(i)]->Unpark();
+      return;
+    }
+  }
+}
+
+void SchedulingGroup::WakeAll() {
+  for (auto& w : workers_) w->Unpark();
+}
+
+size_t SchedulingGroup::QueuedCount() const {
+  size_t n = shared_.Size();
+  for (const auto& w : workers_) n += w->local().Size();
+  return n;
+}
+
+// ---- Fiber operations -------------------------------------------------------------------------
+
+FiberEntity* CurrentFiber() {
+  Worker* w = Worker::Current();
+  return w ? w->running() : nullptr;
+}
+
+void Halt(Spinlock* lock) {
+  Worker* w = Worker::Current();
+  TRPC_CHECK(w != nullptr && w->running() != nullptr, "Halt() outside a fiber");
+  w->SwitchToScheduler(AfterRun::kHalt, lock);
+}
+
+void Resume(FiberEntity* f) { f->group->Ready(f); }
+
+void Wait(Waiter* w, Spinlock* lock) {
+  if (w->fiber != nullptr) {
+    Halt(lock);
+    return;
+  }
+  lock->unlock();
+  while (w->futex.load(std::memory_order_acquire) == 0) FutexWait(&w->futex, 0, -1);
+}
+
+namespace {
+// Shared by a timed-out fiber wait and its timer; the timer may outlive the wait.
+struct TimedWait {
+  Spinlock lock;
+  bool done = false;  // the waiter has returned: the timer must not touch it
+  bool timed_out = false;
+  Waiter* w;
+  WaitList* list;
+  Spinlock* list_lock;
+};
+}  // namespace
+
+bool WaitUntil(Waiter* w, WaitList* list, Spinlock* lock, int64_t deadline_ns) {
+  if (w->fiber != nullptr) {
+    auto tw = std::make_shared<TimedWait>();
+    tw->w = w;
+    tw->list = list;
+    tw->list_lock = lock;
+    AddWorkerTimer(deadline_ns, [tw] {
+      std::lock_guard g(tw->lock);
+      if (tw->done) return;
+      tw->list_lock->lock();
+      bool mine = tw->list->Remove(tw->w);
+      tw->list_lock->unlock();
+      if (mine) {
+        tw->timed_out = true;
+        Resume(tw->w->fiber);
+      }
+    });
+    Halt(lock);
+    std::lock_guard g(tw->lock);
+    tw->done = true;
+    return !tw->timed_out;
+  }
+  lock->unlock();
+  while (w->futex.load(std::memory_order_acquire) == 0) {
+    if (MonotonicNanos() >= deadline_ns) {
+      lock->lock();
+      bool mine = list->Remove(w);
+      lock->unlock();
+      if (mine) return false;
+      // A waker popped us first and is about to publish the wake-up: wait for it, since it
+      // will still write to `w`.
+      while (w->futex.load(std::memory_order_acquire) == 0) FutexWait(&w->futex, 0, -1);
+      return true;
+    }
+    FutexWait(&w->futex, 0, deadline_ns);
+  }
+  return true;
+}
+
+void Wake(Waiter* w) {
+  if (w->fiber != nullptr) {
+    Resume(w->fiber);
+    return;
+  }
+  w->futex.store(1, std::memory_order_release);
+  // `w` may be gone once the store is visible; the futex word's address is only a key here.
+  FutexWake(&w->futex, 1);
+}
+
+void AddWorkerTimer(int64_t deadline_ns, std::function<void()> cb) {
+  Worker* w = Worker::Current();
+  TRPC_CHECK(w != nullptr, "AddWorkerTimer() outside a fiber worker");
+  w->timers().Add(deadline_ns, std::move(cb));
+}
+
+}  // namespace detail
+
+// ---- Scheduler --------------------------------------------------------------------------------
+
+Scheduler::Scheduler(SchedulerOptions options) : options_(std::move(options)) {
+  if (options_.concurrency == 0) options_.concurrency = UsableCpuCount();
+  if (options_.scheduling_group_size == 0 || options_.scheduling_group_size > 64) {
+    // Equal groups of at most 64 (the parked-worker mask is one word).
+    size_t groups = (options_.concurrency + 63) / 64;
+    options_.scheduling_group_size = (options_.concurrency + groups - 1) / groups;
+  }
+  if (options_.work_stealing_ratio == 0) options_.work_stealing_ratio = 1;
+}
+
+Scheduler::~Scheduler() {
+  Stop();
+  workers_.clear();
+  groups_.clear();  // the workers' stack caches go back to stacks_, so before it
+  stacks_.reset();
+}
+
+bool Scheduler::Start(std::string* err) {
+  if (started_) return true;
+  TRPC_CHECK(groups_.empty(), "a Scheduler cannot be restarted");
+  InstallSegvHandler();
+  stacks_ = std::make_unique<detail::StackPool>(options_.fiber_stack_size,
+                                                kPooledStacksPerWorker * options_.concurrency);
+  size_t n = options_.concurrency;
+  size_t gsize = options_.scheduling_group_size;
+  for (size_t i = 0; i < n; ++i) {
+    if (i % gsize == 0) {
+      groups_.push_back(std::make_unique<SchedulingGroup>(this, groups_.size(),
+                                                          options_.fiber_run_queue_size));
+    }
+    SchedulingGroup* g = groups_.back().get();
+    std::unique_ptr<WorkerIo> io;
+    if (options_.worker_io_factory) io = options_.worker_io_factory(i);
+    g->workers().push_back(std::make_unique<Worker>(this, g, i, g->workers().size(),
+                                                    stacks_.get(), std::move(io)));
+    workers_.push_back(g->workers().back().get());
+  }
+  started_ = true;
+  try {
+    for (Worker* w : workers_) w->Start();
+  } catch (const std::system_error& e) {
+    *err = fmt::format("cannot start fiber worker threads: {}", e.what());
+    Stop();
+    return false;
+  }
+  g_last_started.store(this, std::memory_order_release);
+  return true;
+}
+
+void Scheduler::Stop() {
+  if (!started_) return;
+  started_ = false;
+  for (auto& g : groups_) g->stopping_.store(true, std::memory_order_release);
+  for (auto& g : groups_) g->WakeAll();
+  for (Worker* w : workers_) w->Join();
+  SchedulerStats s = Stats();
+  if (s.fibers_started != s.fibers_finished) {
+    TRPC_LOG_WARN("fiber scheduler {} stopped with {} fibers still blocked", options_.name,
+                  s.fibers_started - s.fibers_finished);
+  }
+  Scheduler* self = this;
+  g_last_started.compare_exchange_strong(self, nullptr);
+}
+
+WorkerIo* Scheduler::worker_io(size_t index) const { return workers_[index]->io(); }
+
+int Scheduler::CurrentWorkerIndex() const {
+  Worker* w = Worker::Current();
+  return w != nullptr && w->scheduler() == this ? static_cast<int>(w->index()) : -1;
+}
+
+SchedulerStats Scheduler::Stats() const {
+  SchedulerStats s;
+  s.fibers_started = external_started_.load(std::memory_order_relaxed);
+  for (Worker* w : workers_) {
+    s.fibers_started += w->started_.load(std::memory_order_relaxed);
+    s.fibers_finished += w->finished_.load(std::memory_order_relaxed);
+    s.steals += w->steals_.load(std::memory_order_relaxed);
+    s.remote_steals += w->remote_steals_.load(std::memory_order_relaxed);
+    s.parks += w->parks_.load(std::memory_order_relaxed);
+  }
+  for (const auto& g : groups_) s.run_queue_depth += g->QueuedCount();
+  return s;
+}
+
+Scheduler* Scheduler::Current() {
+  Worker* w = Worker::Current();
+  if (w != nullptr) return w->scheduler();
+  return g_last_started.load(std::memory_order_acquire);
+}
+
+namespace {
+// Fiber ids come from a global counter a block at a time, so spawning does not bounce one
+// cache line between workers.
+uint64_t NextFiberId() {
+  constexpr uint64_t kBlock = 1024;
+  thread_local uint64_t next = 0;
+  thread_local uint64_t end = 0;
+  if (next == end) {
+    next = g_next_fiber_id.fetch_add(kBlock, std::memory_order_relaxed);
+    end = next + kBlock;
+  }
+  return next++;
+}
+}  // namespace
+
+void Scheduler::SpawnEntity(std::function<void()> fn, detail::JoinState* join, int worker_index) {
+  TRPC_CHECK(started_ || Worker::Current() != nullptr, "Spawn() on a scheduler that is not running");
+  auto* f = new FiberEntity;
+  f->fn = std::move(fn);
+  f->id = NextFiberId();
+  f->join = join;
+  Worker* w = Worker::Current();
+  bool on_worker = w != nullptr && w->scheduler() == this;
+  if (worker_index >= 0) {
+    Worker* target = workers_[static_cast<size_t>(worker_index) % workers_.size()];
+    f->group = target->group();
+    if (on_worker) w->started_.fetch_add(1, std::memory_order_relaxed);
+    else external_started_.fetch_add(1, std::memory_order_relaxed);
+    if (w == target) {
+      w->PushLocal(f);
+      f->group->SignalWork();
+    } else {
+      f->group->PushShared(f);
+    }
+    return;
+  }
+  if (on_worker) {
+    f->group = w->group();
+    w->started_.fetch_add(1, std::memory_order_relaxed);
+    w->PushLocal(f);
+    f->group->SignalWork();
+    return;
+  }
+  external_started_.fetch_add(1, std::memory_order_relaxed);
+  f->group = groups_[next_group_.fetch_add(1, std::memory_order_relaxed) % groups_.size()].get();
+  f->group->PushShared(f);
+}
+
+void Scheduler::Spawn(std::function<void()> fn) { SpawnEntity(std::move(fn), nullptr); }
+
+void Scheduler::SpawnOn(size_t worker_index, std::function<void()> fn) {
+  SpawnEntity(std::move(fn), nullptr, static_cast<int>(worker_index));
+}
+
+namespace detail {
+
+void YieldCurrent() {
+  Worker* w = Worker::Current();
+  TRPC_CHECK(w != nullptr && w->running() != nullptr, "Yield() outside a fiber");
+  w->SwitchToScheduler(AfterRun::kYield, nullptr);
+}
+
+void FinishFiber(FiberEntity* self) {
+  self->fn = nullptr;  // captures die on the fiber's own stack, as they would in a thread
+  if (self->locals != nullptr) {
+    self->destroy_locals(self->locals);
+    self->locals = nullptr;
+  }
+  if (JoinState* js = self->join) {
+    WaitList woken;
+    js->lock.lock();
+    js->done = true;
+    while (Waiter* w = js->waiters.PopFront()) woken.PushBack(w);
+    js->lock.unlock();
+    while (Waiter* w = woken.PopFront()) Wake(w);
+    self->join = nullptr;
+    js->Unref();
+  }
+}
+
+}  // namespace detail
+
+}  // namespace trpc::fiber

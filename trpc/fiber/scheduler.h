@@ -1,0 +1,133 @@
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace trpc::fiber {
+
+namespace detail {
+class Worker;
+class SchedulingGroup;
+class StackPool;
+struct FiberEntity;
+struct JoinState;
+}  // namespace detail
+
+/// Per-worker IO hook: lets a layer above (runtime/, with its reactors) run IO on the fiber
+/// workers themselves, so a connection's reads, the request fibers they start and the replies
+/// they write stay on one thread whenever the work is not stolen. Without one, idle workers
+/// park on a futex.
+///
+/// Every method is called on the worker's own thread except Wake(), which any thread may call.
+class WorkerIo {
+ public:
+  virtual ~WorkerIo() = default;
+  /// On the worker thread, before it runs any fiber.
+  virtual void OnStart() {}
+  /// On the worker thread, after its last fiber.
+  virtual void OnStop() {}
+  /// Handles whatever IO is ready without blocking. Called between fibers when busy.
+  virtual void Poll() = 0;
+  /// Blocks until IO is ready, Wake() is called, or `deadline_ns` (MonotonicNanos(); < 0 = no
+  /// limit). Must not block when `*epoch != token` (the wake-up raced with going to sleep):
+  /// implementations publish "sleeping", issue a seq_cst fence and then compare the epoch;
+  /// Wake() callers bump the epoch before calling Wake(), which fences and checks "sleeping".
+  virtual void Wait(int64_t deadline_ns, const std::atomic<uint32_t>* epoch, uint32_t token) = 0;
+  /// Makes a Wait() in progress (or about to start) return. Any thread.
+  virtual void Wake() = 0;
+};
+
+struct SchedulerOptions {
+  std::string name = "fiber";
+  /// Worker threads; 0 = the CPUs this process may use (affinity mask and cgroup CPU quota).
+  size_t concurrency = 0;
+  /// Workers per scheduling group, 1..64; 0 = one group of up to 64 workers each.
+  size_t scheduling_group_size = 0;
+  /// Usable bytes per fiber stack (a guard page is added below it).
+  size_t fiber_stack_size = 128 * 1024;
+  /// An idle worker tries the other groups once every this many idle rounds.
+  size_t work_stealing_ratio = 16;
+  /// Slots in each group's shared run queue (power of two).
+  size_t fiber_run_queue_size = 65536;
+  /// Optional: one WorkerIo per worker (global worker index given).
+  std::function<std::unique_ptr<WorkerIo>(size_t)> worker_io_factory;
+};
+
+/// The CPUs this process may run on: the affinity mask, capped by the cgroup (v2 or v1) CPU
+/// quota rounded up. At least 1.
+size_t UsableCpuCount();
+
+/// Counters for observability; summed over workers on read, so approximate while running.
+struct SchedulerStats {
+  uint64_t fibers_started = 0;
+  uint64_t fibers_finished = 0;
+  uint64_t steals = 0;         // fibers taken from another worker's deque
+  uint64_t remote_steals = 0;  // ... of those, from another scheduling group
+  uint64_t parks = 0;          // times a worker went to sleep
+  size_t run_queue_depth = 0;  // fibers queued but not running, now
+};
+
+/// M:N fiber scheduler: worker threads in scheduling groups; each worker has a Chase-Lev deque
+/// and each group a bounded MPMC queue. An idle worker steals from its siblings, and from other
+/// groups every `work_stealing_ratio` idle rounds; then it spins briefly (at most two per
+/// group spin at a time) and parks (futex, or its WorkerIo). No global lock on the hot path.
+///
+/// Wake-up contract: whoever makes a fiber runnable pushes it, issues a seq_cst fence and reads
+/// the group's spinning count and parked-worker mask; a worker about to park sets its bit in
+/// the mask (seq_cst RMW), re-checks every queue it could be woken for, and only then sleeps on
+/// its epoch word. Either the pusher sees the bit (and bumps that worker's epoch, which makes
+/// the sleep return at once) or the worker sees the fiber: no lost wake-ups.
+class Scheduler {
+ public:
+  explicit Scheduler(SchedulerOptions options);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  /// Starts the workers; returns once all run. False (with *err) if a thread cannot start.
+  bool Start(std::string* err);
+  /// Lets the workers finish every runnable fiber and pending sleep, then joins them. Fibers
+  /// still blocked on something nobody will signal are abandoned (counted in the log).
+  void Stop();
+
+  size_t WorkerCount() const { return workers_.size(); }
+  size_t GroupCount() const { return groups_.size(); }
+  const SchedulerOptions& options() const { return options_; }
+  /// The WorkerIo of worker `index` (null without a factory).
+  WorkerIo* worker_io(size_t index) const;
+  /// Index of the worker running the calling thread in this scheduler, or -1.
+  int CurrentWorkerIndex() const;
+  SchedulerStats Stats() const;
+
+  /// Starts `fn` in a new fiber. From a worker of this scheduler it is queued on that worker
+  /// (others may steal it); from elsewhere, on a group's shared queue (round-robin).
+  void Spawn(std::function<void()> fn);
+  /// As Spawn(), onto the group of the worker whose index is given: that worker's own deque
+  /// when called on it, else the group's shared queue.
+  void SpawnOn(size_t worker_index, std::function<void()> fn);
+  /// Spawn() for the fiber API: `join` (may be null) is signalled when the fiber finishes;
+  /// `worker_index` < 0 means "wherever Spawn() would put it".
+  void SpawnEntity(std::function<void()> fn, detail::JoinState* join, int worker_index = -1);
+
+  /// The scheduler of the calling worker thread, else the most recently started one (or null).
+  static Scheduler* Current();
+
+ private:
+  friend class detail::Worker;
+  friend class detail::SchedulingGroup;
+
+  SchedulerOptions options_;
+  std::vector<std::unique_ptr<detail::SchedulingGroup>> groups_;
+  std::vector<detail::Worker*> workers_;  // owned by the groups; global index order
+  std::unique_ptr<detail::StackPool> stacks_;
+  std::atomic<size_t> next_group_{0};
+  std::atomic<uint64_t> external_started_{0};  // fibers spawned from non-worker threads
+  bool started_ = false;
+};
+
+}  // namespace trpc::fiber
