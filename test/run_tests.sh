@@ -14,7 +14,8 @@ fi
 
 third_party/setup.sh
 jobs=$(nproc)
-cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$mode" >/dev/null
+# -U: an old build dir keeps no stale list of test folders.
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$mode" -UTRPC_TEST_DIRS >/dev/null
 cmake --build "$dir" -j "$jobs"
 cd "$dir"
 ctest --output-on-failure -j "$jobs" --timeout 300

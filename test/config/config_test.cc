@@ -375,9 +375,9 @@ TEST(ConfigErrorTest, OutOfRange) {
   EXPECT_EQ(LoadError(fiber + "concurrency_hint: 1025\n"),
             "t.yaml:4: global.threadmodel.fiber[0].concurrency_hint: expected an integer in "
             "0..1024, got '1025'");
-  EXPECT_EQ(LoadError(fiber + "scheduling_group_size: 2000\n"),
+  EXPECT_EQ(LoadError(fiber + "scheduling_group_size: 65\n"),
             "t.yaml:4: global.threadmodel.fiber[0].scheduling_group_size: expected an integer in "
-            "0..1024, got '2000'");
+            "0..64, got '65'");
   EXPECT_EQ(LoadError(fiber + "fiber_stack_size: 20000\n"),
             "t.yaml:4: global.threadmodel.fiber[0].fiber_stack_size: expected a multiple of 4096 "
             "in 16384..67108864, got '20000'");

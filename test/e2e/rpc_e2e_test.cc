@@ -1,6 +1,7 @@
-// End-to-end tests of the trpc protocol over loopback: a Server serving Greeter in a merge thread
-// model, called through a ServiceProxy and through raw sockets that send what a well-behaved
-// client never would.
+// End-to-end tests of the trpc protocol over loopback: a Server serving Greeter, called through a
+// ServiceProxy and through raw sockets that send what a well-behaved client never would. The
+// same tests run in each thread model, chosen by config alone: TRPC_E2E_THREAD_MODEL=merge
+// (default) or fiber picks the YAML (ctest runs both).
 
 #include <errno.h>
 #include <gmock/gmock.h>
@@ -13,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -32,6 +34,7 @@
 #include "trpc/client/service_proxy.h"
 #include "trpc/codec/codec.h"
 #include "trpc/config/config.h"
+#include "trpc/fiber/fiber.h"
 #include "trpc/runtime/runtime.h"
 #include "trpc/server/detail/service_adapter.h"
 #include "trpc/server/server.h"
@@ -46,7 +49,7 @@ constexpr int64_t kIoTimeoutMs = 10'000;  // bound on any single wait for the se
 
 // Two thread-model instances: the server's (2 workers) and the client's (1 worker, so a proxy
 // with one backend uses exactly one connection).
-constexpr char kConfigYaml[] = R"(global:
+constexpr char kMergeModels[] = R"(global:
   threadmodel:
     default:
       - instance_name: e2e_server
@@ -55,7 +58,17 @@ constexpr char kConfigYaml[] = R"(global:
       - instance_name: e2e_client
         io_handle_type: merge
         io_thread_num: 1
-server:
+)";
+constexpr char kFiberModels[] = R"(global:
+  threadmodel:
+    fiber:
+      - instance_name: e2e_server
+        concurrency_hint: 2
+        fiber_stack_size: 131072
+      - instance_name: e2e_client
+        concurrency_hint: 1
+)";
+constexpr char kServerYaml[] = R"(server:
   app: test
   server: e2e
   service:
@@ -74,6 +87,12 @@ plugins:
     level: warn
 )";
 
+bool FiberModel() {
+  const char* m = std::getenv("TRPC_E2E_THREAD_MODEL");
+  return m != nullptr && std::string_view(m) == "fiber";
+}
+std::string ConfigYaml() { return std::string(FiberModel() ? kFiberModels : kMergeModels) + kServerYaml; }
+
 // ---------------------------------------------------------------------------------------------
 // The service under test.
 
@@ -81,7 +100,8 @@ std::atomic<int> g_count{0};            // "count" requests handled
 std::atomic<int> g_sleeps_started{0};   // "sleep:N" handlers that have begun
 std::atomic<int> g_sleeps_finished{0};  // "sleep:N" handlers that have returned
 
-// SayHello by message: "throw" throws; "sleep:N" sleeps N ms; "sleep:N:big:M" sleeps N ms, then
+// SayHello by message: "throw" throws; "sleep:N" sleeps N ms (a fiber sleep in the fiber model,
+// which parks only the handler's fiber; a thread sleep in the merge model); "sleep:N:big:M" sleeps N ms, then
 // replies with M bytes of 'x'; "count" bumps g_count; "big:N" replies with N bytes of 'x';
 // everything else (and sleep/count) replies "Hello, " + msg.
 class TestGreeter final : public Greeter {
@@ -93,9 +113,11 @@ class TestGreeter final : public Greeter {
       rsp->set_msg(std::string(std::stoul(msg.substr(4)), 'x'));
       return kSuccStatus;
     }
-    if (msg.starts_with("sleep:")) {
-      g_sleeps_started.fetch_add(1);
+    if (msg.starts_with("block:")) {  // holds the worker thread in either model
       std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(msg.substr(6))));
+    } else if (msg.starts_with("sleep:")) {
+      g_sleeps_started.fetch_add(1);
+      fiber::this_fiber::SleepFor(std::chrono::milliseconds(std::stoi(msg.substr(6))));
       g_sleeps_finished.fetch_add(1);
       if (size_t big = msg.find(":big:"); big != std::string::npos) {
         rsp->set_msg(std::string(std::stoul(msg.substr(big + 5)), 'x'));
@@ -324,7 +346,7 @@ class RpcE2eTest : public ::testing::Test {
   static void SetUpTestSuite() {
     std::string err;
     config_ = new Config;
-    ASSERT_TRUE(LoadConfigFromString(kConfigYaml, "rpc_e2e_test.yaml", config_, &err)) << err;
+    ASSERT_TRUE(LoadConfigFromString(ConfigYaml(), "rpc_e2e_test.yaml", config_, &err)) << err;
     log::Level level;
     if (log::ParseLevel(config_->plugins.log.level, &level)) log::SetLevel(level);
     ASSERT_TRUE(runtime::Start(config_->global.threadmodel, &err)) << err;
@@ -500,10 +522,12 @@ TEST_F(RpcE2eTest, ExpiredDeadlineGives21WithoutRunningTheHandler) {
   RawConnection raw(address_);
   ASSERT_TRUE(raw.ok());
   int count_before = g_count.load();
-  // One write, so both are read in one batch: the second's 20 ms run out while the first sleeps.
-  ASSERT_TRUE(raw.Send(EncodeHello(1, "sleep:200", 5000) + EncodeHello(2, "count", 20)));
+  // One write, so all are read in one batch: the last one's 20 ms run out while the first two
+  // hold both server workers (in the fiber model the second is stolen by the other worker).
+  ASSERT_TRUE(raw.Send(EncodeHello(1, "block:200", 5000) + EncodeHello(3, "block:200", 5000) +
+                       EncodeHello(2, "count", 20)));
   std::map<uint32_t, Reply> replies;
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 3; ++i) {
     Reply r;
     ASSERT_TRUE(raw.ReadReply(&r)) << "reply " << i;
     uint32_t id = r.rsp.request_id;
@@ -512,7 +536,7 @@ TEST_F(RpcE2eTest, ExpiredDeadlineGives21WithoutRunningTheHandler) {
   ASSERT_EQ(replies.count(1), 1u);
   ASSERT_EQ(replies.count(2), 1u);
   EXPECT_EQ(replies[1].rsp.ret, 0);
-  EXPECT_EQ(replies[1].body.msg(), "Hello, sleep:200");
+  EXPECT_EQ(replies[1].body.msg(), "Hello, block:200");
   EXPECT_EQ(replies[2].rsp.ret, kServerTimeoutErr);
   EXPECT_EQ(g_count.load(), count_before) << "the handler ran although the deadline had passed";
 }
@@ -715,8 +739,12 @@ TEST_F(RpcE2eTest, SlowReaderIsHeldBackByMaxPendingWriteBytes) {
   constexpr uint64_t kKernelBuffers = 32u << 20;  // generous bound on both sockets' buffers
   constexpr uint64_t kReplyBytes = 65536;
   constexpr int kMaxRequests = 5000;
+  // Fiber model: requests run in fibers, so replies not yet queued are bounded separately.
+  constexpr uint32_t kPendingRequests = 16;
+  const uint64_t kInHandlers = FiberModel() ? kPendingRequests * kReplyBytes : 0;
   StartServer([](ServiceConfig* s) {
     s->max_pending_write_bytes = kLimit;
+    s->max_pending_requests = kPendingRequests;
     s->timeout = 120'000;  // replies must be valid however long they wait
   });
   RawConnection raw(address_);
@@ -761,14 +789,15 @@ TEST_F(RpcE2eTest, SlowReaderIsHeldBackByMaxPendingWriteBytes) {
       quiet_since = MonotonicMillis();
     }
   }
-  EXPECT_LE(handled * kReplyBytes, kLimit + kKernelBuffers)
+  EXPECT_LE(handled * kReplyBytes, kLimit + kKernelBuffers + kInHandlers)
       << "the server ran " << handled << " requests of " << complete
       << " sent although the client read nothing";
   EXPECT_LT(handled, static_cast<uint64_t>(complete));
 
   // Phase 2: read everything (finishing the partial request on the way): one valid reply per
   // request, in order. Meanwhile the server may never run far ahead of what the client took.
-  const uint64_t max_ahead = (kLimit + kKernelBuffers) / kReplyBytes + 1;
+  const uint64_t max_ahead = (kLimit + kKernelBuffers + kInHandlers) / kReplyBytes + 1;
+  std::vector<bool> got(static_cast<size_t>(expected) + 1);
   uint64_t worst_ahead = 0;
   int received = 0;
   int bad = 0;
@@ -782,9 +811,13 @@ TEST_F(RpcE2eTest, SlowReaderIsHeldBackByMaxPendingWriteBytes) {
     while (raw.CutFrame(&frame)) {
       Reply r;
       bool valid = DecodeReply(frame, &r) && r.rsp.ret == 0 &&
-                   r.rsp.request_id == static_cast<uint32_t>(received + 1) &&
+                   r.rsp.request_id >= 1 && r.rsp.request_id <= static_cast<uint32_t>(expected) &&
+                   !got[r.rsp.request_id] &&
+                   // Fibers may finish out of order; the merge model replies in order.
+                   (FiberModel() || r.rsp.request_id == static_cast<uint32_t>(received + 1)) &&
                    r.body.msg().size() == kReplyBytes &&
                    r.body.msg().find_first_not_of('x') == std::string::npos;
+      if (valid) got[r.rsp.request_id] = true;
       if (!valid && ++bad <= 5) {
         ADD_FAILURE() << "reply " << received + 1 << " is wrong: id " << r.rsp.request_id
                       << ", ret " << r.rsp.ret << ", " << r.body.msg().size() << " bytes";
@@ -933,13 +966,7 @@ TEST_F(RpcE2eTest, StopWritesAnInFlightCallsWholeReply) {
 // A config whose second service names an unknown protocol: Start fails with an error that points
 // at the config entry, and the first service, already listening by then, is closed again.
 TEST_F(RpcE2eTest, StartFailureNamesTheEntryAndLeavesNothingListening) {
-  constexpr char kYaml[] = R"(global:
-  threadmodel:
-    default:
-      - instance_name: e2e_server
-        io_handle_type: merge
-        io_thread_num: 2
-server:
+  const std::string kYaml = std::string(FiberModel() ? kFiberModels : kMergeModels) + R"(server:
   app: test
   server: e2e
   service:
@@ -976,6 +1003,30 @@ server:
   }
   EXPECT_EQ(ListeningSocketInodes(), listening_before)
       << "the failed Start left a listening socket behind";
+}
+
+// 15. -----------------------------------------------------------------------------------------
+// Two requests pipelined on one connection, the first sleeping 5 ms in its handler. In the fiber
+// model the sleep parks only its fiber, so the second reply overtakes the first; in the merge
+// model the handler holds its worker, so replies come back in request order. Asserts on order,
+// not on time.
+TEST_F(RpcE2eTest, SleepingHandlerHoldsUpItsConnectionOnlyInTheMergeModel) {
+  StartServer();
+  RawConnection raw(address_);
+  ASSERT_TRUE(raw.ok());
+  ASSERT_TRUE(raw.Send(EncodeHello(1, "sleep:5") + EncodeHello(2, "quick")));
+  Reply first, second;
+  ASSERT_TRUE(raw.ReadReply(&first));
+  ASSERT_TRUE(raw.ReadReply(&second));
+  if (FiberModel()) {
+    EXPECT_EQ(first.rsp.request_id, 2u) << "the sleeping handler held up the next request";
+    EXPECT_EQ(second.rsp.request_id, 1u);
+  } else {
+    EXPECT_EQ(first.rsp.request_id, 1u);
+    EXPECT_EQ(second.rsp.request_id, 2u);
+  }
+  EXPECT_EQ(first.rsp.ret, 0);
+  EXPECT_EQ(second.rsp.ret, 0);
 }
 
 }  // namespace

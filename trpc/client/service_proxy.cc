@@ -2,13 +2,13 @@
 
 #include <google/protobuf/message_lite.h>
 
-#include <condition_variable>
 #include <latch>
 #include <mutex>
 
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/base/zero_copy_stream.h"
+#include "trpc/fiber/detail/fiber_entity.h"
 
 namespace trpc {
 
@@ -234,22 +234,33 @@ Status ServiceProxy::UnaryInvoke(const ClientContextPtr& ctx,
     ctx->SetStatus(st);
     return st;
   }
-  struct Waiter {
-    std::mutex mu;
-    std::condition_variable cv;
+  // One wait for both callers: a fiber parks (its worker runs other fibers meanwhile), a plain
+  // thread sleeps on a futex.
+  struct SyncCall {
+    fiber::detail::Spinlock lock;
+    fiber::detail::WaitList waiters;
     bool done = false;
     Status status;
   };
-  auto w = std::make_shared<Waiter>();
-  AsyncUnaryInvoke(ctx, req, rsp, [w](const Status& st) {
-    std::lock_guard lock(w->mu);
-    w->status = st;
-    w->done = true;
-    w->cv.notify_one();
+  auto call = std::make_shared<SyncCall>();
+  AsyncUnaryInvoke(ctx, req, rsp, [call](const Status& st) {
+    call->lock.lock();
+    call->status = st;
+    call->done = true;
+    fiber::detail::Waiter* w = call->waiters.PopFront();
+    call->lock.unlock();
+    if (w != nullptr) fiber::detail::Wake(w);
   });
-  std::unique_lock lock(w->mu);
-  w->cv.wait(lock, [&] { return w->done; });
-  return w->status;
+  call->lock.lock();
+  if (!call->done) {
+    fiber::detail::Waiter w;
+    w.fiber = fiber::detail::CurrentFiber();
+    call->waiters.PushBack(&w);
+    fiber::detail::Wait(&w, &call->lock);
+  } else {
+    call->lock.unlock();
+  }
+  return call->status;
 }
 
 Status ServiceProxy::OnewayInvoke(const ClientContextPtr& ctx,

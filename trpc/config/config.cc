@@ -30,7 +30,7 @@ constexpr uint64_t kU32Max = UINT32_MAX;
 constexpr UintRule kPortRule{0, 65535};
 constexpr UintRule kIoThreadNumRule{1, 1024};
 constexpr UintRule kConcurrencyHintRule{0, 1024};
-constexpr UintRule kSchedulingGroupSizeRule{0, 1024};
+constexpr UintRule kSchedulingGroupSizeRule{0, 64};  // the parked-worker mask is one word
 constexpr UintRule kFiberStackSizeRule{16384, 64u << 20, 4096};  // Whole pages.
 constexpr UintRule kWorkStealingRatioRule{1, 1000000};
 constexpr UintRule kRunQueueSizeRule{256, 16u << 20, 1, true};  // Power of two: index by mask.
@@ -39,6 +39,7 @@ constexpr UintRule kIdleTimeRule{0, kU32Max};
 constexpr UintRule kMaxPacketSizeRule{16, kU32Max};  // At least a trpc frame header.
 constexpr UintRule kServiceTimeoutRule{0, kU32Max};
 constexpr UintRule kMaxPendingWriteBytesRule{4096, UINT64_MAX};
+constexpr UintRule kMaxPendingRequestsRule{1, 1000000};
 constexpr UintRule kClientTimeoutRule{1, kU32Max};
 constexpr UintRule kClientMaxConnNumRule{1, 1024};
 
@@ -156,7 +157,7 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
   r.ForEachMap(
       "service",
       {"name", "protocol", "network", "ip", "port", "max_conn_num", "idle_time", "max_packet_size",
-       "timeout", "max_pending_write_bytes", "threadmodel_instance_name"},
+       "timeout", "max_pending_write_bytes", "max_pending_requests", "threadmodel_instance_name"},
       [&](MapReader& s, size_t) {
         ServiceConfig svc;
         svc.origin = fmt::format("{}:{}", file, s.line());
@@ -177,6 +178,7 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
         s.Uint("max_packet_size", kMaxPacketSizeRule, &svc.max_packet_size);
         s.Uint("timeout", kServiceTimeoutRule, &svc.timeout);
         s.Uint("max_pending_write_bytes", kMaxPendingWriteBytesRule, &svc.max_pending_write_bytes);
+        s.Uint("max_pending_requests", kMaxPendingRequestsRule, &svc.max_pending_requests);
         s.String("threadmodel_instance_name", &svc.threadmodel_instance_name);
         if (s.ok() && !svc.threadmodel_instance_name.empty() &&
             instances.find(svc.threadmodel_instance_name) == instances.end()) {

@@ -26,7 +26,7 @@ struct MergeThreadModelConfig {
 struct FiberThreadModelConfig {
   std::string instance_name = "fiber_instance";
   uint32_t concurrency_hint = 0;          // Worker threads, 0..1024; 0 = CPUs usable.
-  uint32_t scheduling_group_size = 0;     // Workers per group, 0..1024; 0 = automatic.
+  uint32_t scheduling_group_size = 0;     // Workers per group, 0..64; 0 = automatic (groups of <= 64).
   uint32_t fiber_stack_size = 131072;     // Bytes; 16 KiB..64 MiB, a multiple of 4096.
   uint32_t work_stealing_ratio = 16;      // 1..1000000: idle rounds per cross-group steal.
   uint32_t fiber_run_queue_size = 65536;  // Group run-queue slots; power of 2, 256..16 Mi.
@@ -61,6 +61,7 @@ struct ServiceConfig {
   uint32_t max_packet_size = 10000000;  // Bytes per request frame, >= 16.
   uint32_t timeout = 1000;              // ms per request; 0 = no service timeout.
   uint64_t max_pending_write_bytes = 64ull << 20;  // Unsent reply bytes per connection, >= 4096.
+  uint32_t max_pending_requests = 1024;  // Requests handed to handlers, not yet replied, per conn.
   std::string threadmodel_instance_name;           // "" = the first configured instance.
   std::string origin;  // "file:line" of this entry, for errors found after loading.
 

@@ -121,38 +121,74 @@ bool Reactor::RunTasks() {
   return ran > 0;
 }
 
+void Reactor::Attach() {
+  loop_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  tls_current_reactor = this;
+}
+
 void Reactor::Run() {
   loop_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
   Reactor* prev = tls_current_reactor;
   tls_current_reactor = this;
-  epoll_event events[kMaxEventsPerWait];
-  while (!stop_.load(std::memory_order_acquire)) {
-    int64_t now = MonotonicNanos();
-    int64_t next = timers_.NextDeadline();
-    int64_t timeout = next < 0 ? -1 : std::max<int64_t>(0, next - now);
+  while (!stop_.load(std::memory_order_acquire)) Iterate(-1, nullptr, 0);
+  DrainAndExit();
+  tls_current_reactor = prev;
+}
 
-    sleeping_.store(true, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (!tasks_.Empty() || has_overflow_.load(std::memory_order_relaxed) ||
-        stop_.load(std::memory_order_relaxed)) {
-      timeout = 0;
-    }
-    int n = poller_.Wait(events, kMaxEventsPerWait, timeout);
-    sleeping_.store(false, std::memory_order_relaxed);
+void Reactor::RunOnce(int64_t deadline_ns, const std::atomic<uint32_t>* epoch, uint32_t token) {
+  Iterate(deadline_ns, epoch, token);
+}
 
-    loop_time_ns_ = MonotonicNanos();
-    for (int i = 0; i < n; ++i) {
-      static_cast<EventHandler*>(events[i].data.ptr)->HandleEvents(events[i].events);
-    }
-    timers_.RunExpired(loop_time_ns_);
-    RunTasks();
-  }
-  // Drain what was posted before Stop() so no task (and the resources it owns) is lost.
+void Reactor::Detach() {
+  DrainAndExit();
+  if (tls_current_reactor == this) tls_current_reactor = nullptr;
+}
+
+void Reactor::DrainAndExit() {
+  // Drain what was posted before the loop ended so no task (and the resources it owns) is lost.
   while (RunTasks() || !tasks_.Empty()) {
     // !Empty() with nothing run: a push in progress; it completes in a moment.
   }
   exited_.store(true, std::memory_order_release);
-  tls_current_reactor = prev;
+}
+
+void Reactor::Notify() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleeping_.load(std::memory_order_relaxed) &&
+      sleeping_.exchange(false, std::memory_order_relaxed)) {
+    Wake();
+  }
+}
+
+void Reactor::Iterate(int64_t deadline_ns, const std::atomic<uint32_t>* epoch, uint32_t token) {
+  epoll_event events[kMaxEventsPerWait];
+  int64_t now = MonotonicNanos();
+  int64_t next = timers_.NextDeadline();
+  if (deadline_ns == 0) {
+    next = now;
+  } else if (deadline_ns > 0 && (next < 0 || deadline_ns < next)) {
+    next = deadline_ns;
+  }
+  int64_t timeout = next < 0 ? -1 : std::max<int64_t>(0, next - now);
+
+  if (timeout != 0) {
+    sleeping_.store(true, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!tasks_.Empty() || has_overflow_.load(std::memory_order_relaxed) ||
+        stop_.load(std::memory_order_relaxed) ||
+        (epoch != nullptr && epoch->load(std::memory_order_relaxed) != token)) {
+      timeout = 0;
+    }
+  }
+  int n = poller_.Wait(events, kMaxEventsPerWait, timeout);
+  sleeping_.store(false, std::memory_order_relaxed);
+
+  loop_time_ns_ = MonotonicNanos();
+  for (int i = 0; i < n; ++i) {
+    static_cast<EventHandler*>(events[i].data.ptr)->HandleEvents(events[i].events);
+  }
+  timers_.RunExpired(loop_time_ns_);
+  RunTasks();
 }
 
 }  // namespace trpc

@@ -36,6 +36,21 @@ class Reactor {
 
   /// Runs the loop on the calling thread until Stop(). Tasks posted before Stop() still run.
   void Run();
+
+  /// For a loop driven from outside (a fiber worker runs its reactor between fibers):
+  /// Attach() makes the calling thread the loop thread; RunOnce() then runs one iteration:
+  /// waits for events at most until `deadline_ns` (MonotonicNanos(); 0 = do not wait, < 0 =
+  /// no limit beyond the reactor's own timers), then runs the ready handlers, the due timers
+  /// and the queued tasks. It does not wait when `*epoch != token` (checked after publishing
+  /// "sleeping", so a Notify() after bumping the epoch cannot be missed). Detach() runs what
+  /// is still queued and marks the loop exited.
+  void Attach();
+  void RunOnce(int64_t deadline_ns, const std::atomic<uint32_t>* epoch = nullptr,
+               uint32_t token = 0);
+  void Detach();
+  /// Interrupts a RunOnce()/Run() wait in progress or about to start. Any thread. Callers that
+  /// need it not to be missed bump the epoch they passed to RunOnce() first.
+  void Notify();
   /// Asks the loop to exit after its current iteration. Any thread.
   void Stop();
 
@@ -77,6 +92,8 @@ class Reactor {
   class Waker;
   bool RunTasks();  // true if it ran any task
   void Wake();
+  void Iterate(int64_t deadline_ns, const std::atomic<uint32_t>* epoch, uint32_t token);
+  void DrainAndExit();
 
   Poller poller_;
   TimerQueue timers_;

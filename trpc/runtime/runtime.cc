@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "trpc/base/logging.h"
+#include "trpc/runtime/fiber_thread_model.h"
 #include "trpc/runtime/merge_thread_model.h"
 
 namespace trpc::runtime {
@@ -22,16 +23,19 @@ bool Start(const ThreadModelConfig& config, std::string* err) {
   // Sockets write with MSG_NOSIGNAL, but a write to a closed pipe (a dead log reader on stderr)
   // would still kill the process.
   signal(SIGPIPE, SIG_IGN);
-  if (!config.fiber.empty()) {
-    *err = "the fiber thread model is not available yet; use global.threadmodel.default";
-    return false;
+  for (const auto& f : config.fiber) {
+    g_models.push_back(std::make_unique<FiberThreadModel>(f));
   }
   for (const auto& m : config.merge) {
     g_models.push_back(std::make_unique<MergeThreadModel>(m.instance_name, m.io_thread_num));
   }
   if (g_models.empty()) g_models.push_back(std::make_unique<MergeThreadModel>("default_instance", 1));
   for (auto& m : g_models) {
-    if (!m->Start(err)) return false;
+    if (!m->Start(err)) {
+      for (auto& started : g_models) started->Stop();
+      g_models.clear();
+      return false;
+    }
   }
   return true;
 }

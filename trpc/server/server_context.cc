@@ -8,10 +8,35 @@ namespace trpc {
 ServerContext::ServerContext(ConnectionPtr conn, ServerCodec* codec, int64_t recv_ns)
     : conn_(std::move(conn)), codec_(codec), recv_ns_(recv_ns) {}
 
+namespace {
+// Queues `out` (if any) and ends the request's pending count, on the connection's loop thread:
+// in one task, so the reply is queued before reading may resume.
+void QueueOnLoop(const ConnectionPtr& conn, ChainBuffer&& out, bool end_request) {
+  Reactor* r = conn->reactor();
+  if (r->InLoopThread()) {
+    if (!out.empty()) conn->Send(std::move(out));
+    if (end_request) conn->EndRequest();
+    return;
+  }
+  r->Post([conn, buf = std::make_shared<ChainBuffer>(std::move(out)), end_request]() mutable {
+    if (!buf->empty()) conn->Send(std::move(*buf));
+    if (end_request) conn->EndRequest();
+  });
+}
+}  // namespace
+
+ServerContext::~ServerContext() {
+  // A handler that never replied: its request must still stop counting against the connection.
+  if (!replied_ && counted_pending_) QueueOnLoop(conn_, ChainBuffer(), true);
+}
+
 void ServerContext::SendReply(const Status& status, const google::protobuf::MessageLite* body) {
   if (replied_) return;
   replied_ = true;
-  if (IsOneway()) return;
+  if (IsOneway()) {
+    if (counted_pending_) QueueOnLoop(conn_, ChainBuffer(), true);
+    return;
+  }
   Status late;
   if (status.OK() && deadline_ns_ > 0 && MonotonicNanos() > deadline_ns_) {
     // The caller has given up by now; say so instead of sending a result it will not use.
@@ -43,16 +68,12 @@ void ServerContext::SendReply(const Status& status, const google::protobuf::Mess
     err.ret = kServerEncodeErr;
     err.error_msg = "failed to encode the response";
     out.Clear();
-    if (!codec_->EncodeResponse(&err, nullptr, &out)) return;
+    if (!codec_->EncodeResponse(&err, nullptr, &out)) {
+      if (counted_pending_) QueueOnLoop(conn_, ChainBuffer(), true);
+      return;
+    }
   }
-  Reactor* r = conn_->reactor();
-  if (r->InLoopThread()) {
-    conn_->Send(std::move(out));
-  } else {
-    r->Post([conn = conn_, buf = std::make_shared<ChainBuffer>(std::move(out))]() mutable {
-      conn->Send(std::move(*buf));
-    });
-  }
+  QueueOnLoop(conn_, std::move(out), counted_pending_);
 }
 
 }  // namespace trpc

@@ -18,6 +18,9 @@ namespace trpc {
 class ServerContext {
  public:
   ServerContext(ConnectionPtr conn, ServerCodec* codec, int64_t recv_ns);
+  ~ServerContext();
+  ServerContext(const ServerContext&) = delete;
+  ServerContext& operator=(const ServerContext&) = delete;
 
   const std::string& GetCaller() const { return req_.caller; }
   const std::string& GetCallee() const { return req_.callee; }
@@ -49,6 +52,9 @@ class ServerContext {
   /// Sends nothing for one-way calls. Call once.
   void SendReply(const Status& status, const google::protobuf::MessageLite* body);
   bool replied() const { return replied_; }
+  /// The request was counted with Connection::BeginRequest() (asynchronous dispatch): the reply
+  /// (or, for one-way calls and contexts dropped unreplied, the end) ends it on the connection.
+  void SetCountedPending() { counted_pending_ = true; }
 
  private:
   ConnectionPtr conn_;
@@ -59,6 +65,7 @@ class ServerContext {
   int64_t recv_ns_;
   int64_t deadline_ns_ = 0;
   bool replied_ = false;
+  bool counted_pending_ = false;
 };
 
 using ServerContextPtr = std::shared_ptr<ServerContext>;

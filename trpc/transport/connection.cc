@@ -158,6 +158,7 @@ void Connection::HandleRead(bool to_eof) {
   Flush();
   if (peer_closed_ && !closed_ && !reading_paused_ && !draining_ &&
       next_frame_ == frames_.size()) {
+    // (With requests still pending, CloseAfterFlush waits for their replies.)
     // The peer sent FIN: every request it sent has been handled; close once the replies are out.
     CloseAfterFlush("peer closed");
   }
@@ -180,19 +181,9 @@ void Connection::ProcessInput() {
 
 void Connection::Shutdown(const std::string& reason) {
   if (closed_) return;
-  draining_ = true;
-  frames_.clear();
-  next_frame_ = 0;
-  in_.Clear();
-  if (reading_paused_) {
-    // Input is discarded from now on, so there is no reason to hold it back: read (and drop)
-    // what arrived while paused, from a task since this may run inside a handler.
-    reading_paused_ = false;
-    std::weak_ptr<Connection> weak = weak_from_this();
-    reactor_->Post([weak] {
-      if (auto self = weak.lock(); self && !self->closed_) self->HandleRead(/*to_eof=*/true);
-    });
-  }
+  // Input is discarded from now on, so nothing is held back: what arrived while paused is read
+  // (and dropped) from a task, since this may run inside a handler.
+  StopReading();
   CloseAfterFlush(reason);
 }
 
@@ -233,8 +224,7 @@ void Connection::DeliverFrames() {
   // requests with large replies cannot queue more than one reply beyond the limit.
   if (frames_.empty()) return;
   while (next_frame_ < frames_.size()) {
-    if (options_.pause_reading_when_backlogged &&
-        out_.size() > options_.max_pending_write_bytes) {
+    if (options_.pause_reading_when_backlogged && Backlogged()) {
       reading_paused_ = true;
       return;
     }
@@ -273,22 +263,49 @@ void Connection::Flush() {
     Close(fmt::format("write: {}", strerror(errno)));
     return;
   }
-  if (close_after_flush_ && out_.empty()) {
+  if (close_after_flush_ && out_.empty() && pending_requests_ == 0) {
     BeginLinger();
     return;
   }
-  if (!reading_paused_ && !draining_ && options_.pause_reading_when_backlogged &&
-      out_.size() > options_.max_pending_write_bytes) {
+  if (!reading_paused_ && !draining_ && options_.pause_reading_when_backlogged && Backlogged()) {
     reading_paused_ = true;
-  } else if (reading_paused_ && !in_batch_ && out_.size() <= options_.max_pending_write_bytes / 2) {
-    reading_paused_ = false;
-    // Edge-triggered: bytes that arrived while paused raise no new event, so read them now —
-    // from a task, not from here, so pause/resume cycles never nest on the stack.
-    std::weak_ptr<Connection> weak = weak_from_this();
-    reactor_->Post([weak] {
-      if (auto self = weak.lock(); self && !self->closed_) self->HandleRead(/*to_eof=*/true);
-    });
+  } else if (reading_paused_ && !in_batch_ && out_.size() <= options_.max_pending_write_bytes / 2 &&
+             pending_requests_ < options_.max_pending_requests) {
+    ResumeReadingSoon();
   }
+}
+
+void Connection::ResumeReadingSoon() {
+  reading_paused_ = false;
+  // Edge-triggered: bytes that arrived while paused raise no new event, so read them now —
+  // from a task, not from here, so pause/resume cycles never nest on the stack.
+  std::weak_ptr<Connection> weak = weak_from_this();
+  reactor_->Post([weak] {
+    if (auto self = weak.lock(); self && !self->closed_) self->HandleRead(/*to_eof=*/true);
+  });
+}
+
+void Connection::EndRequest() {
+  if (pending_requests_ > 0) --pending_requests_;
+  if (closed_ || in_batch_) return;
+  if (close_after_flush_) {
+    if (pending_requests_ == 0) Flush();  // the last reply is queued: finish the close
+    return;
+  }
+  if (!reading_paused_) return;
+  if (out_.size() <= options_.max_pending_write_bytes / 2 &&
+      pending_requests_ < options_.max_pending_requests) {
+    ResumeReadingSoon();
+  }
+}
+
+void Connection::StopReading() {
+  if (closed_ || draining_) return;
+  draining_ = true;
+  frames_.clear();
+  next_frame_ = 0;
+  in_.Clear();
+  if (reading_paused_) ResumeReadingSoon();  // read on, to discard: a close must not reset
 }
 
 void Connection::CloseAfterFlush(const std::string& reason) {

@@ -21,6 +21,10 @@ struct ConnectionOptions {
   /// producing replies) until the peer has taken half of them: a peer that stops reading cannot
   /// grow our memory without bound.
   size_t max_pending_write_bytes = 64u << 20;
+  /// Requests handed up (BeginRequest) whose EndRequest has not come yet; at the limit the
+  /// connection stops reading until one ends. Only asynchronous dispatch (the fiber model)
+  /// ever has more than one.
+  uint32_t max_pending_requests = 1024;
   /// Server side: stop reading while over max_pending_write_bytes. Client connections keep
   /// reading (replies are what frees their memory) and refuse new calls instead.
   bool pause_reading_when_backlogged = true;
@@ -74,10 +78,19 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   void Send(ChainBuffer&& data);
   /// Closes the fd and tells the handler; idempotent.
   void Close(const std::string& reason);
-  /// Graceful close: once every queued byte has been written, sends FIN, then closes at the
+  /// Graceful close: once every queued byte has been written and no request is pending, sends FIN, then closes at the
   /// peer's FIN or after linger_ms (see ConnectionOptions::linger_ms). Frames that arrive in the
   /// meantime are still handed up (their replies are dropped if the write side is shut).
   void CloseAfterFlush(const std::string& reason);
+  /// Request accounting for asynchronous handlers (loop thread): the handler calls
+  /// BeginRequest() for a frame it hands to another fiber/thread, and EndRequest() once that
+  /// request's reply is queued (or it has none). Reading pauses at max_pending_requests.
+  void BeginRequest() { ++pending_requests_; }
+  void EndRequest();
+  uint32_t pending_requests() const { return pending_requests_; }
+  /// Hands up no more frames (input is read and discarded) but stays open for replies still to
+  /// come; Shutdown() or Close() later.
+  void StopReading();
   /// Graceful close that hands up nothing more: frames not yet handed over are dropped and later
   /// input is read and discarded; what is queued is written, then as CloseAfterFlush.
   void Shutdown(const std::string& reason);
@@ -105,6 +118,11 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   void ArmIdleTimer(int64_t deadline_ns);
   void OnIdleTimer();
   void BeginLinger();
+  bool Backlogged() const {
+    return out_.size() > options_.max_pending_write_bytes ||
+           pending_requests_ >= options_.max_pending_requests;
+  }
+  void ResumeReadingSoon();
 
   Reactor* reactor_;
   int fd_;
@@ -120,6 +138,7 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   int64_t last_active_ns_ = 0;
   TimerId idle_timer_ = 0;
   TimerId linger_timer_ = 0;
+  uint32_t pending_requests_ = 0;
   void* context_ = nullptr;
   bool connecting_;
   bool closed_ = false;

@@ -22,6 +22,7 @@ ServiceAdapter::ServiceAdapter(const ServiceConfig& config, ServicePtr service, 
   conn_options_.max_packet_size = config.max_packet_size;
   conn_options_.max_pending_write_bytes = config.max_pending_write_bytes;
   conn_options_.idle_timeout_ms = config.idle_time;
+  conn_options_.max_pending_requests = config.max_pending_requests;
   acceptor_ = std::make_unique<Acceptor>(
       accept_reactor_, [this](int fd, const NetAddress& peer) { OnNewConnection(fd, peer); });
 }
@@ -70,7 +71,8 @@ void ServiceAdapter::Stop(int64_t grace_ms) {
     stopped.count_down();
   });
   stopped.wait();
-  // In-flight handlers finish and their replies are written; nothing new is read.
+  // In-flight handlers finish and their replies are written (a connection with requests still
+  // pending closes only after they end); nothing new is read.
   RunOnEveryReactor([this](size_t i) {
     std::vector<ConnectionPtr> conns;
     for (auto& [raw, conn] : conns_[i]) conns.push_back(conn);
@@ -152,6 +154,8 @@ void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
   if (model_->HandlesInline()) {
     HandleRequest(ctx, counters);
   } else {
+    conn->BeginRequest();
+    ctx->SetCountedPending();
     model_->Dispatch(conn->reactor(), [this, ctx, &counters] { HandleRequest(ctx, counters); });
   }
 }

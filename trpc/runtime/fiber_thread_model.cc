@@ -1,0 +1,81 @@
+#include "trpc/runtime/fiber_thread_model.h"
+
+#include "trpc/fiber/fiber.h"
+
+namespace trpc {
+
+namespace {
+
+// Runs a worker's reactor between its fibers, and parks the worker in epoll_wait (woken by the
+// reactor's eventfd) when it has none.
+class ReactorWorkerIo final : public fiber::WorkerIo {
+ public:
+  explicit ReactorWorkerIo(Reactor* reactor) : reactor_(reactor) {}
+  void OnStart() override { reactor_->Attach(); }
+  void OnStop() override { reactor_->Detach(); }
+  void Poll() override { reactor_->RunOnce(0); }
+  void Wait(int64_t deadline_ns, const std::atomic<uint32_t>* epoch, uint32_t token) override {
+    reactor_->RunOnce(deadline_ns, epoch, token);
+  }
+  void Wake() override { reactor_->Notify(); }
+
+ private:
+  Reactor* reactor_;
+};
+
+}  // namespace
+
+FiberThreadModel::FiberThreadModel(const FiberThreadModelConfig& config)
+    : name_(config.instance_name) {
+  fiber::SchedulerOptions o;
+  o.name = config.instance_name;
+  o.concurrency = config.concurrency_hint == 0 ? fiber::UsableCpuCount() : config.concurrency_hint;
+  o.scheduling_group_size = config.scheduling_group_size;
+  o.fiber_stack_size = config.fiber_stack_size;
+  o.work_stealing_ratio = config.work_stealing_ratio;
+  o.fiber_run_queue_size = config.fiber_run_queue_size;
+  for (size_t i = 0; i < o.concurrency; ++i) {
+    reactors_.push_back(std::make_unique<Reactor>());
+    reactors_.back()->set_owner(this, static_cast<int>(i));
+  }
+  o.worker_io_factory = [this](size_t i) -> std::unique_ptr<fiber::WorkerIo> {
+    return std::make_unique<ReactorWorkerIo>(reactors_[i].get());
+  };
+  scheduler_ = std::make_unique<fiber::Scheduler>(std::move(o));
+}
+
+FiberThreadModel::~FiberThreadModel() { Stop(); }
+
+bool FiberThreadModel::Start(std::string* err) {
+  if (started_) return true;
+  if (!scheduler_->Start(err)) return false;
+  started_ = true;
+  return true;
+}
+
+void FiberThreadModel::Stop() {
+  if (!started_) return;
+  started_ = false;
+  scheduler_->Stop();
+}
+
+int FiberThreadModel::IndexOf(const Reactor* reactor) const {
+  return reactor == nullptr ? -1 : reactor->IndexIn(this);
+}
+
+Reactor* FiberThreadModel::NextReactor() {
+  return reactors_[next_.fetch_add(1, std::memory_order_relaxed) % reactors_.size()].get();
+}
+
+void FiberThreadModel::Dispatch(Reactor* owner, std::function<void()> task) {
+  // On the owner's worker (the usual case: the reader dispatches) this queues on its own deque.
+  scheduler_->SpawnOn(static_cast<size_t>(std::max(IndexOf(owner), 0)), std::move(task));
+}
+
+bool FiberThreadModel::MayBlockCurrentThread() const {
+  // A fiber parks instead of blocking; a worker between fibers (inside its reactor) must not
+  // block; any other thread may.
+  return fiber::IsFiberContext() || scheduler_->CurrentWorkerIndex() < 0;
+}
+
+}  // namespace trpc

@@ -1,0 +1,48 @@
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trpc/config/config.h"
+#include "trpc/fiber/scheduler.h"
+#include "trpc/runtime/thread_model.h"
+
+namespace trpc {
+
+/// The fiber model: a work-stealing fiber scheduler whose worker threads also run one reactor
+/// each. A connection lives on one worker's reactor, which is its only reader; every request it
+/// reads runs in its own fiber, queued on that same worker, where any idle worker of the group
+/// may steal it. A fiber that sleeps or makes a synchronous call parks only itself. Replies go
+/// back through the connection's write queue: directly when the fiber runs on the connection's
+/// worker, through the reactor's task queue when it was stolen.
+class FiberThreadModel final : public ThreadModel {
+ public:
+  explicit FiberThreadModel(const FiberThreadModelConfig& config);
+  ~FiberThreadModel() override;
+
+  std::string_view Type() const override { return "fiber"; }
+  const std::string& InstanceName() const override { return name_; }
+  bool Start(std::string* err) override;
+  void Stop() override;
+  size_t ReactorCount() const override { return reactors_.size(); }
+  Reactor* GetReactor(size_t index) override { return reactors_[index].get(); }
+  int IndexOf(const Reactor* reactor) const override;
+  Reactor* NextReactor() override;
+  bool HandlesInline() const override { return false; }
+  void Dispatch(Reactor* owner, std::function<void()> task) override;
+  bool MayBlockCurrentThread() const override;
+
+  fiber::Scheduler* scheduler() { return scheduler_.get(); }
+
+ private:
+  std::string name_;
+  std::vector<std::unique_ptr<Reactor>> reactors_;
+  std::unique_ptr<fiber::Scheduler> scheduler_;
+  std::atomic<size_t> next_{0};
+  bool started_ = false;
+};
+
+}  // namespace trpc
