@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# End-to-end echo figure: helloworld_server (merge model, 1 worker) pinned to one CPU, trpc_bench
-# (closed loop) pinned to another, on loopback. Prints the settings with the figures.
-#   benchmark/echo_e2e.sh [--connections N] [--duration S] [--server-cpu C] [--client-cpu C]
+# End-to-end echo figure: helloworld_server (1 worker, merge or fiber model) pinned to one CPU,
+# trpc_bench (closed loop) pinned to another, on loopback. Prints the settings with the figures.
+#   benchmark/echo_e2e.sh [--model merge|fiber] [--connections N] [--duration S]
+#                         [--server-cpu C] [--client-cpu C]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+model=merge
 connections=100
 duration=10
 server_cpu=1
 client_cpu=0
 while [ $# -gt 0 ]; do
   case "$1" in
+    --model) model=$2; shift 2 ;;
     --connections) connections=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
     --server-cpu) server_cpu=$2; shift 2 ;;
@@ -29,13 +32,20 @@ build=build
 tmp=$(mktemp -d)
 trap 'kill $server 2>/dev/null || true; rm -rf "$tmp"' EXIT
 port=$((20000 + RANDOM % 20000))
+case "$model" in
+  merge) threadmodel="    default:
+      - instance_name: bench
+        io_handle_type: merge
+        io_thread_num: 1" ;;
+  fiber) threadmodel="    fiber:
+      - instance_name: bench
+        concurrency_hint: 1" ;;
+  *) echo "--model must be merge or fiber" >&2; exit 2 ;;
+esac
 cat > "$tmp/server.yaml" <<YAML
 global:
   threadmodel:
-    default:
-      - instance_name: bench
-        io_handle_type: merge
-        io_thread_num: 1
+$threadmodel
 server:
   service:
     - name: trpc.test.helloworld.Greeter
@@ -52,7 +62,7 @@ for _ in $(seq 1 100); do
   sleep 0.05
 done
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs; commit $(git rev-parse --short HEAD)"
-echo "server: helloworld_server, merge model, 1 worker, pinned to CPU $server_cpu"
+echo "server: helloworld_server, $model model, 1 worker, pinned to CPU $server_cpu"
 echo "client: trpc_bench closed loop, 1 thread, pinned to CPU $client_cpu"
 taskset -c "$client_cpu" $build/benchmark/trpc_bench/trpc_bench --target 127.0.0.1:$port \
   --connections "$connections" --inflight 1 --payload-size 10 --duration "$duration" --warmup 1 \
