@@ -2,20 +2,25 @@
 # Sets up (installs missing Debian packages), builds and runs every test.
 #   test/run_tests.sh            Release build in build/
 #   test/run_tests.sh --asan     ASan+UBSan build in build-asan/
+#   test/run_tests.sh --tsan     TSan build of the concurrency-heavy layers (fiber, future,
+#                                reactor, runtime, e2e) in build-tsan/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mode=Release
 dir=build
-if [ "${1:-}" = "--asan" ]; then
-  mode=Asan
-  dir=build-asan
-fi
+# -U: an old build dir keeps no stale list of test folders.
+dirs=(-UTRPC_TEST_DIRS)
+case "${1:-}" in
+  --asan) mode=Asan; dir=build-asan ;;
+  --tsan) mode=Tsan; dir=build-tsan; dirs=(-DTRPC_TEST_DIRS="fiber;future;reactor;runtime;e2e") ;;
+  "") ;;
+  *) echo "usage: $0 [--asan|--tsan]" >&2; exit 2 ;;
+esac
 
 third_party/setup.sh
 jobs=$(nproc)
-# -U: an old build dir keeps no stale list of test folders.
-cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$mode" -UTRPC_TEST_DIRS >/dev/null
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$mode" "${dirs[@]}" >/dev/null
 cmake --build "$dir" -j "$jobs"
 cd "$dir"
 ctest --output-on-failure -j "$jobs" --timeout 300

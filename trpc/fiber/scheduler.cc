@@ -221,7 +221,20 @@ void Worker::Unpark() {
   }
 }
 
+void Worker::PostTimerCancel(uint64_t id) {
+  // A full inbox only delays the cleanup: the callback is written to tolerate running late.
+  if (!timer_cancels_.TryPush(uint64_t{id})) return;
+  // A stopping worker may be sleeping until this very timer: let it re-check now.
+  if (group_->stopping_.load(std::memory_order_acquire)) Unpark();
+}
+
+void Worker::ApplyTimerCancels() {
+  uint64_t id;
+  while (timer_cancels_.TryPop(&id)) timers_.Cancel(id);
+}
+
 void Worker::RunTimers() {
+  ApplyTimerCancels();
   if (timers_.size() == 0) return;
   int64_t next = timers_.NextDeadline();
   if (next < 0) return;
@@ -290,12 +303,14 @@ void Worker::ParkUntilWork() {
   // Re-check after announcing: a fiber pushed before the announcement is seen here; one pushed
   // after it finds our bit and bumps the epoch, so the wait below returns at once.
   FiberEntity* f = FindWork(/*allow_remote=*/true);
-  if (f != nullptr || group_->stopping_.load(std::memory_order_acquire)) {
+  if (f != nullptr) {
     uint64_t prev = group_->parked_mask_.fetch_and(~bit, std::memory_order_seq_cst);
     if (!(prev & bit)) group_->SignalWork();  // a waker chose us; pass its wake-up on
-    if (f != nullptr) RunFiber(f);
+    RunFiber(f);
     return;
   }
+  // (Stopping: Loop() gets here only with timers pending, so the wait below is bounded by the
+  // next one; a Stop() that began after the check in Loop() has bumped our epoch.)
   parks_.fetch_add(1, std::memory_order_relaxed);
   int64_t deadline = timers_.NextDeadline();
   if (io_) {
@@ -335,9 +350,12 @@ void Worker::Loop() {
       RunFiber(f);
       continue;
     }
+    ApplyTimerCancels();
     if (group_->stopping_.load(std::memory_order_acquire) && timers_.size() == 0) {
-      // Drain: nothing runnable here and nothing left to wake up on this worker.
-      if (FindWork(true) == nullptr) break;
+      // Drain: exit once nothing is runnable and nothing is left to wake up on this worker.
+      if ((f = FindWork(true)) == nullptr) break;
+      RunFiber(f);
+      continue;
     }
     ParkUntilWork();
   }
@@ -536,7 +554,7 @@ bool WaitUntil(Waiter* w, WaitList* list, Spinlock* lock, int64_t deadline_ns) {
     tw->w = w;
     tw->list = list;
     tw->list_lock = lock;
-    AddWorkerTimer(deadline_ns, [tw] {
+    WorkerTimer timer = AddWorkerTimer(deadline_ns, [tw] {
       std::lock_guard g(tw->lock);
       if (tw->done) return;
       tw->list_lock->lock();
@@ -548,9 +566,15 @@ bool WaitUntil(Waiter* w, WaitList* list, Spinlock* lock, int64_t deadline_ns) {
       }
     });
     Halt(lock);
-    std::lock_guard g(tw->lock);
-    tw->done = true;
-    return !tw->timed_out;
+    bool timed_out;
+    {
+      std::lock_guard g(tw->lock);
+      tw->done = true;
+      timed_out = tw->timed_out;
+    }
+    // Woken early: drop the timer so it neither lingers in the heap nor holds up Stop().
+    if (!timed_out) CancelWorkerTimer(timer);
+    return !timed_out;
   }
   lock->unlock();
   while (w->futex.load(std::memory_order_acquire) == 0) {
@@ -579,10 +603,19 @@ void Wake(Waiter* w) {
   FutexWake(&w->futex, 1);
 }
 
-void AddWorkerTimer(int64_t deadline_ns, std::function<void()> cb) {
+WorkerTimer AddWorkerTimer(int64_t deadline_ns, std::function<void()> cb) {
   Worker* w = Worker::Current();
   TRPC_CHECK(w != nullptr, "AddWorkerTimer() outside a fiber worker");
-  w->timers().Add(deadline_ns, std::move(cb));
+  return WorkerTimer{w, w->timers().Add(deadline_ns, std::move(cb))};
+}
+
+void CancelWorkerTimer(const WorkerTimer& timer) {
+  if (timer.worker == nullptr) return;
+  if (Worker::Current() == timer.worker) {
+    timer.worker->timers().Cancel(timer.id);
+  } else {
+    timer.worker->PostTimerCancel(timer.id);
+  }
 }
 
 }  // namespace detail
@@ -708,11 +741,13 @@ void Scheduler::SpawnEntity(std::function<void()> fn, detail::JoinState* join, i
     f->group = target->group();
     if (on_worker) w->started_.fetch_add(1, std::memory_order_relaxed);
     else external_started_.fetch_add(1, std::memory_order_relaxed);
+    // Once queued, `f` may be stolen, run and freed at once: touch only locals after the push.
+    SchedulingGroup* g = f->group;
     if (w == target) {
       w->PushLocal(f);
-      f->group->SignalWork();
+      g->SignalWork();
     } else {
-      f->group->PushShared(f);
+      g->PushShared(f);
     }
     return;
   }
@@ -720,12 +755,14 @@ void Scheduler::SpawnEntity(std::function<void()> fn, detail::JoinState* join, i
     f->group = w->group();
     w->started_.fetch_add(1, std::memory_order_relaxed);
     w->PushLocal(f);
-    f->group->SignalWork();
+    w->group()->SignalWork();
     return;
   }
   external_started_.fetch_add(1, std::memory_order_relaxed);
-  f->group = groups_[next_group_.fetch_add(1, std::memory_order_relaxed) % groups_.size()].get();
-  f->group->PushShared(f);
+  SchedulingGroup* g =
+      groups_[next_group_.fetch_add(1, std::memory_order_relaxed) % groups_.size()].get();
+  f->group = g;
+  g->PushShared(f);
 }
 
 void Scheduler::Spawn(std::function<void()> fn) { SpawnEntity(std::move(fn), nullptr); }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "trpc/base/mpmc_queue.h"
+#include "trpc/base/mpsc_queue.h"
 #include "trpc/base/timer_queue.h"
 #include "trpc/fiber/detail/fiber_entity.h"
 #include "trpc/fiber/detail/stack.h"
@@ -39,6 +40,8 @@ class Worker {
 
   /// Queues a runnable fiber on this worker (owner thread only).
   void PushLocal(FiberEntity* f);
+  /// Any thread: asks this worker to cancel timer `id` (see CancelWorkerTimer()).
+  void PostTimerCancel(uint64_t id);
   /// Wakes the worker if it is parked (any thread).
   void Unpark();
 
@@ -70,6 +73,7 @@ class Worker {
   bool SpinForWork(FiberEntity** out);
   void ParkUntilWork();
   void RunTimers();
+  void ApplyTimerCancels();
   void InstallAltStack();
 
   Scheduler* sched_;
@@ -80,6 +84,7 @@ class Worker {
   std::unique_ptr<WorkerIo> io_;
   WorkStealingDeque<FiberEntity> local_;
   TimerQueue timers_;
+  MpscQueue<uint64_t> timer_cancels_{1024};
   std::thread thread_;
 
   // The context switch state (owner thread only).

@@ -18,7 +18,7 @@ namespace trpc::fiber::detail {
 /// thread.
 ///
 /// Memory ordering contract:
-///   - Push() writes the slot, then a release fence, then publishes the new bottom; a thief
+///   - Push() writes the slot, then publishes the new bottom with a release store; a thief
 ///     loads bottom with acquire, so it sees the slot's contents (and everything the pusher did
 ///     before Push(), such as initialising the fiber descriptor the pointer names).
 ///   - A thief claims slot `t` with a seq_cst CAS on top; the owner's Pop() publishes its
@@ -43,8 +43,9 @@ class WorkStealingDeque {
     int64_t t = top_.load(std::memory_order_acquire);
     if (b - t > static_cast<int64_t>(mask_)) return false;
     slots_[b & mask_].store(item, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
-    bottom_.store(b + 1, std::memory_order_relaxed);
+    // A release store (the paper's release fence + relaxed store, in the form TSan models; the
+    // same instruction on x86).
+    bottom_.store(b + 1, std::memory_order_release);
     return true;
   }
 
