@@ -16,6 +16,10 @@
 #include "trpc/fiber/detail/futex.h"
 #include "trpc/fiber/detail/scheduling_group.h"
 
+#ifdef TRPC_FIBER_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace trpc::fiber {
 
 using detail::AfterRun;
@@ -229,6 +233,7 @@ void Worker::PostTimerCancel(uint64_t id) {
 }
 
 void Worker::ApplyTimerCancels() {
+  if (timer_cancels_.Empty()) return;
   uint64_t id;
   while (timer_cancels_.TryPop(&id)) timers_.Cancel(id);
 }
@@ -273,6 +278,8 @@ FiberEntity* Worker::FindWork(bool allow_remote) {
 }
 
 bool Worker::SpinForWork(FiberEntity** out) {
+  // With more workers than CPUs a spinner only steals CPU time from the worker it waits for.
+  if (sched_->oversubscribed_) return false;
   int spinning = group_->spinning_.load(std::memory_order_relaxed);
   do {
     if (spinning >= kMaxSpinners) return false;
@@ -364,7 +371,9 @@ void Worker::Loop() {
 void Worker::RunFiber(FiberEntity* f) {
   if (f->ctx == nullptr) {
     f->stack = stacks_.Get();
-    TRPC_CHECK(f->stack.base != nullptr, "out of memory for fiber stacks");
+    TRPC_CHECK(f->stack.base != nullptr,
+               "cannot map a fiber stack: out of memory, or out of memory mappings (each stack "
+               "takes two; see vm.max_map_count)");
     f->ctx = ctx::make_fcontext(f->stack.top(), f->stack.size, &Worker::FiberMain);
     f->san.stack_bottom = f->stack.bottom();
     f->san.stack_size = f->stack.size;
@@ -392,6 +401,11 @@ void Worker::RunFiber(FiberEntity* f) {
     case AfterRun::kExit:
 #ifdef TRPC_FIBER_TSAN
       __tsan_destroy_fiber(f->san.tsan_fiber);
+#endif
+#ifdef TRPC_FIBER_ASAN
+      // The finished fiber's frames stay poisoned; the next fiber on this stack must not trip
+      // over them.
+      __asan_unpoison_memory_region(f->stack.bottom(), f->stack.size);
 #endif
       stacks_.Put(f->stack);
       delete f;
@@ -449,6 +463,16 @@ void SchedulingGroup::Ready(FiberEntity* f) {
 }
 
 void SchedulingGroup::PushShared(FiberEntity* f) {
+  // A thread outside this scheduler keeps touching the group (SignalWork) after `f` is queued,
+  // when `f` may already have finished and the scheduler may be stopping: Stop() waits for it.
+  Worker* self = Worker::Current();
+  bool outsider = self == nullptr || self->scheduler() != sched_;
+  if (outsider) sched_->outside_wakers_.fetch_add(1, std::memory_order_acq_rel);
+  PushSharedInner(f);
+  if (outsider) sched_->outside_wakers_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+void SchedulingGroup::PushSharedInner(FiberEntity* f) {
   if (has_overflow_.load(std::memory_order_acquire) || !shared_.TryPush(f)) {
     std::lock_guard lock(overflow_mu_);
     overflow_.push_back(f);
@@ -630,6 +654,7 @@ Scheduler::Scheduler(SchedulerOptions options) : options_(std::move(options)) {
     options_.scheduling_group_size = (options_.concurrency + groups - 1) / groups;
   }
   if (options_.work_stealing_ratio == 0) options_.work_stealing_ratio = 1;
+  oversubscribed_ = options_.concurrency > UsableCpuCount();
 }
 
 Scheduler::~Scheduler() {
@@ -677,6 +702,7 @@ void Scheduler::Stop() {
   for (auto& g : groups_) g->stopping_.store(true, std::memory_order_release);
   for (auto& g : groups_) g->WakeAll();
   for (Worker* w : workers_) w->Join();
+  while (outside_wakers_.load(std::memory_order_acquire) > 0) std::this_thread::yield();
   SchedulerStats s = Stats();
   if (s.fibers_started != s.fibers_finished) {
     TRPC_LOG_WARN("fiber scheduler {} stopped with {} fibers still blocked", options_.name,

@@ -134,6 +134,8 @@ class SchedulingGroup {
   std::atomic<bool> stopping_{false};
 
  private:
+  void PushSharedInner(FiberEntity* f);
+
   Scheduler* sched_;
   size_t index_;
   std::vector<std::unique_ptr<Worker>> workers_;
