@@ -8,7 +8,7 @@
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/base/zero_copy_stream.h"
-#include "trpc/fiber/detail/fiber_entity.h"
+#include "trpc/fiber/event.h"
 
 namespace trpc {
 
@@ -235,31 +235,18 @@ Status ServiceProxy::UnaryInvoke(const ClientContextPtr& ctx,
     return st;
   }
   // One wait for both callers: a fiber parks (its worker runs other fibers meanwhile), a plain
-  // thread sleeps on a futex.
+  // thread sleeps on a futex. The status is written before Set(), which orders it before Wait()
+  // returns.
   struct SyncCall {
-    fiber::detail::Spinlock lock;
-    fiber::detail::WaitList waiters;
-    bool done = false;
+    fiber::Event done;
     Status status;
   };
   auto call = std::make_shared<SyncCall>();
   AsyncUnaryInvoke(ctx, req, rsp, [call](const Status& st) {
-    call->lock.lock();
     call->status = st;
-    call->done = true;
-    fiber::detail::Waiter* w = call->waiters.PopFront();
-    call->lock.unlock();
-    if (w != nullptr) fiber::detail::Wake(w);
+    call->done.Set();
   });
-  call->lock.lock();
-  if (!call->done) {
-    fiber::detail::Waiter w;
-    w.fiber = fiber::detail::CurrentFiber();
-    call->waiters.PushBack(&w);
-    fiber::detail::Wait(&w, &call->lock);
-  } else {
-    call->lock.unlock();
-  }
+  call->done.Wait();
   return call->status;
 }
 
