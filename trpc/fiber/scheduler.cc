@@ -251,7 +251,8 @@ FiberEntity* Worker::FindWork(bool allow_remote) {
   // FIFO from our own deque (a steal from the top, not a LIFO pop): request fibers run in
   // arrival order, which is what keeps the tail short under load. Every 61st look starts at
   // the shared queue so a worker busy with its own deque cannot starve it.
-  if (++find_calls_ % 61 == 0) {
+  if (shared_first_ || ++find_calls_ % 61 == 0) {
+    shared_first_ = false;
     if (FiberEntity* f = group_->PopShared()) return f;
   }
   if (FiberEntity* f = local_.Steal()) return f;
@@ -389,9 +390,15 @@ void Worker::RunFiber(FiberEntity* f) {
   running_ = nullptr;
   switch (after_run_) {
     case AfterRun::kYield:
-      // Behind everything runnable in the group, not just behind this worker's deque.
+      // Behind this worker's deque, and the next pick looks at the group's queue first, so a
+      // yield lets both kinds of waiting fiber go ahead. No wake-up: this worker is busy
+      // anyway and will run it (a spinning sibling may steal it).
       f->ctx = t.fctx;
-      group_->PushShared(f);
+      if (local_.Push(f)) {
+        shared_first_ = true;
+      } else {
+        group_->PushShared(f);
+      }
       break;
     case AfterRun::kHalt:
       f->ctx = t.fctx;

@@ -97,6 +97,7 @@ class Worker {
 
   uint64_t idle_rounds_ = 0;
   uint64_t find_calls_ = 0;
+  bool shared_first_ = false;  // set by a yield: the next pick tries the group queue first
   uint64_t rng_;
   void* alt_stack_ = nullptr;
 
