@@ -8,9 +8,20 @@
 #include <string>
 #include <thread>
 
+#include "trpc/fiber/detail/context.h"  // TRPC_FIBER_TSAN
 #include "trpc/fiber/scheduler.h"
 
 namespace trpc::fiber::testing {
+
+/// Stress-test sizes under TSan: it makes each switch and atomic ~50-100x dearer, and a tenth
+/// of the count still drives every path (run-queue overflow, stealing, parking) it must see.
+constexpr int ScaledForSanitizer(int n) {
+#ifdef TRPC_FIBER_TSAN
+  return n / 10;
+#else
+  return n;
+#endif
+}
 
 /// A fixture owning one scheduler, stopped at the end of the test.
 class FiberTest : public ::testing::Test {

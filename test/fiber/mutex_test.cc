@@ -17,7 +17,7 @@ using MutexTest = testing::FiberTest;
 
 TEST_F(MutexTest, HundredThousandFibersCountExactly) {
   Start(4);
-  constexpr int kFibers = 100'000;
+  constexpr int kFibers = testing::ScaledForSanitizer(100'000);
   constexpr int kSpawners = 100;
   constexpr size_t kBatch = 50;
   Mutex mu;

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "test/fiber/fiber_test_util.h"
 #include "trpc/base/clock.h"
 #include "trpc/fiber/fiber.h"
 
@@ -50,7 +51,7 @@ TEST_F(SchedulerTest, FiberRunsAndJoinsFromAPlainThread) {
 
 TEST_F(SchedulerTest, OneMillionFibersSpawnedAndJoined) {
   Start(4);
-  constexpr int kFibers = 1'000'000;
+  constexpr int kFibers = testing::ScaledForSanitizer(1'000'000);
   constexpr int kSpawners = 100;
   std::atomic<int> ran{0};
   // Spawned and joined from fibers, 10k per spawner, so most of it is worker-local.
