@@ -9,6 +9,7 @@
 
 #include "trpc/client/client_context.h"
 #include "trpc/config/config.h"
+#include "trpc/future/future.h"
 #include "trpc/runtime/thread_model.h"
 #include "trpc/transport/client_connection.h"
 
@@ -48,6 +49,28 @@ class ServiceProxy {
   /// this returns; `rsp` and `ctx` must live until `done` runs.
   void AsyncUnaryInvoke(const ClientContextPtr& ctx, const google::protobuf::MessageLite& req,
                         google::protobuf::MessageLite* rsp, Done done);
+  /// Returns a future of the reply, resolved on the reactor thread that completes the call (in
+  /// the merged model, the calling worker itself: continuations stay on the thread). Fails with
+  /// the call's Status. `ctx` must not be reused until the future resolves.
+  template <typename Rsp>
+  Future<Rsp> AsyncUnaryInvoke(const ClientContextPtr& ctx,
+                               const google::protobuf::MessageLite& req) {
+    // The reply message and the promise live together until `done` runs.
+    struct Pending {
+      Rsp rsp;
+      Promise<Rsp> promise;
+    };
+    auto pending = std::make_shared<Pending>();
+    Future<Rsp> fut = pending->promise.GetFuture();
+    AsyncUnaryInvoke(ctx, req, &pending->rsp, [pending](const Status& st) {
+      if (st.OK()) {
+        pending->promise.SetValue(std::move(pending->rsp));
+      } else {
+        pending->promise.SetException(st);
+      }
+    });
+    return fut;
+  }
   /// Sends without waiting for (or getting) a reply.
   Status OnewayInvoke(const ClientContextPtr& ctx, const google::protobuf::MessageLite& req);
 

@@ -5,6 +5,7 @@
 
 #include "trpc/base/status.h"
 #include "trpc/base/zero_copy_stream.h"
+#include "trpc/future/future.h"
 #include "trpc/server/server_context.h"
 
 namespace trpc {
@@ -41,11 +42,54 @@ class UnaryRpcMethodHandler final : public RpcMethodHandler {
       return;
     }
     Status status = fn_(ctx, &req, &rsp);
+    if (!ctx->IsResponse()) return;  // the handler replies later (SetResponse(false))
     if (status.OK() && !ctx->GetStatus().OK()) status = ctx->GetStatus();
     ctx->SendReply(status, &rsp);
   }
 
  private:
+  Function fn_;
+};
+
+/// A unary method whose handler returns Future<Rsp> (the generated Async* service classes): the
+/// reply goes out when the future resolves, from the thread that resolves it. In the merged
+/// model a handler that chains on a downstream call made on its worker therefore replies on that
+/// same worker. The request message lives until the reply is sent.
+template <typename Req, typename Rsp>
+class AsyncUnaryRpcMethodHandler final : public RpcMethodHandler {
+ public:
+  using Function = std::function<Future<Rsp>(const ServerContextPtr&, const Req*)>;
+  explicit AsyncUnaryRpcMethodHandler(Function fn) : fn_(std::move(fn)) {}
+
+  void Handle(const ServerContextPtr& ctx) override {
+    auto req = std::make_shared<Req>();
+    if (!detail::ParseMessage(ctx->request().body, req.get())) {
+      ctx->SendReply(Status(kServerDecodeErr, "cannot parse the request body"), nullptr);
+      return;
+    }
+    Future<Rsp> fut = fn_(ctx, req.get());
+    if (!fut.Valid()) {
+      ctx->SendReply(Status(kServerSystemErr, "handler returned an invalid future"), nullptr);
+      return;
+    }
+    if (fut.IsResolved()) {  // answered at once: no continuation, no pending count
+      Reply(ctx, std::move(fut));
+      return;
+    }
+    ctx->SetResponse(false);
+    std::move(fut).Then([ctx, req](Future<Rsp>&& done) { Reply(ctx, std::move(done)); });
+  }
+
+ private:
+  static void Reply(const ServerContextPtr& ctx, Future<Rsp>&& done) {
+    if (done.IsFailed()) {
+      ctx->SendReply(done.GetException(), nullptr);
+      return;
+    }
+    Rsp rsp = done.GetValue();
+    ctx->SendReply(ctx->GetStatus(), &rsp);
+  }
+
   Function fn_;
 };
 

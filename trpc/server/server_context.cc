@@ -30,6 +30,16 @@ ServerContext::~ServerContext() {
   if (!replied_ && counted_pending_) QueueOnLoop(conn_, ChainBuffer(), true);
 }
 
+void ServerContext::SetResponse(bool framework_replies) {
+  framework_replies_ = framework_replies;
+  if (!framework_replies && !counted_pending_ && !replied_) {
+    // An inline (merge) handler runs on the loop thread and was not counted: count it now, so
+    // reading pauses at max_pending_requests and a graceful close waits for the late reply.
+    conn_->BeginRequest();
+    counted_pending_ = true;
+  }
+}
+
 void ServerContext::SendReply(const Status& status, const google::protobuf::MessageLite* body) {
   if (replied_) return;
   replied_ = true;

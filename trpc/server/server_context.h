@@ -45,6 +45,21 @@ class ServerContext {
   void SetStatus(Status status) { status_ = std::move(status); }
   const Status& GetStatus() const { return status_; }
 
+  /// Replying later (tRPC-Cpp's names). A synchronous handler that calls SetResponse(false)
+  /// takes the reply over: the framework sends nothing when the handler returns, and the handler
+  /// (or whatever it handed the context to) calls SendUnaryResponse() exactly once, from any
+  /// thread. Until then the request counts against the connection's max_pending_requests, and a
+  /// graceful stop waits for it. Call SetResponse(false) on the thread running the handler,
+  /// before it returns.
+  void SetResponse(bool framework_replies);
+  bool IsResponse() const { return framework_replies_; }
+  /// Sends the reply of a call taken over with SetResponse(false): `status`, and `rsp` when the
+  /// status is OK. Later calls are ignored.
+  void SendUnaryResponse(const Status& status, const google::protobuf::MessageLite& rsp) {
+    SendReply(status, &rsp);
+  }
+  void SendUnaryResponse(const Status& status) { SendReply(status, nullptr); }
+
   // Framework use.
   RpcRequest& request() { return req_; }
   void SetDeadlineNs(int64_t deadline_ns) { deadline_ns_ = deadline_ns; }
@@ -66,6 +81,7 @@ class ServerContext {
   int64_t deadline_ns_ = 0;
   bool replied_ = false;
   bool counted_pending_ = false;
+  bool framework_replies_ = true;
 };
 
 using ServerContextPtr = std::shared_ptr<ServerContext>;

@@ -26,6 +26,14 @@ class Service {
                         std::make_unique<UnaryRpcMethodHandler<Req, Rsp>>(std::move(fn)));
   }
 
+  /// Convenience: register a unary method whose handler returns Future<Rsp>.
+  template <typename Req, typename Rsp>
+  void AddAsyncUnaryMethod(std::string func,
+                           typename AsyncUnaryRpcMethodHandler<Req, Rsp>::Function fn) {
+    AddRpcServiceMethod(std::move(func),
+                        std::make_unique<AsyncUnaryRpcMethodHandler<Req, Rsp>>(std::move(fn)));
+  }
+
   /// The handler for `func`, or null.
   RpcMethodHandler* FindMethod(std::string_view func) const;
 
