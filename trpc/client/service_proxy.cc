@@ -40,6 +40,12 @@ bool ServiceProxy::Init(std::string* err) {
     *err = where + "client " + config_.name + ": unknown protocol '" + config_.protocol + "'";
     return false;
   }
+  std::string missing;
+  if (!filters_.Build(config_.filter, &missing)) {
+    *err = where + "client " + config_.name + ": no client filter named '" + missing +
+           "' is registered";
+    return false;
+  }
   std::string bad;
   if (!NetAddress::ParseList(config_.target, &backends_, &bad)) {
     *err = where + "client " + config_.name + ": bad target '" + bad + "'";
@@ -79,6 +85,15 @@ void ServiceProxy::Stop() {
   done.wait();
 }
 
+bool ServiceProxy::RunFilters(FilterPoint point, const ClientContextPtr& ctx) {
+  std::string rejected_by;
+  if (filters_.Run(point, ctx, &rejected_by)) return true;
+  if (ctx->GetStatus().OK()) {
+    ctx->SetStatus(Status(kUnknownErr, "rejected by client filter " + rejected_by));
+  }
+  return false;
+}
+
 Reactor* ServiceProxy::PickReactor() {
   Reactor* current = Reactor::Current();
   if (current != nullptr && model_->IndexOf(current) >= 0) return current;
@@ -107,6 +122,10 @@ bool ServiceProxy::Prepare(const ClientContextPtr& ctx, const google::protobuf::
   r.caller = ctx->GetCaller();
   r.callee = config_.name;
   r.func = ctx->GetFuncName();
+  if (!filters_.Empty() && !RunFilters(FilterPoint::CLIENT_PRE_SEND_MSG, ctx)) {
+    *st = ctx->GetStatus();
+    return false;
+  }
   r.trans_info = ctx->GetReqTransInfo();
   if (!codec_->EncodeRequest(&r, &req, &call->request)) {
     *st = Status(kClientEncodeErr, "cannot encode the request");
@@ -197,6 +216,12 @@ void ServiceProxy::StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call) {
                      if (!ok) st = Status(kClientDecodeErr, "cannot parse the response body");
                    }
                    call->ctx->MutableRspTransInfo() = std::move(rsp.trans_info);
+                   if (!filters_.Empty()) {
+                     call->ctx->SetStatus(st);
+                     if (!RunFilters(FilterPoint::CLIENT_POST_RECV_MSG, call->ctx)) {
+                       st = call->ctx->GetStatus();
+                     }
+                   }
                  }
                  call->ctx->SetStatus(st);
                  call->done(st);
@@ -213,6 +238,19 @@ void ServiceProxy::StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call) {
 void ServiceProxy::AsyncUnaryInvoke(const ClientContextPtr& ctx,
                                     const google::protobuf::MessageLite& req,
                                     google::protobuf::MessageLite* rsp, Done done) {
+  if (!filters_.Empty()) {
+    ctx->SetStatus(Status());
+    if (!RunFilters(FilterPoint::CLIENT_PRE_RPC_INVOKE, ctx)) {
+      done(ctx->GetStatus());
+      return;
+    }
+    // Every call that got past PRE_RPC_INVOKE meets POST_RPC_INVOKE, with its final status.
+    done = [this, ctx, done = std::move(done)](const Status& st) {
+      ctx->SetStatus(st);
+      RunFilters(FilterPoint::CLIENT_POST_RPC_INVOKE, ctx);
+      done(ctx->GetStatus());
+    };
+  }
   auto call = std::make_shared<Call>();
   Status st;
   if (!Prepare(ctx, req, kUnaryCall, call.get(), &st)) {
@@ -252,6 +290,10 @@ Status ServiceProxy::UnaryInvoke(const ClientContextPtr& ctx,
 
 Status ServiceProxy::OnewayInvoke(const ClientContextPtr& ctx,
                                   const google::protobuf::MessageLite& req) {
+  if (!filters_.Empty()) {
+    ctx->SetStatus(Status());
+    if (!RunFilters(FilterPoint::CLIENT_PRE_RPC_INVOKE, ctx)) return ctx->GetStatus();
+  }
   auto call = std::make_shared<Call>();
   Status st;
   if (!Prepare(ctx, req, kOnewayCall, call.get(), &st)) return st;

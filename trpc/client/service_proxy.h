@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "trpc/client/client_context.h"
+#include "trpc/client/client_filter.h"
 #include "trpc/config/config.h"
 #include "trpc/future/future.h"
 #include "trpc/runtime/thread_model.h"
@@ -34,9 +35,10 @@ class ServiceProxy {
   using Done = std::function<void(const Status&)>;
 
   ServiceProxy(ClientServiceConfig config, ThreadModel* model);
-  ~ServiceProxy();
+  virtual ~ServiceProxy();
 
-  /// Parses the targets and finds the codec. False (with `*err`) on a bad config.
+  /// Parses the targets, finds the codec and resolves the filters. False (with `*err`, "file:line:
+  /// ..." when the config came from a file) on a bad config.
   bool Init(std::string* err);
   /// Closes every connection; pending calls fail with 141.
   void Stop();
@@ -85,10 +87,13 @@ class ServiceProxy {
                                     Status* st);
   ClientConnectionPtr Connect(size_t reactor_index, size_t backend, Status* st);
   Reactor* PickReactor();
+  // Runs the filters at `point`; on a REJECT returns false with the reason in ctx's status.
+  bool RunFilters(FilterPoint point, const ClientContextPtr& ctx);
 
   ClientServiceConfig config_;
   ThreadModel* model_;
   std::shared_ptr<ClientCodec> codec_;
+  detail::ClientFilterChain filters_;
   std::vector<NetAddress> backends_;
   // conns_[reactor][backend * conns_per_backend_ + k]: touched only on that reactor's thread.
   std::vector<std::vector<ClientConnectionPtr>> conns_;

@@ -42,6 +42,7 @@ constexpr UintRule kMaxPendingWriteBytesRule{4096, UINT64_MAX};
 constexpr UintRule kMaxPendingRequestsRule{1, 1000000};
 constexpr UintRule kClientTimeoutRule{1, kU32Max};
 constexpr UintRule kClientMaxConnNumRule{1, 1024};
+constexpr UintRule kStopMaxWaitTimeRule{0, 600000};
 
 // Instance name -> path of the entry that declared it.
 using InstanceNames = std::map<std::string, std::string, std::less<>>;
@@ -143,12 +144,17 @@ void ReadIp(MapReader& r, std::string_view key, std::string* out) {
 
 void ReadServer(const MapReader& root, const std::string& file, const InstanceNames& instances,
                 ServerConfig* out) {
-  MapReader r = root.Map("server", {"app", "server", "admin_port", "admin_ip", "service"});
+  MapReader r =
+      root.Map("server", {"app", "server", "admin_port", "admin_ip", "stop_max_wait_time",
+                          "filter", "service"});
   ServerConfig server;
+  if (r.Has("filter")) server.filter_origin = fmt::format("{}:{}", file, r.ValueLine("filter"));
+  r.StringList("filter", &server.filter);
   r.String("app", &server.app);
   r.String("server", &server.server);
   r.Uint("admin_port", kPortRule, &server.admin_port);
   ReadIp(r, "admin_ip", &server.admin_ip);
+  r.Uint("stop_max_wait_time", kStopMaxWaitTimeRule, &server.stop_max_wait_time);
 
   std::vector<Listener> listeners;
   CheckListener(r, "admin_port", {server.admin_ip, server.admin_port, "server.admin_port"},
@@ -157,7 +163,8 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
   r.ForEachMap(
       "service",
       {"name", "protocol", "network", "ip", "port", "max_conn_num", "idle_time", "max_packet_size",
-       "timeout", "max_pending_write_bytes", "max_pending_requests", "threadmodel_instance_name"},
+       "timeout", "max_pending_write_bytes", "max_pending_requests", "threadmodel_instance_name",
+       "filter"},
       [&](MapReader& s, size_t) {
         ServiceConfig svc;
         svc.origin = fmt::format("{}:{}", file, s.line());
@@ -186,6 +193,7 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
                       fmt::format("no thread model instance named '{}' (configured: {})",
                                   svc.threadmodel_instance_name, ListNames(instances)));
         }
+        s.StringList("filter", &svc.filter);
         CheckListener(s, "port", {svc.ip, svc.port, s.path()}, &listeners);
         server.service.push_back(std::move(svc));
       });
@@ -193,13 +201,15 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
 }
 
 void ReadClient(const MapReader& root, const std::string& file, ClientConfig* out) {
-  MapReader r = root.Map("client", {"service"});
+  MapReader r = root.Map("client", {"filter", "service"});
   ClientConfig client;
+  if (r.Has("filter")) client.filter_origin = fmt::format("{}:{}", file, r.ValueLine("filter"));
+  r.StringList("filter", &client.filter);
   std::map<std::string, std::string, std::less<>> names;
   r.ForEachMap(
       "service",
       {"name", "target", "protocol", "timeout", "conn_type", "max_conn_num", "max_packet_size",
-       "connect_timeout"},
+       "connect_timeout", "filter"},
       [&](MapReader& s, size_t) {
         ClientServiceConfig svc;
         svc.origin = fmt::format("{}:{}", file, s.line());
@@ -227,6 +237,7 @@ void ReadClient(const MapReader& root, const std::string& file, ClientConfig* ou
         s.Uint("max_conn_num", kClientMaxConnNumRule, &svc.max_conn_num);
         s.Uint("max_packet_size", kMaxPacketSizeRule, &svc.max_packet_size);
         s.Uint("connect_timeout", kServiceTimeoutRule, &svc.connect_timeout);
+        s.StringList("filter", &svc.filter);
         client.service.push_back(std::move(svc));
       });
   if (r.ok()) *out = std::move(client);

@@ -63,6 +63,7 @@ struct ServiceConfig {
   uint64_t max_pending_write_bytes = 64ull << 20;  // Unsent reply bytes per connection, >= 4096.
   uint32_t max_pending_requests = 1024;  // Requests handed to handlers, not yet replied, per conn.
   std::string threadmodel_instance_name;           // "" = the first configured instance.
+  std::vector<std::string> filter;      // Server filters for this service, after server.filter.
   std::string origin;  // "file:line" of this entry, for errors found after loading.
 
   bool operator==(const ServiceConfig&) const = default;
@@ -73,7 +74,10 @@ struct ServerConfig {
   std::string server;
   uint16_t admin_port = 0;  // 0 = no admin service.
   std::string admin_ip = "127.0.0.1";
+  uint32_t stop_max_wait_time = 3000;  // ms a graceful stop waits for in-flight calls, 0..600000.
+  std::vector<std::string> filter;  // Server filters run for every service, by registered name.
   std::vector<ServiceConfig> service;
+  std::string filter_origin;  // "file:line" of server.filter, for errors found after loading.
 
   bool operator==(const ServerConfig&) const = default;
 };
@@ -88,13 +92,16 @@ struct ClientServiceConfig {
   uint32_t max_conn_num = 1;       // Connections per backend, 1..1024.
   uint32_t max_packet_size = 10000000;  // Bytes per response frame, >= 16.
   uint32_t connect_timeout = 3000;      // ms to establish a connection; 0 = no limit.
+  std::vector<std::string> filter;      // Client filters for this callee, after client.filter.
   std::string origin;              // "file:line" of this entry, for errors found after loading.
 
   bool operator==(const ClientServiceConfig&) const = default;
 };
 
 struct ClientConfig {
+  std::vector<std::string> filter;  // Client filters run for every callee, by registered name.
   std::vector<ClientServiceConfig> service;
+  std::string filter_origin;  // "file:line" of client.filter, for errors found after loading.
 
   bool operator==(const ClientConfig&) const = default;
 };

@@ -1,10 +1,27 @@
 #include "trpc/server/server.h"
 
+#include <mutex>
+#include <vector>
+
+#include "trpc/base/clock.h"
 #include "trpc/codec/codec.h"
 #include "trpc/runtime/runtime.h"
 #include "trpc/server/detail/service_adapter.h"
 
 namespace trpc {
+
+namespace {
+// Filter chains live as long as the process: a reply sent late (after a graceful stop gave up
+// waiting) still reads its service's chain. A few bytes per service start.
+const detail::ServerFilterChain* KeepChain(std::unique_ptr<detail::ServerFilterChain> chain) {
+  static std::mutex mu;
+  static std::vector<std::unique_ptr<detail::ServerFilterChain>>* chains =
+      new std::vector<std::unique_ptr<detail::ServerFilterChain>>();
+  std::lock_guard lock(mu);
+  chains->push_back(std::move(chain));
+  return chains->back().get();
+}
+}  // namespace
 
 Server::Server(ServerConfig config) : config_(std::move(config)) {}
 
@@ -42,7 +59,21 @@ bool Server::StartServices(std::string* err) {
              sc.threadmodel_instance_name + "' is running";
       return false;
     }
-    auto adapter = std::make_unique<detail::ServiceAdapter>(sc, it->second, model, codec);
+    // server.filter first, then the service's own.
+    auto chain = std::make_unique<detail::ServerFilterChain>();
+    std::string missing;
+    if (!chain->Build(config_.filter, &missing)) {
+      std::string at = config_.filter_origin.empty() ? where : config_.filter_origin + ": ";
+      *err = at + "server.filter: no server filter named '" + missing + "' is registered";
+      return false;
+    }
+    if (!chain->Build(sc.filter, &missing)) {
+      *err = where + "service '" + sc.name + "': no server filter named '" + missing +
+             "' is registered";
+      return false;
+    }
+    auto adapter = std::make_unique<detail::ServiceAdapter>(sc, it->second, model, codec,
+                                                            KeepChain(std::move(chain)));
     if (!adapter->Start(err)) {
       *err = where + *err;
       return false;
@@ -53,7 +84,13 @@ bool Server::StartServices(std::string* err) {
 }
 
 void Server::Stop() {
-  for (auto& [name, adapter] : adapters_) adapter->Stop();
+  // One budget for the whole server: every service stops accepting at once, then each waits
+  // for what is left of the time.
+  for (auto& [name, adapter] : adapters_) adapter->StopAccepting();
+  int64_t deadline = MonotonicNanos() + int64_t{config_.stop_max_wait_time} * kNanosPerMilli;
+  for (auto& [name, adapter] : adapters_) {
+    adapter->Stop(std::max<int64_t>(0, (deadline - MonotonicNanos()) / kNanosPerMilli));
+  }
   adapters_.clear();
 }
 

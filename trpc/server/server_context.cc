@@ -2,6 +2,7 @@
 
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
+#include "trpc/server/server_filter.h"
 
 namespace trpc {
 
@@ -40,19 +41,41 @@ void ServerContext::SetResponse(bool framework_replies) {
   }
 }
 
+int64_t ServerContext::GetRemainingTimeoutMs() const {
+  if (deadline_ns_ == 0) return 0;
+  int64_t left = deadline_ns_ - MonotonicNanos();
+  return left <= 0 ? 0 : std::max<int64_t>(1, left / kNanosPerMilli);
+}
+
+bool ServerContext::RunFilters(FilterPoint point) {
+  if (filters_ == nullptr || filters_->Empty()) return true;
+  std::string rejected_by;
+  if (filters_->Run(point, shared_from_this(), &rejected_by)) return true;
+  if (status_.OK()) status_ = Status(kUnknownErr, "rejected by server filter " + rejected_by);
+  return false;
+}
+
 void ServerContext::SendReply(const Status& status, const google::protobuf::MessageLite* body) {
   if (replied_) return;
   replied_ = true;
+  Status late;
+  if (status.OK() && deadline_ns_ > 0 && MonotonicNanos() > deadline_ns_ && !IsOneway()) {
+    // The caller has given up by now; say so instead of sending a result it will not use.
+    late = Status(kServerTimeoutErr, "deadline passed while the request was handled");
+  }
+  const Status* chosen = late.GetFrameworkRetCode() != 0 ? &late : &status;
+  if (filters_ != nullptr && !filters_->Empty()) {
+    // Filters see (and may replace) the status about to be sent.
+    status_ = *chosen;
+    if (invoked_) RunFilters(FilterPoint::SERVER_POST_RPC_INVOKE);
+    if (!IsOneway()) RunFilters(FilterPoint::SERVER_PRE_SEND_MSG);
+    chosen = &status_;
+  }
   if (IsOneway()) {
     if (counted_pending_) QueueOnLoop(conn_, ChainBuffer(), true);
     return;
   }
-  Status late;
-  if (status.OK() && deadline_ns_ > 0 && MonotonicNanos() > deadline_ns_) {
-    // The caller has given up by now; say so instead of sending a result it will not use.
-    late = Status(kServerTimeoutErr, "deadline passed while the request was handled");
-  }
-  const Status& st = late.GetFrameworkRetCode() != 0 ? late : status;
+  const Status& st = *chosen;
   RpcResponse rsp;
   rsp.version = req_.version;
   rsp.call_type = req_.call_type;

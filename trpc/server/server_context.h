@@ -4,18 +4,27 @@
 #include <memory>
 #include <string>
 
+#include "trpc/base/filter.h"
 #include "trpc/base/status.h"
 #include "trpc/codec/codec.h"
 #include "trpc/transport/connection.h"
 
 namespace trpc {
 
+class MessageServerFilter;
+class ServerContext;
+namespace detail {
+template <typename Filter, typename ContextPtr>
+class FilterChain;
+using ServerFilterChain = FilterChain<MessageServerFilter, std::shared_ptr<ServerContext>>;
+}  // namespace detail
+
 /// Everything a handler knows about the call it serves: who called, what, with which metadata
 /// and deadline, and the status it will answer with. One per request; created by the framework.
 ///
 /// Thread contract: used by one thread (or fiber) at a time — the one running the handler.
 /// The reply is sent exactly once, by the framework when the handler returns.
-class ServerContext {
+class ServerContext : public std::enable_shared_from_this<ServerContext> {
  public:
   ServerContext(ConnectionPtr conn, ServerCodec* codec, int64_t recv_ns);
   ~ServerContext();
@@ -60,8 +69,19 @@ class ServerContext {
   }
   void SendUnaryResponse(const Status& status) { SendReply(status, nullptr); }
 
+  /// The service's timeout budget left, in ms (0 when there is no deadline; 1 at least while
+  /// there is time left).
+  int64_t GetRemainingTimeoutMs() const;
+
   // Framework use.
   RpcRequest& request() { return req_; }
+  /// The service's filters (null or empty: none). The chain must outlive the context.
+  void SetFilterChain(const detail::ServerFilterChain* chain) { filters_ = chain; }
+  /// Runs the filters at `point`. On a REJECT returns false and leaves the reason in the status
+  /// (ret 999 "rejected by server filter NAME" if the filter set none).
+  bool RunFilters(FilterPoint point);
+  /// The handler is about to run: SERVER_POST_RPC_INVOKE filters will run at the reply.
+  void MarkInvoked() { invoked_ = true; }
   void SetDeadlineNs(int64_t deadline_ns) { deadline_ns_ = deadline_ns; }
   /// Encodes the reply with `status` and `body` (null for none) and queues it on the connection.
   /// Sends nothing for one-way calls. Call once.
@@ -82,6 +102,8 @@ class ServerContext {
   bool replied_ = false;
   bool counted_pending_ = false;
   bool framework_replies_ = true;
+  bool invoked_ = false;
+  const detail::ServerFilterChain* filters_ = nullptr;
 };
 
 using ServerContextPtr = std::shared_ptr<ServerContext>;

@@ -205,6 +205,32 @@ void MapReader::NonEmptyString(std::string_view key, std::string* out, Presence 
   *out = e->value.Scalar();
 }
 
+void MapReader::StringList(std::string_view key, std::vector<std::string>* out) {
+  const Entry* e = Lookup(key, Presence::kOptional);
+  if (e == nullptr || e->value.IsNull()) return;
+  if (!e->value.IsSequence()) {
+    FailValue(key, fmt::format("expected a list of strings, got {}", DescribeNode(e->value)));
+    return;
+  }
+  std::vector<std::string> values;
+  size_t i = 0;
+  for (const YAML::Node& element : e->value) {
+    int line = LineOf(element, e->key_line);
+    std::string element_path = fmt::format("{}[{}]", PathOf(key), i++);
+    if (!element.IsScalar() || element.Scalar().empty()) {
+      sink_->Fail(line, fmt::format("{}: expected a non-empty string, got {}", element_path,
+                                    DescribeNode(element)));
+      return;
+    }
+    if (std::find(values.begin(), values.end(), element.Scalar()) != values.end()) {
+      sink_->Fail(line, fmt::format("{}: '{}' is listed twice", element_path, element.Scalar()));
+      return;
+    }
+    values.push_back(element.Scalar());
+  }
+  *out = std::move(values);
+}
+
 void MapReader::OneOf(std::string_view key, std::initializer_list<std::string_view> allowed,
                       std::string* out) {
   const Entry* e = Lookup(key, Presence::kOptional);

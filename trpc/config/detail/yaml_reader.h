@@ -89,6 +89,8 @@ class MapReader {
   /// Any non-empty scalar.
   void NonEmptyString(std::string_view key, std::string* out,
                       Presence presence = Presence::kOptional);
+  /// A list of non-empty scalars, each appearing once (absent or null: `out` untouched).
+  void StringList(std::string_view key, std::vector<std::string>* out);
   /// One of `allowed`, compared exactly.
   void OneOf(std::string_view key, std::initializer_list<std::string_view> allowed,
              std::string* out);

@@ -11,11 +11,13 @@
 namespace trpc::detail {
 
 ServiceAdapter::ServiceAdapter(const ServiceConfig& config, ServicePtr service, ThreadModel* model,
-                               std::shared_ptr<ServerCodec> codec)
+                               std::shared_ptr<ServerCodec> codec,
+                               const ServerFilterChain* filters)
     : config_(config),
       service_(std::move(service)),
       model_(model),
       codec_(std::move(codec)),
+      filters_(filters),
       accept_reactor_(model->GetReactor(0)),
       conns_(model->ReactorCount()),
       counters_(model->ReactorCount()) {
@@ -62,15 +64,21 @@ void ServiceAdapter::RunOnEveryReactor(const std::function<void(size_t)>& fn) {
   done.wait();
 }
 
-void ServiceAdapter::Stop(int64_t grace_ms) {
-  if (!started_) return;
-  started_ = false;
+void ServiceAdapter::StopAccepting() {
+  if (!started_ || accepting_stopped_) return;
+  accepting_stopped_ = true;
   std::latch stopped(1);
   accept_reactor_->RunInLoop([&] {
     acceptor_->Stop();
     stopped.count_down();
   });
   stopped.wait();
+}
+
+void ServiceAdapter::Stop(int64_t grace_ms) {
+  if (!started_) return;
+  StopAccepting();
+  started_ = false;
   // In-flight handlers finish and their replies are written (a connection with requests still
   // pending closes only after they end); nothing new is read.
   RunOnEveryReactor([this](size_t i) {
@@ -151,6 +159,14 @@ void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
   if (timeout_ms > 0) ctx->SetDeadlineNs(recv_ns + timeout_ms * kNanosPerMilli);
   ReactorCounters& counters = counters_[reinterpret_cast<size_t>(conn->context())];
   counters.requests.fetch_add(1, std::memory_order_relaxed);
+  if (!filters_->Empty()) {
+    ctx->SetFilterChain(filters_);
+    if (!ctx->RunFilters(FilterPoint::SERVER_POST_RECV_MSG)) {
+      counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
+      ctx->SendReply(ctx->GetStatus(), nullptr);
+      return;
+    }
+  }
   if (model_->HandlesInline()) {
     HandleRequest(ctx, counters);
   } else {
@@ -174,6 +190,12 @@ void ServiceAdapter::HandleRequest(const ServerContextPtr& ctx, ReactorCounters&
     ctx->SendReply(Status(kServerNoFuncErr, "no such function: " + ctx->GetFuncName()), nullptr);
     return;
   }
+  if (!ctx->RunFilters(FilterPoint::SERVER_PRE_RPC_INVOKE)) {
+    counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
+    ctx->SendReply(ctx->GetStatus(), nullptr);
+    return;
+  }
+  ctx->MarkInvoked();
   try {
     method->Handle(ctx);
   } catch (const std::exception& e) {

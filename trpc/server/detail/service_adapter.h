@@ -10,6 +10,7 @@
 #include "trpc/config/config.h"
 #include "trpc/runtime/thread_model.h"
 #include "trpc/server/server_context.h"
+#include "trpc/server/server_filter.h"
 #include "trpc/server/service.h"
 #include "trpc/transport/acceptor.h"
 #include "trpc/transport/connection.h"
@@ -33,11 +34,15 @@ struct ServiceStats {
 /// connection's reactor; each reactor's connection table is touched only by that reactor.
 class ServiceAdapter final : public Connection::Handler {
  public:
+  /// `filters` (may be empty, not null) must outlive every request context: the server keeps
+  /// chains for the life of the process.
   ServiceAdapter(const ServiceConfig& config, ServicePtr service, ThreadModel* model,
-                 std::shared_ptr<ServerCodec> codec);
+                 std::shared_ptr<ServerCodec> codec, const ServerFilterChain* filters);
   ~ServiceAdapter() override;
 
   bool Start(std::string* err);
+  /// Closes the listening socket; connections keep being served. Blocks until done.
+  void StopAccepting();
   /// Stops accepting, then closes every connection gracefully: no more requests are read,
   /// queued replies are written, and connections still open after `grace_ms` are closed hard.
   /// Blocks until done.
@@ -69,6 +74,7 @@ class ServiceAdapter final : public Connection::Handler {
   ServicePtr service_;
   ThreadModel* model_;
   std::shared_ptr<ServerCodec> codec_;
+  const ServerFilterChain* filters_;
   ConnectionOptions conn_options_;
   std::unique_ptr<Acceptor> acceptor_;
   Reactor* accept_reactor_;
@@ -80,6 +86,7 @@ class ServiceAdapter final : public Connection::Handler {
   std::atomic<uint64_t> connections_refused_{0};
   std::atomic<uint64_t> protocol_errors_{0};
   bool started_ = false;
+  bool accepting_stopped_ = false;
 };
 
 }  // namespace trpc::detail

@@ -1,0 +1,130 @@
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+// Filters (interceptors) run user code at fixed points of a call, on both sides. The shared
+// vocabulary lives here; trpc/server/server_filter.h and trpc/client/client_filter.h define the
+// filter interfaces. The names follow tRPC-Cpp.
+
+namespace trpc {
+
+/// Where a filter runs. Client points, in call order: PRE_RPC_INVOKE (the call starts),
+/// PRE_SEND_MSG (just before the request is encoded: the last chance to add trans_info),
+/// POST_RECV_MSG (a reply arrived and was decoded), POST_RPC_INVOKE (the call ends, with its
+/// status, whatever happened). Server points: POST_RECV_MSG (the request was decoded, before it
+/// is dispatched), PRE_RPC_INVOKE (just before the handler), POST_RPC_INVOKE (the handler has
+/// produced its status), PRE_SEND_MSG (just before the reply is encoded).
+enum class FilterPoint : int {
+  CLIENT_PRE_RPC_INVOKE = 0,
+  CLIENT_POST_RPC_INVOKE,
+  CLIENT_PRE_SEND_MSG,
+  CLIENT_POST_RECV_MSG,
+  SERVER_POST_RECV_MSG,
+  SERVER_PRE_SEND_MSG,
+  SERVER_PRE_RPC_INVOKE,
+  SERVER_POST_RPC_INVOKE,
+};
+inline constexpr size_t kFilterPointCount = 8;
+
+/// A filter's verdict: go on, or stop the call (its status says why).
+enum class FilterStatus { CONTINUE, REJECT };
+
+/// True for the points of the unwinding half of a call, where filters run in reverse order, so
+/// the first filter configured is the outermost layer on both the way in and the way out.
+constexpr bool IsUnwindingPoint(FilterPoint p) {
+  return p == FilterPoint::CLIENT_POST_RPC_INVOKE || p == FilterPoint::CLIENT_POST_RECV_MSG ||
+         p == FilterPoint::SERVER_PRE_SEND_MSG || p == FilterPoint::SERVER_POST_RPC_INVOKE;
+}
+
+namespace detail {
+
+/// Filters registered by name (server filters and client filters each have one). Register at
+/// start-up, before servers and proxies that name them start. Thread-safe.
+template <typename Filter>
+class FilterRegistry {
+ public:
+  static FilterRegistry& Instance() {
+    static FilterRegistry registry;
+    return registry;
+  }
+  /// False if a filter with the same Name() is already registered.
+  bool Register(std::shared_ptr<Filter> filter) {
+    std::lock_guard lock(mu_);
+    std::string name = filter->Name();
+    return filters_.emplace(std::move(name), std::move(filter)).second;
+  }
+  std::shared_ptr<Filter> Get(const std::string& name) const {
+    std::lock_guard lock(mu_);
+    auto it = filters_.find(name);
+    return it == filters_.end() ? nullptr : it->second;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Filter>> filters_;
+};
+
+/// The filters of one service or callee, indexed by point. Built once, then read-only: Run() is
+/// safe from any thread. `ContextPtr` is what the filters receive (ServerContextPtr or
+/// ClientContextPtr).
+template <typename Filter, typename ContextPtr>
+class FilterChain {
+ public:
+  /// Resolves `names` in the registry, in order. False (with the unknown name in `*missing`)
+  /// if one is not registered.
+  bool Build(const std::vector<std::string>& names, std::string* missing) {
+    for (const std::string& name : names) {
+      std::shared_ptr<Filter> f = FilterRegistry<Filter>::Instance().Get(name);
+      if (f == nullptr) {
+        *missing = name;
+        return false;
+      }
+      for (FilterPoint p : f->GetFilterPoint()) {
+        by_point_[static_cast<size_t>(p)].push_back(f.get());
+      }
+      owned_.push_back(std::move(f));
+    }
+    return true;
+  }
+
+  bool Empty() const { return owned_.empty(); }
+
+  /// Runs the filters registered for `point` (in reverse for unwinding points). Stops at the
+  /// first REJECT and returns false with that filter's name in `*rejected_by`.
+  bool Run(FilterPoint point, const ContextPtr& ctx, std::string* rejected_by) const {
+    const std::vector<Filter*>& fs = by_point_[static_cast<size_t>(point)];
+    if (fs.empty()) return true;
+    auto run_one = [&](Filter* f) {
+      FilterStatus status = FilterStatus::CONTINUE;
+      (*f)(status, point, ctx);
+      if (status == FilterStatus::REJECT) {
+        *rejected_by = f->Name();
+        return false;
+      }
+      return true;
+    };
+    if (IsUnwindingPoint(point)) {
+      for (auto it = fs.rbegin(); it != fs.rend(); ++it) {
+        if (!run_one(*it)) return false;
+      }
+    } else {
+      for (Filter* f : fs) {
+        if (!run_one(f)) return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  std::array<std::vector<Filter*>, kFilterPointCount> by_point_;
+  std::vector<std::shared_ptr<Filter>> owned_;
+};
+
+}  // namespace detail
+}  // namespace trpc
