@@ -628,3 +628,39 @@ TEST_F(ConfigFileTest, UnreadableFile) {
 
 }  // namespace
 }  // namespace trpc
+
+namespace trpc {
+namespace {
+
+TEST(ConfigTest, FilterLists) {
+  Config c = MustLoad(
+      "server:\n  filter: [a, b]\n  stop_max_wait_time: 500\n  service:\n    - name: s\n"
+      "      port: 1\n      filter:\n        - c\nclient:\n  filter: [x]\n  service:\n"
+      "    - {name: n, target: '1.2.3.4:5', filter: [y, z]}\n");
+  EXPECT_EQ(c.server.filter, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(c.server.filter_origin, "t.yaml:2");
+  EXPECT_EQ(c.server.stop_max_wait_time, 500u);
+  EXPECT_EQ(c.server.service[0].filter, (std::vector<std::string>{"c"}));
+  EXPECT_EQ(c.client.filter, (std::vector<std::string>{"x"}));
+  EXPECT_EQ(c.client.filter_origin, "t.yaml:10");
+  EXPECT_EQ(c.client.service[0].filter, (std::vector<std::string>{"y", "z"}));
+  EXPECT_EQ(Config{}.server.stop_max_wait_time, 3000u);
+}
+
+TEST(ConfigErrorTest, BadFilterLists) {
+  EXPECT_EQ(LoadError("server:\n  filter: auth\n"),
+            "t.yaml:2: server.filter: expected a list of strings, got 'auth'");
+  EXPECT_EQ(LoadError("server:\n  filter:\n    - auth\n    - {a: 1}\n"),
+            "t.yaml:4: server.filter[1]: expected a non-empty string, got a mapping");
+  EXPECT_EQ(LoadError("server:\n  filter:\n    - auth\n    - auth\n"),
+            "t.yaml:4: server.filter[1]: 'auth' is listed twice");
+  EXPECT_EQ(LoadError(OneService("      filter: ['']\n")),
+            "t.yaml:5: server.service[0].filter[0]: expected a non-empty string, got ''");
+  EXPECT_EQ(LoadError("client:\n  service:\n    - {name: a, target: '1.2.3.4:5', filter: {x: 1}}\n"),
+            "t.yaml:3: client.service[0].filter: expected a list of strings, got a mapping");
+  EXPECT_EQ(LoadError("server: {stop_max_wait_time: 600001}\n"),
+            "t.yaml:1: server.stop_max_wait_time: expected an integer in 0..600000, got '600001'");
+}
+
+}  // namespace
+}  // namespace trpc

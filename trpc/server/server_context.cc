@@ -59,9 +59,17 @@ void ServerContext::SendReply(const Status& status, const google::protobuf::Mess
   if (replied_) return;
   replied_ = true;
   Status late;
-  if (status.OK() && deadline_ns_ > 0 && MonotonicNanos() > deadline_ns_ && !IsOneway()) {
-    // The caller has given up by now; say so instead of sending a result it will not use.
-    late = Status(kServerTimeoutErr, "deadline passed while the request was handled");
+  // A downstream call that timed out because this request's own budget ran out (full-link
+  // timeout) is this request's timeout: the caller learns it with the server's code.
+  bool downstream_timeout = status.GetFrameworkRetCode() == kClientInvokeTimeoutErr ||
+                            status.GetFrameworkRetCode() == kClientFullLinkTimeoutErr;
+  if ((status.OK() || downstream_timeout) && deadline_ns_ > 0 && MonotonicNanos() > deadline_ns_ &&
+      !IsOneway()) {
+    // The caller has given up by now, or soon will; say so instead of sending a result it
+    // will not use.
+    late = Status(kServerTimeoutErr, status.OK()
+                                         ? "deadline passed while the request was handled"
+                                         : "deadline passed: " + status.ErrorMessage());
   }
   const Status* chosen = late.GetFrameworkRetCode() != 0 ? &late : &status;
   if (filters_ != nullptr && !filters_->Empty()) {
