@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -74,5 +75,12 @@ class TrpcApp {
   std::condition_variable cv_;
   bool terminate_ = false;  // guarded by mu_
 };
+
+/// For client programs (tRPC-Cpp's RunInTrpcRuntime): starts the thread models of `config`, sets
+/// up GetTrpcClient() from its `client:` section, runs `fn`, then stops everything and returns
+/// what `fn` returned. In the fiber model `fn` runs in a fiber, so its synchronous calls park
+/// a fiber; in the merged model it runs on the calling thread. Returns 1 (and prints why) if the
+/// runtime cannot start.
+int RunInTrpcRuntime(const Config& config, const std::function<int()>& fn);
 
 }  // namespace trpc
