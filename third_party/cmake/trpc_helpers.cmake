@@ -5,12 +5,16 @@
 #   trpc_cc_test(NAME n SRCS ... [DEPS ...] [TIMEOUT s] [LABELS l ...])
 #   trpc_cc_benchmark(NAME n SRCS ... [DEPS ...])
 #   trpc_cc_fuzz(NAME n SRCS ... [DEPS ...] [CORPUS dir])
-#   trpc_proto_library(NAME n PROTOS a.proto ... [DEPS ...] [IMPORT_DIRS ...])
+#
+# trpc_proto_library() (protoc + protoc-gen-trpc) lives in trpc_proto.cmake, which installed
+# packages ship too.
 
 set(TRPC_WARNINGS -Wall -Wextra -Werror -Wno-unused-parameter)
 
 function(_trpc_common target)
   target_compile_options(${target} PRIVATE ${TRPC_WARNINGS})
+  # The headers are C++20: say so on every target, so installed ones pass it on to their users.
+  target_compile_features(${target} PUBLIC cxx_std_20)
   target_include_directories(${target} PUBLIC
     $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}> $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}>)
 endfunction()
@@ -74,31 +78,4 @@ function(trpc_cc_fuzz)
     add_test(NAME ${A_NAME}_corpus COMMAND ${A_NAME} ${A_CORPUS})
     set_tests_properties(${A_NAME}_corpus PROPERTIES TIMEOUT 120)
   endif()
-endfunction()
-
-function(trpc_proto_library)
-  cmake_parse_arguments(A "" "NAME" "PROTOS;DEPS;IMPORT_DIRS" ${ARGN})
-  set(srcs)
-  set(hdrs)
-  set(import_args -I${CMAKE_CURRENT_SOURCE_DIR})
-  foreach(d ${A_IMPORT_DIRS})
-    list(APPEND import_args -I${d})
-  endforeach()
-  foreach(p ${A_PROTOS})
-    get_filename_component(abs ${p} ABSOLUTE)
-    file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${abs})
-    string(REGEX REPLACE "\\.proto$" "" base ${rel})
-    set(cc ${PROJECT_BINARY_DIR}/${base}.pb.cc)
-    set(h ${PROJECT_BINARY_DIR}/${base}.pb.h)
-    add_custom_command(
-      OUTPUT ${cc} ${h}
-      COMMAND protobuf::protoc --cpp_out=${PROJECT_BINARY_DIR} -I${PROJECT_SOURCE_DIR} ${abs}
-      DEPENDS ${abs} protobuf::protoc
-      COMMENT "protoc ${rel}")
-    list(APPEND srcs ${cc})
-  endforeach()
-  add_library(${A_NAME} ${srcs})
-  target_include_directories(${A_NAME} PUBLIC
-    $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}> $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
-  target_link_libraries(${A_NAME} PUBLIC protobuf::libprotobuf ${A_DEPS})
 endfunction()

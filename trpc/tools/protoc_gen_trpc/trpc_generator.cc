@@ -1,0 +1,439 @@
+#include "trpc/tools/protoc_gen_trpc/trpc_generator.h"
+
+#include <google/protobuf/compiler/cpp/names.h>
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/io/printer.h>
+#include <google/protobuf/io/zero_copy_stream.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trpc::tools {
+namespace {
+
+namespace pb = ::google::protobuf;
+using pb::io::Printer;
+using Vars = std::map<std::string, std::string>;
+
+// Generated lines stay within the repository's column limit where the names allow it.
+constexpr size_t kMaxColumns = 100;
+
+std::string Basename(const pb::FileDescriptor* file) {
+  return pb::compiler::cpp::StripProto(file->name());
+}
+
+// "a.b" -> "a::b". protoc's own C++ generator maps packages the same way (it does not rename
+// C++ keywords in packages either), so our classes land in the namespace of the messages.
+std::string Namespace(const pb::FileDescriptor* file) {
+  std::string ns;
+  for (char c : file->package()) {
+    if (c == '.') {
+      ns += "::";
+    } else {
+      ns += c;
+    }
+  }
+  return ns;
+}
+
+// The template variables of one method: its name, wire name and fully qualified message types
+// (qualified so that types imported from other packages resolve from any namespace).
+Vars MethodVars(const pb::MethodDescriptor* method) {
+  return {
+      {"service", method->service()->name()},
+      {"method", method->name()},
+      {"wire", "/" + method->service()->full_name() + "/" + method->name()},
+      {"req", pb::compiler::cpp::QualifiedClassName(method->input_type())},
+      {"rsp", pb::compiler::cpp::QualifiedClassName(method->output_type())},
+  };
+}
+
+// Prints `text` as one line at the printer's indentation. The text goes in as a variable's
+// value, so '$' in it (possible in .proto comments) is not taken for a variable.
+void PrintLine(Printer* p, const std::string& text) { p->Print("$text$\n", "text", text); }
+
+// Carries a .proto element's leading comments (the ones directly above it) into the output.
+template <typename Descriptor>
+void PrintComments(Printer* p, const Descriptor* d) {
+  pb::SourceLocation loc;
+  if (!d->GetSourceLocation(&loc) || loc.leading_comments.empty()) return;
+  std::string_view rest = loc.leading_comments;
+  if (rest.back() == '\n') rest.remove_suffix(1);
+  while (true) {
+    size_t eol = rest.find('\n');
+    std::string line = "//" + std::string(rest.substr(0, eol));
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) {
+      line.pop_back();
+    }
+    // A trailing backslash would splice the next generated line into this comment.
+    if (line.back() == '\\') line += " //";
+    PrintLine(p, line);
+    if (eol == std::string_view::npos) break;
+    rest.remove_prefix(eol + 1);
+  }
+}
+
+// Prints `head(items)tail` on one line if it fits in kMaxColumns at `indent` (the printer's
+// current indentation), else one item a line, aligned after the bracket or, when even that does
+// not fit, indented by 4 (the repository's clang-format style). `brackets` is "()" or "<>".
+void PrintList(Printer* p, size_t indent, const std::string& head,
+               const std::vector<std::string>& items, const std::string& tail,
+               const char* brackets = "()") {
+  const std::string open = head + brackets[0];
+  const std::string close = brackets[1] + tail;
+  std::string one_line = open;
+  for (size_t i = 0; i < items.size(); ++i) one_line += (i > 0 ? ", " : "") + items[i];
+  one_line += close;
+  if (items.empty() || indent + one_line.size() <= kMaxColumns) {
+    PrintLine(p, one_line);
+    return;
+  }
+  size_t widest = 0;
+  for (const std::string& item : items) widest = std::max(widest, item.size() + 1);
+  widest = std::max(widest, items.back().size() + close.size());
+  const bool aligned = indent + open.size() + widest <= kMaxColumns;
+  const std::string pad(aligned ? open.size() : 4, ' ');
+  if (!aligned) PrintLine(p, open);
+  for (size_t i = 0; i < items.size(); ++i) {
+    std::string line = (i == 0 && aligned) ? open : pad;
+    line += items[i];
+    line += i + 1 < items.size() ? "," : close;
+    PrintLine(p, line);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks: everything the generated C++ could not express, refused with a message that names
+// the file, service and method.
+
+bool CheckMethod(const pb::MethodDescriptor* method, std::string* error) {
+  const char* kind = nullptr;
+  if (method->client_streaming() && method->server_streaming()) {
+    kind = "bidirectional streaming";
+  } else if (method->client_streaming()) {
+    kind = "client streaming";
+  } else if (method->server_streaming()) {
+    kind = "server streaming";
+  }
+  if (kind != nullptr) {
+    *error = method->file()->name() + ": service " + method->service()->name() + ", method " +
+             method->name() + ": streaming RPCs are not supported yet (" + kind + ")";
+    return false;
+  }
+  // The proxy's AsyncFoo for Foo would collide with an rpc called AsyncFoo.
+  if (method->service()->FindMethodByName("Async" + method->name()) != nullptr) {
+    *error = method->file()->name() + ": service " + method->service()->name() + ", method Async" +
+             method->name() + ": clashes with the asynchronous proxy method generated for " +
+             method->name();
+    return false;
+  }
+  return true;
+}
+
+// Whether protoc knows a message, enum, enum value or service called `full_name` (the C++
+// generator puts each of them into the package's namespace under its last name component).
+bool PoolHasSymbol(const pb::DescriptorPool* pool, const std::string& full_name) {
+  return pool->FindMessageTypeByName(full_name) != nullptr ||
+         pool->FindEnumTypeByName(full_name) != nullptr ||
+         pool->FindEnumValueByName(full_name) != nullptr ||
+         pool->FindServiceByName(full_name) != nullptr;
+}
+
+// The generated class names must not collide with each other nor with another symbol of the
+// package that protoc knows about (a message called GreeterServiceProxy, say).
+bool CheckClassNames(const pb::FileDescriptor* file, std::string* error) {
+  if (file->options().cc_generic_services()) {
+    *error = file->name() +
+             ": option cc_generic_services makes protoc generate service classes with the names "
+             "protoc-gen-trpc uses; remove the option";
+    return false;
+  }
+  std::set<std::string> taken;
+  for (int i = 0; i < file->service_count(); ++i) {
+    const pb::ServiceDescriptor* service = file->service(i);
+    for (const std::string& name :
+         {service->name(), "Async" + service->name(), service->name() + "ServiceProxy"}) {
+      const std::string full_name = file->package().empty() ? name : file->package() + "." + name;
+      const bool clashes_with_symbol =
+          name != service->name() && PoolHasSymbol(file->pool(), full_name);
+      if (!taken.insert(name).second || clashes_with_symbol) {
+        *error = file->name() + ": service " + service->name() + ": the generated class " + name +
+                 " clashes with another class or symbol of package '" + file->package() + "'";
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+bool Check(const pb::FileDescriptor* file, std::string* error) {
+  for (int i = 0; i < file->service_count(); ++i) {
+    const pb::ServiceDescriptor* service = file->service(i);
+    for (int j = 0; j < service->method_count(); ++j) {
+      if (!CheckMethod(service->method(j), error)) return false;
+    }
+  }
+  return CheckClassNames(file, error);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The generated methods' parameter lists, shared by declarations and definitions.
+
+// `name`, or `/*name*/` where the body ignores it (users may build with -Wunused-parameter).
+std::string Param(const std::string& type, const char* name, bool unused) {
+  return type + (unused ? " /*" + std::string(name) + "*/" : " " + std::string(name));
+}
+
+std::vector<std::string> SyncHandlerParams(const Vars& m, bool unused) {
+  return {Param("::trpc::ServerContextPtr", "context", unused),
+          Param("const " + m.at("req") + "*", "request", unused),
+          Param(m.at("rsp") + "*", "response", unused)};
+}
+
+std::vector<std::string> AsyncHandlerParams(const Vars& m, bool unused) {
+  return {Param("const ::trpc::ServerContextPtr&", "context", unused),
+          Param("const " + m.at("req") + "*", "request", unused)};
+}
+
+std::vector<std::string> ProxyParams(const Vars& m, bool with_response) {
+  std::vector<std::string> params = {"const ::trpc::ClientContextPtr& context",
+                                     "const " + m.at("req") + "& request"};
+  if (with_response) params.push_back(m.at("rsp") + "* response");
+  return params;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Header: the class declarations.
+
+// The service's own comments, then what the generated class is for.
+void PrintClassComments(Printer* p, const pb::ServiceDescriptor* service, const char* what) {
+  pb::SourceLocation loc;
+  if (service->GetSourceLocation(&loc) && !loc.leading_comments.empty()) {
+    PrintComments(p, service);
+    p->Print("//\n");
+  }
+  p->Print(what);
+}
+
+void PrintServerClassDecl(Printer* p, const pb::ServiceDescriptor* service, bool async) {
+  Vars vars = {{"class", (async ? "Async" : "") + service->name()},
+               {"full_name", service->full_name()}};
+  PrintClassComments(p, service,
+                     async ? "// Server base with asynchronous handlers: each returns a future of "
+                             "the reply,\n"
+                             "// which goes out when the future resolves.\n"
+                           : "// Server base with synchronous handlers.\n");
+  p->Print(vars,
+           "class $class$ : public ::trpc::Service {\n"
+           " public:\n");
+  p->Indent();
+  p->Print(vars,
+           "// Registers every method under its wire name \"/$full_name$/<method>\".\n"
+           "$class$();\n");
+  for (int i = 0; i < service->method_count(); ++i) {
+    const pb::MethodDescriptor* method = service->method(i);
+    Vars m = MethodVars(method);
+    p->Print("\n");
+    PrintComments(p, method);
+    p->Print("// Unless overridden, fails with ret 12 (kServerNoFuncErr).\n");
+    if (async) {
+      PrintList(p, 2, "virtual ::trpc::Future<" + m["rsp"] + "> " + m["method"],
+                AsyncHandlerParams(m, /*unused=*/false), ";");
+    } else {
+      PrintList(p, 2, "virtual ::trpc::Status " + m["method"],
+                SyncHandlerParams(m, /*unused=*/false), ";");
+    }
+  }
+  p->Outdent();
+  p->Print("};\n\n");
+}
+
+void PrintProxyClassDecl(Printer* p, const pb::ServiceDescriptor* service) {
+  PrintClassComments(p, service,
+                     "// Client proxy: a ::trpc::ServiceProxy (construct it like one, then Init())\n"
+                     "// with a synchronous, an asynchronous and a one-way call per method.\n");
+  p->Print("class $class$ : public ::trpc::ServiceProxy {\n"
+           " public:\n",
+           "class", service->name() + "ServiceProxy");
+  p->Indent();
+  p->Print("using ::trpc::ServiceProxy::ServiceProxy;\n");
+  for (int i = 0; i < service->method_count(); ++i) {
+    const pb::MethodDescriptor* method = service->method(i);
+    Vars m = MethodVars(method);
+    p->Print("\n");
+    PrintComments(p, method);
+    p->Print("// Synchronous: waits for the reply (parks only the fiber in the fiber model).\n");
+    PrintList(p, 2, "virtual ::trpc::Status " + m["method"], ProxyParams(m, true), ";");
+    p->Print("// Asynchronous: the future resolves with the reply or fails with its status.\n");
+    PrintList(p, 2, "virtual ::trpc::Future<" + m["rsp"] + "> Async" + m["method"],
+              ProxyParams(m, false), ";");
+    p->Print("// One-way: sends the request; no reply comes back.\n");
+    PrintList(p, 2, "virtual ::trpc::Status " + m["method"], ProxyParams(m, false), ";");
+  }
+  p->Outdent();
+  p->Print("};\n\n");
+}
+
+void PrintHeader(Printer* p, const pb::FileDescriptor* file) {
+  const std::string ns = Namespace(file);
+  Vars vars = {{"proto", file->name()}, {"basename", Basename(file)}, {"ns", ns}};
+  p->Print(vars,
+           "// Generated by protoc-gen-trpc from $proto$. Do not edit.\n"
+           "#pragma once\n"
+           "\n"
+           "#include \"$basename$.pb.h\"\n");
+  if (file->service_count() == 0) return;  // nothing of the framework needed
+  p->Print(
+      "#include \"trpc/client/service_proxy.h\"\n"
+      "#include \"trpc/future/future.h\"\n"
+      "#include \"trpc/server/service.h\"\n"
+      "\n");
+  if (!ns.empty()) p->Print(vars, "namespace $ns$ {\n\n");
+  for (int i = 0; i < file->service_count(); ++i) {
+    PrintServerClassDecl(p, file->service(i), /*async=*/false);
+    PrintServerClassDecl(p, file->service(i), /*async=*/true);
+    PrintProxyClassDecl(p, file->service(i));
+  }
+  if (!ns.empty()) p->Print(vars, "}  // namespace $ns$\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Source: the registrations, the default handlers and the proxy calls. Calls into the base
+// classes are qualified, so that an rpc named like one of their members (UnaryInvoke, say)
+// cannot hide them.
+
+void PrintServerClassDefs(Printer* p, const pb::ServiceDescriptor* service, bool async) {
+  const std::string cls = (async ? "Async" : "") + service->name();
+  p->Print("$class$::$class$() {\n", "class", cls);
+  p->Indent();
+  for (int i = 0; i < service->method_count(); ++i) {
+    Vars m = MethodVars(service->method(i));
+    PrintList(p, 2, async ? "::trpc::Service::AddAsyncUnaryMethod" : "::trpc::Service::AddUnaryMethod",
+              {m["req"], m["rsp"]}, "(", "<>");
+    p->Indent();
+    p->Indent();
+    p->Print(m, "\"$wire$\",\n");
+    if (async) {
+      PrintList(p, 6, "[this]", AsyncHandlerParams(m, /*unused=*/false), " {");
+      p->Print(m, "  return $method$(context, request);\n");
+    } else {
+      std::vector<std::string> params = SyncHandlerParams(m, /*unused=*/false);
+      params[0] = "const ::trpc::ServerContextPtr& context";  // as the handler type takes it
+      PrintList(p, 6, "[this]", params, " {");
+      p->Print(m, "  return $method$(context, request, response);\n");
+    }
+    p->Print("});\n");
+    p->Outdent();
+    p->Outdent();
+  }
+  p->Outdent();
+  p->Print("}\n");
+
+  for (int i = 0; i < service->method_count(); ++i) {
+    Vars m = MethodVars(service->method(i));
+    const std::vector<std::string> status = {"::trpc::kServerNoFuncErr",
+                                             "\"" + m["wire"] + " is not implemented\""};
+    p->Print("\n");
+    if (async) {
+      PrintList(p, 0, "::trpc::Future<" + m["rsp"] + "> " + cls + "::" + m["method"],
+                AsyncHandlerParams(m, /*unused=*/true), " {");
+      p->Print(m, "  return ::trpc::MakeExceptionFuture<$rsp$>(\n");
+      p->Indent();
+      p->Indent();
+      p->Indent();
+      PrintList(p, 6, "::trpc::Status", status, ");");
+      p->Outdent();
+      p->Outdent();
+      p->Outdent();
+    } else {
+      PrintList(p, 0, "::trpc::Status " + cls + "::" + m["method"],
+                SyncHandlerParams(m, /*unused=*/true), " {");
+      p->Indent();
+      PrintList(p, 2, "return ::trpc::Status", status, ";");
+      p->Outdent();
+    }
+    p->Print("}\n");
+  }
+  p->Print("\n");
+}
+
+void PrintProxyClassDefs(Printer* p, const pb::ServiceDescriptor* service) {
+  const std::string cls = service->name() + "ServiceProxy";
+  for (int i = 0; i < service->method_count(); ++i) {
+    Vars m = MethodVars(service->method(i));
+    PrintList(p, 0, "::trpc::Status " + cls + "::" + m["method"], ProxyParams(m, true), " {");
+    p->Print(m,
+             "  context->SetFuncName(\"$wire$\");\n"
+             "  return ::trpc::ServiceProxy::UnaryInvoke(context, request, response);\n"
+             "}\n\n");
+    PrintList(p, 0, "::trpc::Future<" + m["rsp"] + "> " + cls + "::Async" + m["method"],
+              ProxyParams(m, false), " {");
+    p->Print(m, "  context->SetFuncName(\"$wire$\");\n");
+    p->Indent();
+    PrintList(p, 2, "return ::trpc::ServiceProxy::AsyncUnaryInvoke<" + m["rsp"] + ">",
+              {"context", "request"}, ";");
+    p->Outdent();
+    p->Print("}\n\n");
+    PrintList(p, 0, "::trpc::Status " + cls + "::" + m["method"], ProxyParams(m, false), " {");
+    p->Print(m,
+             "  context->SetFuncName(\"$wire$\");\n"
+             "  return ::trpc::ServiceProxy::OnewayInvoke(context, request);\n"
+             "}\n\n");
+  }
+}
+
+void PrintSource(Printer* p, const pb::FileDescriptor* file) {
+  const std::string ns = Namespace(file);
+  Vars vars = {{"proto", file->name()}, {"basename", Basename(file)}, {"ns", ns}};
+  p->Print(vars,
+           "// Generated by protoc-gen-trpc from $proto$. Do not edit.\n"
+           "#include \"$basename$.trpc.pb.h\"\n");
+  if (file->service_count() == 0) return;
+  p->Print("\n");
+  if (!ns.empty()) p->Print(vars, "namespace $ns$ {\n\n");
+  for (int i = 0; i < file->service_count(); ++i) {
+    const pb::ServiceDescriptor* service = file->service(i);
+    p->Print("// $name$\n\n", "name", service->full_name());
+    PrintServerClassDefs(p, service, /*async=*/false);
+    PrintServerClassDefs(p, service, /*async=*/true);
+    PrintProxyClassDefs(p, service);
+  }
+  if (!ns.empty()) p->Print(vars, "}  // namespace $ns$\n");
+}
+
+}  // namespace
+
+bool TrpcGenerator::Generate(const pb::FileDescriptor* file, const std::string& parameter,
+                             pb::compiler::GeneratorContext* context, std::string* error) const {
+  if (!parameter.empty()) {
+    *error = "protoc-gen-trpc takes no options, got '" + parameter + "'";
+    return false;
+  }
+  if (!Check(file, error)) return false;
+  {
+    std::unique_ptr<pb::io::ZeroCopyOutputStream> out(
+        context->Open(Basename(file) + ".trpc.pb.h"));
+    Printer printer(out.get(), '$');
+    PrintHeader(&printer, file);
+    if (printer.failed()) {
+      *error = file->name() + ": cannot write " + Basename(file) + ".trpc.pb.h";
+      return false;
+    }
+  }
+  std::unique_ptr<pb::io::ZeroCopyOutputStream> out(context->Open(Basename(file) + ".trpc.pb.cc"));
+  Printer printer(out.get(), '$');
+  PrintSource(&printer, file);
+  if (printer.failed()) {
+    *error = file->name() + ": cannot write " + Basename(file) + ".trpc.pb.cc";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace trpc::tools
