@@ -6,10 +6,16 @@
 #include <cstring>
 #include <latch>
 #include <string>
+#include <vector>
 
-#include "examples/helloworld/greeter_service.h"
+#include "examples/helloworld/helloworld.trpc.pb.h"
 #include "trpc/config/config.h"
 #include "trpc/runtime/runtime.h"
+
+namespace {
+// The `client.service[].name` the proxy is configured from.
+constexpr char kGreeterName[] = "trpc.test.helloworld.Greeter";
+}  // namespace
 
 int main(int argc, char** argv) {
   std::string config_path;
@@ -36,11 +42,10 @@ int main(int argc, char** argv) {
   }
   const trpc::ClientServiceConfig* greeter_config = nullptr;
   for (const auto& s : config.client.service) {
-    if (s.name == trpc::test::helloworld::kGreeterName) greeter_config = &s;
+    if (s.name == kGreeterName) greeter_config = &s;
   }
   if (greeter_config == nullptr) {
-    std::fprintf(stderr, "%s: no client.service named %s\n", config_path.c_str(),
-                 trpc::test::helloworld::kGreeterName);
+    std::fprintf(stderr, "%s: no client.service named %s\n", config_path.c_str(), kGreeterName);
     return 1;
   }
   if (!trpc::runtime::Start(config.global.threadmodel, &err)) {
@@ -49,21 +54,20 @@ int main(int argc, char** argv) {
   }
   int failures = 0;
   {
-    auto proxy =
-        std::make_shared<trpc::ServiceProxy>(*greeter_config, trpc::runtime::GetThreadModel());
-    if (!proxy->Init(&err)) {
+    auto greeter = std::make_shared<trpc::test::helloworld::GreeterServiceProxy>(
+        *greeter_config, trpc::runtime::GetThreadModel());
+    if (!greeter->Init(&err)) {
       std::fprintf(stderr, "%s\n", err.c_str());
       trpc::runtime::Stop();
       return 1;
     }
-    trpc::test::helloworld::GreeterServiceProxy greeter(proxy);
 
     for (int i = 0; i < count; ++i) {
       trpc::test::helloworld::HelloRequest req;
       req.set_msg(msg);
       trpc::test::helloworld::HelloReply rsp;
       auto ctx = trpc::MakeClientContext();
-      trpc::Status st = greeter.SayHello(ctx, req, &rsp);
+      trpc::Status st = greeter->SayHello(ctx, req, &rsp);
       if (!st.OK() || rsp.msg() != "Hello, " + msg) {
         std::fprintf(stderr, "sync call %d failed: %s (reply '%s')\n", i, st.ToString().c_str(),
                      rsp.msg().c_str());
@@ -75,23 +79,23 @@ int main(int argc, char** argv) {
 
     std::atomic<int> async_failures{0};
     std::latch done(count);
-    std::vector<trpc::test::helloworld::HelloReply> replies(count);
     std::vector<trpc::ClientContextPtr> ctxs(count);
     for (int i = 0; i < count; ++i) {
       trpc::test::helloworld::HelloRequest req;
       req.set_msg(msg + std::to_string(i));
       ctxs[i] = trpc::MakeClientContext();
-      greeter.AsyncSayHello(ctxs[i], req, &replies[i], [&, i](const trpc::Status& st) {
-        if (!st.OK() || replies[i].msg() != "Hello, " + msg + std::to_string(i)) {
-          async_failures.fetch_add(1);
-        }
-        done.count_down();
-      });
+      greeter->AsyncSayHello(ctxs[i], req)
+          .Then([&, i](trpc::Future<trpc::test::helloworld::HelloReply>&& reply) {
+            if (!reply.IsReady() || reply.GetValue().msg() != "Hello, " + msg + std::to_string(i)) {
+              async_failures.fetch_add(1);
+            }
+            done.count_down();
+          });
     }
     done.wait();
     failures += async_failures.load();
     std::printf("%d sync + %d async calls, %d failed\n", count, count, failures);
-    proxy->Stop();
+    greeter->Stop();
   }
   trpc::runtime::Stop();
   return failures == 0 ? 0 : 1;

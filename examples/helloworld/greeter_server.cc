@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "examples/helloworld/greeter_service.h"
+#include "examples/helloworld/helloworld.trpc.pb.h"
 #include "trpc/base/logging.h"
 #include "trpc/config/config.h"
 #include "trpc/runtime/runtime.h"
@@ -15,9 +15,12 @@
 
 namespace {
 
+// The `server.service[].name` this implementation is registered under.
+constexpr char kGreeterName[] = "trpc.test.helloworld.Greeter";
+
 class GreeterImpl final : public trpc::test::helloworld::Greeter {
  public:
-  trpc::Status SayHello(const trpc::ServerContextPtr& ctx,
+  trpc::Status SayHello(trpc::ServerContextPtr ctx,
                         const trpc::test::helloworld::HelloRequest* req,
                         trpc::test::helloworld::HelloReply* rsp) override {
     rsp->set_msg("Hello, " + req->msg());
@@ -57,7 +60,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   trpc::Server server(config.server);
-  server.RegisterService(trpc::test::helloworld::kGreeterName, std::make_shared<GreeterImpl>());
+  server.RegisterService(kGreeterName, std::make_shared<GreeterImpl>());
   if (!server.Start(&err)) {
     std::fprintf(stderr, "%s: %s\n", config_path.c_str(), err.c_str());
     trpc::runtime::Stop();
