@@ -79,20 +79,25 @@ TEST_F(SchedulerTest, OneMillionFibersSpawnedAndJoined) {
 TEST_F(SchedulerTest, YieldLetsOthersRunOnOneWorker) {
   Start(1);
   std::vector<int> order;  // one worker: no data race
-  Fiber a(sched_.get(), [&] {
-    for (int i = 0; i < 3; ++i) {
-      order.push_back(0);
-      this_fiber::Yield();
-    }
+  // Both fibers are spawned from a fiber on the only worker, so both are queued before either
+  // runs (spawned from this thread, the first could finish before the second exists).
+  Fiber parent(sched_.get(), [&] {
+    Fiber a([&] {
+      for (int i = 0; i < 3; ++i) {
+        order.push_back(0);
+        this_fiber::Yield();
+      }
+    });
+    Fiber b([&] {
+      for (int i = 0; i < 3; ++i) {
+        order.push_back(1);
+        this_fiber::Yield();
+      }
+    });
+    a.Join();
+    b.Join();
   });
-  Fiber b(sched_.get(), [&] {
-    for (int i = 0; i < 3; ++i) {
-      order.push_back(1);
-      this_fiber::Yield();
-    }
-  });
-  a.Join();
-  b.Join();
+  parent.Join();
   EXPECT_EQ(order, (std::vector<int>{0, 1, 0, 1, 0, 1}));
 }
 
