@@ -110,7 +110,7 @@ void PrintList(Printer* p, size_t indent, const std::string& head,
 
 // ---------------------------------------------------------------------------------------------
 // Checks: everything the generated C++ could not express, refused with a message that names
-// the file, service and method.
+// the service and method (protoc puts the file name in front: "--trpc_out: foo.proto: ...").
 
 bool CheckMethod(const pb::MethodDescriptor* method, std::string* error) {
   const char* kind = nullptr;
@@ -122,15 +122,14 @@ bool CheckMethod(const pb::MethodDescriptor* method, std::string* error) {
     kind = "server streaming";
   }
   if (kind != nullptr) {
-    *error = method->file()->name() + ": service " + method->service()->name() + ", method " +
-             method->name() + ": streaming RPCs are not supported yet (" + kind + ")";
+    *error = "service " + method->service()->name() + ", method " + method->name() +
+             ": streaming RPCs are not supported yet (" + kind + ")";
     return false;
   }
   // The proxy's AsyncFoo for Foo would collide with an rpc called AsyncFoo.
   if (method->service()->FindMethodByName("Async" + method->name()) != nullptr) {
-    *error = method->file()->name() + ": service " + method->service()->name() + ", method Async" +
-             method->name() + ": clashes with the asynchronous proxy method generated for " +
-             method->name();
+    *error = "service " + method->service()->name() + ", method Async" + method->name() +
+             ": clashes with the asynchronous proxy method generated for " + method->name();
     return false;
   }
   return true;
@@ -149,9 +148,9 @@ bool PoolHasSymbol(const pb::DescriptorPool* pool, const std::string& full_name)
 // package that protoc knows about (a message called GreeterServiceProxy, say).
 bool CheckClassNames(const pb::FileDescriptor* file, std::string* error) {
   if (file->options().cc_generic_services()) {
-    *error = file->name() +
-             ": option cc_generic_services makes protoc generate service classes with the names "
-             "protoc-gen-trpc uses; remove the option";
+    *error =
+        "option cc_generic_services makes protoc generate service classes with the names "
+        "protoc-gen-trpc uses; remove the option";
     return false;
   }
   std::set<std::string> taken;
@@ -163,7 +162,7 @@ bool CheckClassNames(const pb::FileDescriptor* file, std::string* error) {
       const bool clashes_with_symbol =
           name != service->name() && PoolHasSymbol(file->pool(), full_name);
       if (!taken.insert(name).second || clashes_with_symbol) {
-        *error = file->name() + ": service " + service->name() + ": the generated class " + name +
+        *error = "service " + service->name() + ": the generated class " + name +
                  " clashes with another class or symbol of package '" + file->package() + "'";
         return false;
       }
@@ -224,6 +223,7 @@ void PrintClassComments(Printer* p, const pb::ServiceDescriptor* service, const 
 void PrintServerClassDecl(Printer* p, const pb::ServiceDescriptor* service, bool async) {
   Vars vars = {{"class", (async ? "Async" : "") + service->name()},
                {"full_name", service->full_name()}};
+  p->Print("\n");
   PrintClassComments(p, service,
                      async ? "// Server base with asynchronous handlers: each returns a future of "
                              "the reply,\n"
@@ -251,13 +251,14 @@ void PrintServerClassDecl(Printer* p, const pb::ServiceDescriptor* service, bool
     }
   }
   p->Outdent();
-  p->Print("};\n\n");
+  p->Print("};\n");
 }
 
 void PrintProxyClassDecl(Printer* p, const pb::ServiceDescriptor* service) {
+  p->Print("\n");
   PrintClassComments(p, service,
-                     "// Client proxy: a ::trpc::ServiceProxy (construct it like one, then Init())\n"
-                     "// with a synchronous, an asynchronous and a one-way call per method.\n");
+                     "// Client proxy, a ::trpc::ServiceProxy (construct, then Init()): per\n"
+                     "// method a synchronous, an asynchronous and a one-way call.\n");
   p->Print("class $class$ : public ::trpc::ServiceProxy {\n"
            " public:\n",
            "class", service->name() + "ServiceProxy");
@@ -277,7 +278,7 @@ void PrintProxyClassDecl(Printer* p, const pb::ServiceDescriptor* service) {
     PrintList(p, 2, "virtual ::trpc::Status " + m["method"], ProxyParams(m, false), ";");
   }
   p->Outdent();
-  p->Print("};\n\n");
+  p->Print("};\n");
 }
 
 void PrintHeader(Printer* p, const pb::FileDescriptor* file) {
@@ -292,15 +293,14 @@ void PrintHeader(Printer* p, const pb::FileDescriptor* file) {
   p->Print(
       "#include \"trpc/client/service_proxy.h\"\n"
       "#include \"trpc/future/future.h\"\n"
-      "#include \"trpc/server/service.h\"\n"
-      "\n");
-  if (!ns.empty()) p->Print(vars, "namespace $ns$ {\n\n");
+      "#include \"trpc/server/service.h\"\n");
+  if (!ns.empty()) p->Print(vars, "\nnamespace $ns$ {\n");
   for (int i = 0; i < file->service_count(); ++i) {
     PrintServerClassDecl(p, file->service(i), /*async=*/false);
     PrintServerClassDecl(p, file->service(i), /*async=*/true);
     PrintProxyClassDecl(p, file->service(i));
   }
-  if (!ns.empty()) p->Print(vars, "}  // namespace $ns$\n");
+  if (!ns.empty()) p->Print(vars, "\n}  // namespace $ns$\n");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -310,11 +310,16 @@ void PrintHeader(Printer* p, const pb::FileDescriptor* file) {
 
 void PrintServerClassDefs(Printer* p, const pb::ServiceDescriptor* service, bool async) {
   const std::string cls = (async ? "Async" : "") + service->name();
-  p->Print("$class$::$class$() {\n", "class", cls);
+  if (service->method_count() == 0) {
+    p->Print("\n$class$::$class$() {}\n", "class", cls);
+    return;
+  }
+  p->Print("\n$class$::$class$() {\n", "class", cls);
   p->Indent();
   for (int i = 0; i < service->method_count(); ++i) {
     Vars m = MethodVars(service->method(i));
-    PrintList(p, 2, async ? "::trpc::Service::AddAsyncUnaryMethod" : "::trpc::Service::AddUnaryMethod",
+    PrintList(p, 2,
+              async ? "::trpc::Service::AddAsyncUnaryMethod" : "::trpc::Service::AddUnaryMethod",
               {m["req"], m["rsp"]}, "(", "<>");
     p->Indent();
     p->Indent();
@@ -360,13 +365,13 @@ void PrintServerClassDefs(Printer* p, const pb::ServiceDescriptor* service, bool
     }
     p->Print("}\n");
   }
-  p->Print("\n");
 }
 
 void PrintProxyClassDefs(Printer* p, const pb::ServiceDescriptor* service) {
   const std::string cls = service->name() + "ServiceProxy";
   for (int i = 0; i < service->method_count(); ++i) {
     Vars m = MethodVars(service->method(i));
+    p->Print("\n");
     PrintList(p, 0, "::trpc::Status " + cls + "::" + m["method"], ProxyParams(m, true), " {");
     p->Print(m,
              "  context->SetFuncName(\"$wire$\");\n"
@@ -384,7 +389,7 @@ void PrintProxyClassDefs(Printer* p, const pb::ServiceDescriptor* service) {
     p->Print(m,
              "  context->SetFuncName(\"$wire$\");\n"
              "  return ::trpc::ServiceProxy::OnewayInvoke(context, request);\n"
-             "}\n\n");
+             "}\n");
   }
 }
 
@@ -395,16 +400,15 @@ void PrintSource(Printer* p, const pb::FileDescriptor* file) {
            "// Generated by protoc-gen-trpc from $proto$. Do not edit.\n"
            "#include \"$basename$.trpc.pb.h\"\n");
   if (file->service_count() == 0) return;
-  p->Print("\n");
-  if (!ns.empty()) p->Print(vars, "namespace $ns$ {\n\n");
+  if (!ns.empty()) p->Print(vars, "\nnamespace $ns$ {\n");
   for (int i = 0; i < file->service_count(); ++i) {
     const pb::ServiceDescriptor* service = file->service(i);
-    p->Print("// $name$\n\n", "name", service->full_name());
+    p->Print("\n// $name$\n", "name", service->full_name());
     PrintServerClassDefs(p, service, /*async=*/false);
     PrintServerClassDefs(p, service, /*async=*/true);
     PrintProxyClassDefs(p, service);
   }
-  if (!ns.empty()) p->Print(vars, "}  // namespace $ns$\n");
+  if (!ns.empty()) p->Print(vars, "\n}  // namespace $ns$\n");
 }
 
 }  // namespace
@@ -422,7 +426,7 @@ bool TrpcGenerator::Generate(const pb::FileDescriptor* file, const std::string& 
     Printer printer(out.get(), '$');
     PrintHeader(&printer, file);
     if (printer.failed()) {
-      *error = file->name() + ": cannot write " + Basename(file) + ".trpc.pb.h";
+      *error = "cannot write " + Basename(file) + ".trpc.pb.h";
       return false;
     }
   }
@@ -430,7 +434,7 @@ bool TrpcGenerator::Generate(const pb::FileDescriptor* file, const std::string& 
   Printer printer(out.get(), '$');
   PrintSource(&printer, file);
   if (printer.failed()) {
-    *error = file->name() + ": cannot write " + Basename(file) + ".trpc.pb.cc";
+    *error = "cannot write " + Basename(file) + ".trpc.pb.cc";
     return false;
   }
   return true;
