@@ -1,0 +1,495 @@
+// End-to-end tests of the service author's API: client -> Forward -> Greeter over loopback, all
+// through generated code, with deadlines that follow the call chain, trans_info, filters, and
+// a graceful stop of a TrpcApp with calls in flight. The same tests run in each thread model,
+// chosen by config alone: TRPC_E2E_THREAD_MODEL=merge (default) or fiber (ctest runs both).
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <latch>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "examples/forward/forward.trpc.pb.h"
+#include "examples/forward/forward_service.h"
+#include "examples/helloworld/helloworld.trpc.pb.h"
+#include "fmt/format.h"
+#include "trpc/client/client_filter.h"
+#include "trpc/client/trpc_client.h"
+#include "trpc/config/config.h"
+#include "trpc/fiber/fiber.h"
+#include "trpc/runtime/runtime.h"
+#include "trpc/server/server.h"
+#include "trpc/server/server_filter.h"
+#include "trpc/server/trpc_app.h"
+
+namespace trpc::test::forward {
+namespace {
+
+using helloworld::GreeterServiceProxy;
+using helloworld::HelloReply;
+using helloworld::HelloRequest;
+
+bool FiberModel() {
+  const char* m = std::getenv("TRPC_E2E_THREAD_MODEL");
+  return m != nullptr && std::string_view(m) == "fiber";
+}
+
+std::string ThreadModelYaml() {
+  return FiberModel() ? R"(global:
+  threadmodel:
+    fiber:
+      - instance_name: fwd
+        concurrency_hint: 2
+        scheduling_group_size: 0
+)"
+                      : R"(global:
+  threadmodel:
+    default:
+      - instance_name: fwd
+        io_handle_type: merge
+        io_thread_num: 2
+)";
+}
+
+std::string ThreadId() {
+  std::ostringstream out;
+  out << std::this_thread::get_id();
+  return out.str();
+}
+
+// Sleeps without blocking other requests in the fiber model (a fiber sleep); in the merged model
+// it holds the worker, which is what a slow merge handler does.
+void SleepMs(int ms) { fiber::this_fiber::SleepFor(std::chrono::milliseconds(ms)); }
+
+// ---------------------------------------------------------------------------------------------
+// The backend and the filters under test.
+
+std::atomic<int> g_backend_calls{0};
+
+// Greeter backend: "Hello, " + msg; "trans_info:KEY" replies with the request's trans_info
+// value for KEY; "late:N" replies N ms later from another thread (SetResponse(false)).
+class Backend final : public helloworld::Greeter {
+ public:
+  Status SayHello(ServerContextPtr ctx, const HelloRequest* req, HelloReply* rsp) override {
+    g_backend_calls.fetch_add(1);
+    const std::string& msg = req->msg();
+    if (msg.starts_with("trans_info:")) {
+      const auto& info = ctx->GetPbReqTransInfo();
+      auto it = info.find(msg.substr(11));
+      rsp->set_msg(it == info.end() ? "<missing>" : it->second);
+      return kSuccStatus;
+    }
+    if (msg.starts_with("late:")) {
+      int ms = std::stoi(msg.substr(5));
+      ctx->SetResponse(false);
+      std::thread([ctx, ms, msg] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+        HelloReply late;
+        late.set_msg("Hello, " + msg);
+        ctx->SendUnaryResponse(kSuccStatus, late);
+      }).detach();
+      return kSuccStatus;
+    }
+    rsp->set_msg("Hello, " + msg);
+    return kSuccStatus;
+  }
+};
+
+// On Forward: before the handler, sleeps "test-delay-ms" from the trans_info (spends the
+// request's time budget in the middle hop); records the threads that received the request and
+// sent the reply in the reply's trans_info.
+class MiddleHopFilter final : public MessageServerFilter {
+ public:
+  std::string Name() const override { return "test_middle_hop"; }
+  std::vector<FilterPoint> GetFilterPoint() override {
+    return {FilterPoint::SERVER_POST_RECV_MSG, FilterPoint::SERVER_PRE_RPC_INVOKE,
+            FilterPoint::SERVER_PRE_SEND_MSG};
+  }
+  void operator()(FilterStatus& status, FilterPoint point, const ServerContextPtr& ctx) override {
+    if (point == FilterPoint::SERVER_POST_RECV_MSG) {
+      ctx->AddRspTransInfo("recv-thread", ThreadId());
+    } else if (point == FilterPoint::SERVER_PRE_SEND_MSG) {
+      ctx->AddRspTransInfo("send-thread", ThreadId());
+    } else {
+      auto it = ctx->GetPbReqTransInfo().find("test-delay-ms");
+      if (it != ctx->GetPbReqTransInfo().end()) SleepMs(std::stoi(it->second));
+    }
+  }
+};
+
+// On Forward: rejects requests whose trans_info has no "token", with ret 41.
+class AuthFilter final : public MessageServerFilter {
+ public:
+  std::string Name() const override { return "test_auth"; }
+  std::vector<FilterPoint> GetFilterPoint() override {
+    return {FilterPoint::SERVER_PRE_RPC_INVOKE};
+  }
+  void operator()(FilterStatus& status, FilterPoint, const ServerContextPtr& ctx) override {
+    if (ctx->GetPbReqTransInfo().count("token") == 0) {
+      ctx->SetStatus(Status(kServerAuthErr, "no token"));
+      status = FilterStatus::REJECT;
+    }
+  }
+};
+
+// Client side: stamps every request with a token; rejects calls whose message asks for it
+// before anything is sent, and counts the calls that ended (POST_RPC_INVOKE).
+std::atomic<int> g_client_calls_ended{0};
+class ClientStampFilter final : public MessageClientFilter {
+ public:
+  std::string Name() const override { return "test_client_stamp"; }
+  std::vector<FilterPoint> GetFilterPoint() override {
+    return {FilterPoint::CLIENT_PRE_RPC_INVOKE, FilterPoint::CLIENT_PRE_SEND_MSG,
+            FilterPoint::CLIENT_POST_RPC_INVOKE};
+  }
+  void operator()(FilterStatus& status, FilterPoint point, const ClientContextPtr& ctx) override {
+    if (point == FilterPoint::CLIENT_PRE_RPC_INVOKE) {
+      if (ctx->GetReqTransInfo().count("client-reject")) {
+        ctx->SetStatus(Status(kClientValidateErr, "rejected by the client filter"));
+        status = FilterStatus::REJECT;
+      }
+    } else if (point == FilterPoint::CLIENT_PRE_SEND_MSG) {
+      if (ctx->GetReqTransInfo().count("no-token") == 0) ctx->AddReqTransInfo("token", "t0k3n");
+    } else {
+      g_client_calls_ended.fetch_add(1);
+    }
+  }
+};
+
+void RegisterTestFilters() {
+  static bool once = [] {
+    RegisterServerFilter(std::make_shared<MiddleHopFilter>());
+    RegisterServerFilter(std::make_shared<AuthFilter>());
+    RegisterClientFilter(std::make_shared<ClientStampFilter>());
+    return true;
+  }();
+  (void)once;
+}
+
+// ---------------------------------------------------------------------------------------------
+// client -> Forward -> Greeter, in one process: the backend starts first (port 0), then the
+// forward server's client section points at it.
+
+class ForwardE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    RegisterTestFilters();
+    std::string err;
+    Config models;
+    ASSERT_TRUE(LoadConfigFromString(ThreadModelYaml(), "models.yaml", &models, &err)) << err;
+    ASSERT_TRUE(runtime::Start(models.global.threadmodel, &err)) << err;
+
+    Config backend_config;
+    ASSERT_TRUE(LoadConfigFromString(R"(server:
+  service:
+    - name: trpc.test.helloworld.Greeter
+      ip: 127.0.0.1
+      port: 0
+)",
+                                     "backend.yaml", &backend_config, &err))
+        << err;
+    backend_ = new Server(backend_config.server);
+    backend_->RegisterService("trpc.test.helloworld.Greeter", std::make_shared<Backend>());
+    ASSERT_TRUE(backend_->Start(&err)) << err;
+    NetAddress backend_addr;
+    ASSERT_TRUE(backend_->GetAddress("trpc.test.helloworld.Greeter", &backend_addr));
+
+    // The forward server: a 150 ms service timeout (the middle hop's budget), the filters, and
+    // both callees pointing at the backend. The test's own callee (Forward) is in the same
+    // client section, with the client filter.
+    std::string forward_yaml = fmt::format(R"(server:
+  filter: [test_middle_hop]
+  service:
+    - name: trpc.test.forward.Forward
+      ip: 127.0.0.1
+      port: 0
+      timeout: 150
+      filter: [test_auth]
+client:
+  service:
+    - name: trpc.test.helloworld.Greeter
+      target: {0}
+      timeout: 1000
+    - name: trpc.test.helloworld.Greeter2
+      target: {0}
+      timeout: 1000
+)",
+                                           backend_addr.ToString());
+    ASSERT_TRUE(LoadConfigFromString(forward_yaml, "forward.yaml", &forward_config_, &err)) << err;
+    SetTrpcClient(std::make_shared<TrpcClient>(forward_config_.client));
+    ServicePtr forward = MakeForwardService(&err);
+    ASSERT_NE(forward, nullptr) << err;
+    forward_ = new Server(forward_config_.server);
+    forward_->RegisterService("trpc.test.forward.Forward", forward);
+    ASSERT_TRUE(forward_->Start(&err)) << err;
+    ASSERT_TRUE(forward_->GetAddress("trpc.test.forward.Forward", &forward_addr_));
+  }
+
+  static void TearDownTestSuite() {
+    if (forward_ != nullptr) forward_->Stop();
+    if (auto client = SetTrpcClient(nullptr)) client->Stop();
+    if (backend_ != nullptr) backend_->Stop();
+    delete forward_;
+    delete backend_;
+    forward_ = backend_ = nullptr;
+    runtime::Stop();
+  }
+
+  // A proxy to Forward with the client filter, as a caller of the forward server would have.
+  std::shared_ptr<ForwardServiceProxy> ForwardProxy(uint32_t timeout_ms = 2000) {
+    ClientServiceConfig c;
+    c.name = fmt::format("forward_caller_{}", ++proxies_made_);
+    c.target = forward_addr_.ToString();
+    c.timeout = timeout_ms;
+    c.filter = {"test_client_stamp"};
+    std::string err;
+    auto proxy = GetTrpcClient()->GetProxy<ForwardServiceProxy>(c.name, c, &err);
+    EXPECT_NE(proxy, nullptr) << err;
+    return proxy;
+  }
+
+  static inline Server* backend_ = nullptr;
+  static inline Server* forward_ = nullptr;
+  static inline Config forward_config_;
+  static inline NetAddress forward_addr_;
+  static inline int proxies_made_ = 0;
+};
+
+TEST_F(ForwardE2eTest, ClientToForwardToGreeter) {
+  auto proxy = ForwardProxy();
+  ASSERT_NE(proxy, nullptr);
+  HelloRequest req;
+  req.set_msg("world");
+  HelloReply rsp;
+  Status st = proxy->Route(MakeClientContext(), req, &rsp);
+  ASSERT_TRUE(st.OK()) << st.ToString();
+  EXPECT_EQ(rsp.msg(), "Hello, world");
+
+  HelloReply both;
+  st = proxy->ParallelRoute(MakeClientContext(), req, &both);
+  ASSERT_TRUE(st.OK()) << st.ToString();
+  EXPECT_EQ(both.msg(), "Hello, world | Hello, world");
+
+  // Async client side too, many at once.
+  std::vector<Future<HelloReply>> futures;
+  for (int i = 0; i < 50; ++i) {
+    HelloRequest r;
+    r.set_msg("n" + std::to_string(i));
+    futures.push_back(proxy->AsyncRoute(MakeClientContext(), r));
+  }
+  auto all = BlockingGet(WhenAll(std::move(futures))).GetValue();
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(all[i].IsReady()) << all[i].GetException().ToString();
+    EXPECT_EQ(all[i].GetValue().msg(), "Hello, n" + std::to_string(i));
+  }
+}
+
+TEST_F(ForwardE2eTest, MergedModelRepliesOnTheThreadThatReadTheRequest) {
+  auto proxy = ForwardProxy();
+  ASSERT_NE(proxy, nullptr);
+  for (int i = 0; i < 20; ++i) {
+    HelloRequest req;
+    req.set_msg("thread");
+    HelloReply rsp;
+    auto ctx = MakeClientContext();
+    Status st = (i % 2 == 0) ? proxy->Route(ctx, req, &rsp) : proxy->ParallelRoute(ctx, req, &rsp);
+    ASSERT_TRUE(st.OK()) << st.ToString();
+    const TransInfo& info = ctx->GetRspTransInfo();
+    ASSERT_EQ(info.count("recv-thread"), 1u);
+    ASSERT_EQ(info.count("send-thread"), 1u);
+    // The merged model's async handler replies from the continuation of a downstream call made
+    // and completed on the same worker. (Fibers may move between workers: no such promise.)
+    if (!FiberModel()) {
+      EXPECT_EQ(info.at("recv-thread"), info.at("send-thread"));
+    }
+  }
+}
+
+TEST_F(ForwardE2eTest, TransInfoFlowsEndToEnd) {
+  auto proxy = ForwardProxy();
+  ASSERT_NE(proxy, nullptr);
+  HelloRequest req;
+  req.set_msg("trans_info:request-tag");
+  HelloReply rsp;
+  auto ctx = MakeClientContext();
+  ctx->AddReqTransInfo("request-tag", "from-the-client");
+  Status st = proxy->Route(ctx, req, &rsp);
+  ASSERT_TRUE(st.OK()) << st.ToString();
+  // The backend, two hops away, saw the client's metadata.
+  EXPECT_EQ(rsp.msg(), "from-the-client");
+  // And the client filter's stamp too.
+  req.set_msg("trans_info:token");
+  st = proxy->Route(MakeClientContext(), req, &rsp);
+  ASSERT_TRUE(st.OK()) << st.ToString();
+  EXPECT_EQ(rsp.msg(), "t0k3n");
+}
+
+TEST_F(ForwardE2eTest, DeadlineRunningOutInTheMiddleHopIsNotForwarded) {
+  // (a) The client's own budget (60 ms) runs out while the middle hop sleeps 120 ms: the client
+  // sees 101, and the forward server does not call the backend with nothing left.
+  auto proxy = ForwardProxy(/*timeout_ms=*/60);
+  ASSERT_NE(proxy, nullptr);
+  int before = g_backend_calls.load();
+  HelloRequest req;
+  req.set_msg("late hop");
+  HelloReply rsp;
+  auto ctx = MakeClientContext();
+  ctx->AddReqTransInfo("test-delay-ms", "120");
+  Status st = proxy->Route(ctx, req, &rsp);
+  EXPECT_EQ(st.GetFrameworkRetCode(), kClientInvokeTimeoutErr) << st.ToString();
+
+  // (b) The forward service's own budget (150 ms) runs out in the middle hop while the client
+  // still waits (2 s): the client gets the server's timeout, 21.
+  auto patient = ForwardProxy(/*timeout_ms=*/2000);
+  ASSERT_NE(patient, nullptr);
+  auto ctx2 = MakeClientContext();
+  ctx2->AddReqTransInfo("test-delay-ms", "200");
+  st = patient->Route(ctx2, req, &rsp);
+  EXPECT_EQ(st.GetFrameworkRetCode(), kServerTimeoutErr) << st.ToString();
+  // ParallelRoute too: neither backend call goes out.
+  auto ctx3 = MakeClientContext();
+  ctx3->AddReqTransInfo("test-delay-ms", "200");
+  st = patient->ParallelRoute(ctx3, req, &rsp);
+  EXPECT_EQ(st.GetFrameworkRetCode(), kServerTimeoutErr) << st.ToString();
+
+  // By now (a)'s middle hop has long finished its sleep and given up.
+  SleepMs(150);
+  EXPECT_EQ(g_backend_calls.load(), before);
+}
+
+TEST_F(ForwardE2eTest, FiltersRejectCalls) {
+  auto proxy = ForwardProxy();
+  ASSERT_NE(proxy, nullptr);
+  HelloRequest req;
+  req.set_msg("filtered");
+  HelloReply rsp;
+  int before = g_backend_calls.load();
+  int ended_before = g_client_calls_ended.load();
+
+  // Server filter: no token, no call.
+  auto ctx = MakeClientContext();
+  ctx->AddReqTransInfo("no-token", "1");
+  Status st = proxy->Route(ctx, req, &rsp);
+  EXPECT_EQ(st.GetFrameworkRetCode(), kServerAuthErr) << st.ToString();
+  EXPECT_EQ(st.ErrorMessage(), "no token");
+
+  // Client filter: rejected before anything is sent.
+  auto ctx2 = MakeClientContext();
+  ctx2->AddReqTransInfo("client-reject", "1");
+  st = proxy->Route(ctx2, req, &rsp);
+  EXPECT_EQ(st.GetFrameworkRetCode(), kClientValidateErr) << st.ToString();
+  auto f = proxy->AsyncRoute(ctx2, req);
+  auto done = BlockingGet(std::move(f));
+  ASSERT_TRUE(done.IsFailed());
+  EXPECT_EQ(done.GetException().GetFrameworkRetCode(), kClientValidateErr);
+
+  EXPECT_EQ(g_backend_calls.load(), before);
+  // POST_RPC_INVOKE ran for the call that was sent (and failed), not for the rejected ones.
+  EXPECT_EQ(g_client_calls_ended.load(), ended_before + 1);
+
+  // With the token, the same call goes through.
+  st = proxy->Route(MakeClientContext(), req, &rsp);
+  EXPECT_TRUE(st.OK()) << st.ToString();
+}
+
+TEST(ForwardConfigTest, UnknownFilterStopsStartWithItsLine) {
+  std::string err;
+  Config config;
+  ASSERT_TRUE(LoadConfigFromString(ThreadModelYaml() + R"(server:
+  service:
+    - name: svc
+      ip: 127.0.0.1
+      port: 0
+      filter: [no_such_filter]
+)",
+                                   "bad_filter.yaml", &config, &err))
+      << err;
+  ASSERT_TRUE(runtime::Start(config.global.threadmodel, &err)) << err;
+  {
+    Server server(config.server);
+    server.RegisterService("svc", std::make_shared<Backend>());
+    EXPECT_FALSE(server.Start(&err));
+    EXPECT_EQ(err,
+              "bad_filter.yaml:9: service 'svc': no server filter named 'no_such_filter' is "
+              "registered");
+  }
+  ClientServiceConfig c;
+  c.name = "callee";
+  c.target = "127.0.0.1:1";
+  c.filter = {"no_such_client_filter"};
+  c.origin = "client.yaml:3";
+  TrpcClient client(ClientConfig{});
+  EXPECT_EQ(client.GetProxy<GreeterServiceProxy>("callee", c, &err), nullptr);
+  EXPECT_EQ(err, "client.yaml:3: client callee: no client filter named 'no_such_client_filter' is "
+                 "registered");
+  client.Stop();
+  runtime::Stop();
+}
+
+// ---------------------------------------------------------------------------------------------
+// TrpcApp: start from YAML, stop gracefully with calls in flight.
+
+class GreeterApp final : public TrpcApp {
+ protected:
+  int Initialize() override {
+    RegisterService("trpc.test.helloworld.Greeter", std::make_shared<Backend>());
+    return 0;
+  }
+};
+
+TEST(TrpcAppTest, GracefulStopCompletesEveryCallInFlight) {
+  RegisterTestFilters();
+  std::string err;
+  Config config;
+  ASSERT_TRUE(LoadConfigFromString(ThreadModelYaml() + R"(server:
+  stop_max_wait_time: 5000
+  service:
+    - name: trpc.test.helloworld.Greeter
+      ip: 127.0.0.1
+      port: 0
+      timeout: 5000
+)",
+                                   "app.yaml", &config, &err))
+      << err;
+  GreeterApp app;
+  ASSERT_EQ(app.Start(config), 0);
+  NetAddress addr;
+  ASSERT_TRUE(app.GetServer()->GetAddress("trpc.test.helloworld.Greeter", &addr));
+  ClientServiceConfig c;
+  c.target = addr.ToString();
+  c.timeout = 5000;
+  auto proxy = GetTrpcClient()->GetProxy<GreeterServiceProxy>("greeter", c, &err);
+  ASSERT_NE(proxy, nullptr) << err;
+
+  constexpr int kCalls = 100;
+  int before = g_backend_calls.load();
+  std::atomic<int> ok{0};
+  std::atomic<int> failed{0};
+  std::latch done(kCalls);
+  for (int i = 0; i < kCalls; ++i) {
+    HelloRequest req;
+    req.set_msg("late:300");
+    proxy->AsyncSayHello(MakeClientContext(), req).Then([&](Future<HelloReply>&& f) {
+      (f.IsReady() && f.GetValue().msg() == "Hello, late:300" ? ok : failed).fetch_add(1);
+      done.count_down();
+    });
+  }
+  // Every call has reached the handler (which replies 300 ms later) before the stop begins.
+  for (int i = 0; i < 2000 && g_backend_calls.load() - before < kCalls; ++i) SleepMs(1);
+  ASSERT_EQ(g_backend_calls.load() - before, kCalls);
+  app.Terminate();
+  app.Wait();  // stops the server, waiting for the replies, then the client and the runtime
+  done.wait();
+  EXPECT_EQ(ok.load(), kCalls);
+  EXPECT_EQ(failed.load(), 0);
+}
+
+}  // namespace
+}  // namespace trpc::test::forward
