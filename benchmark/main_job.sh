@@ -1,28 +1,46 @@
 #!/usr/bin/env bash
-# The main job: sets up, builds, then runs the helloworld server and client on loopback, once in
-# the merged thread model and once in the fiber model (the same binaries; only the YAML differs).
+# The main job: sets up, builds, then on loopback, once in the merged thread model and once in
+# the fiber model (the same binaries; only the YAML differs): the helloworld server and client,
+# then client -> forward server -> helloworld server.
 # (The seed benchmark table replaces this once the load client exists.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 third_party/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j "$(nproc)" --target helloworld_server helloworld_client
+cmake --build build -j "$(nproc)" --target helloworld_server helloworld_client forward_server \
+  forward_client
 
-ex=examples/helloworld
-for model in merge fiber; do
-  echo "== helloworld, $model model"
-  build/$ex/helloworld_server --config $ex/server_$model.yaml &
-  server=$!
-  trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
-  # Wait (bounded) for the server to listen.
+hw=examples/helloworld
+fw=examples/forward
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+# Waits (bounded: 5 s) until something listens on 127.0.0.1:$1.
+wait_port() {
   for _ in $(seq 1 100); do
-    (exec 3<>/dev/tcp/127.0.0.1/12345) 2>/dev/null && break
+    (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
     sleep 0.05
   done
-  build/$ex/helloworld_client --config $ex/client_$model.yaml --count 100
-  kill -TERM $server
-  wait $server
-  trap - EXIT
+  echo "nothing listens on port $1" >&2
+  return 1
+}
+
+for model in merge fiber; do
+  echo "== helloworld, $model model"
+  build/$hw/helloworld_server --config $hw/server_$model.yaml &
+  pids=($!)
+  wait_port 12345
+  build/$hw/helloworld_client --config $hw/client_$model.yaml --count 100
+  echo "== forward, $model model"
+  build/$fw/forward_server --config $fw/server_$model.yaml &
+  pids+=($!)
+  wait_port 12346
+  build/$fw/forward_client --config $fw/client.yaml --count 100
+  # A graceful stop of both servers (SIGTERM).
+  for p in "${pids[@]}"; do kill -TERM "$p"; done
+  for p in "${pids[@]}"; do wait "$p"; done
+  pids=()
 done
 echo "main job: OK"

@@ -1,20 +1,60 @@
 // helloworld_client --config FILE [--count N] [--msg TEXT]: calls Greeter.SayHello N times
 // synchronously and N times asynchronously, prints the first reply, exits non-zero on any error.
+// In the fiber model the calls are made from a fiber (RunInTrpcRuntime).
 
-#include <atomic>
 #include <cstdio>
 #include <cstring>
-#include <latch>
 #include <string>
 #include <vector>
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "trpc/config/config.h"
-#include "trpc/runtime/runtime.h"
+#include "trpc/server/trpc_app.h"
 
 namespace {
-// The `client.service[].name` the proxy is configured from.
-constexpr char kGreeterName[] = "trpc.test.helloworld.Greeter";
+
+using trpc::test::helloworld::GreeterServiceProxy;
+using trpc::test::helloworld::HelloReply;
+using trpc::test::helloworld::HelloRequest;
+
+int CallGreeter(int count, const std::string& msg) {
+  // Created from the `client.service[]` entry of that name.
+  auto greeter = trpc::GetTrpcClient()->GetProxy<GreeterServiceProxy>("trpc.test.helloworld.Greeter");
+  if (!greeter) return 1;
+  int failures = 0;
+  for (int i = 0; i < count; ++i) {
+    HelloRequest req;
+    req.set_msg(msg);
+    HelloReply rsp;
+    trpc::Status st = greeter->SayHello(trpc::MakeClientContext(), req, &rsp);
+    if (!st.OK() || rsp.msg() != "Hello, " + msg) {
+      std::fprintf(stderr, "sync call %d failed: %s (reply '%s')\n", i, st.ToString().c_str(),
+                   rsp.msg().c_str());
+      ++failures;
+    } else if (i == 0) {
+      std::printf("sync reply: %s\n", rsp.msg().c_str());
+    }
+  }
+  // All asynchronous calls in flight at once, then one wait for all of them.
+  std::vector<trpc::Future<HelloReply>> replies;
+  for (int i = 0; i < count; ++i) {
+    HelloRequest req;
+    req.set_msg(msg + std::to_string(i));
+    replies.push_back(greeter->AsyncSayHello(trpc::MakeClientContext(), req));
+  }
+  auto all = trpc::BlockingGet(trpc::WhenAll(std::move(replies))).GetValue();
+  for (int i = 0; i < count; ++i) {
+    if (!all[i].IsReady()) {
+      std::fprintf(stderr, "async call %d failed: %s\n", i, all[i].GetException().ToString().c_str());
+      ++failures;
+    } else if (all[i].GetValue().msg() != "Hello, " + msg + std::to_string(i)) {
+      ++failures;
+    }
+  }
+  std::printf("%d sync + %d async calls, %d failed\n", count, count, failures);
+  return failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -40,63 +80,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", err.c_str());
     return 1;
   }
-  const trpc::ClientServiceConfig* greeter_config = nullptr;
-  for (const auto& s : config.client.service) {
-    if (s.name == kGreeterName) greeter_config = &s;
-  }
-  if (greeter_config == nullptr) {
-    std::fprintf(stderr, "%s: no client.service named %s\n", config_path.c_str(), kGreeterName);
-    return 1;
-  }
-  if (!trpc::runtime::Start(config.global.threadmodel, &err)) {
-    std::fprintf(stderr, "%s\n", err.c_str());
-    return 1;
-  }
-  int failures = 0;
-  {
-    auto greeter = std::make_shared<trpc::test::helloworld::GreeterServiceProxy>(
-        *greeter_config, trpc::runtime::GetThreadModel());
-    if (!greeter->Init(&err)) {
-      std::fprintf(stderr, "%s\n", err.c_str());
-      trpc::runtime::Stop();
-      return 1;
-    }
-
-    for (int i = 0; i < count; ++i) {
-      trpc::test::helloworld::HelloRequest req;
-      req.set_msg(msg);
-      trpc::test::helloworld::HelloReply rsp;
-      auto ctx = trpc::MakeClientContext();
-      trpc::Status st = greeter->SayHello(ctx, req, &rsp);
-      if (!st.OK() || rsp.msg() != "Hello, " + msg) {
-        std::fprintf(stderr, "sync call %d failed: %s (reply '%s')\n", i, st.ToString().c_str(),
-                     rsp.msg().c_str());
-        ++failures;
-      } else if (i == 0) {
-        std::printf("sync reply: %s\n", rsp.msg().c_str());
-      }
-    }
-
-    std::atomic<int> async_failures{0};
-    std::latch done(count);
-    std::vector<trpc::ClientContextPtr> ctxs(count);
-    for (int i = 0; i < count; ++i) {
-      trpc::test::helloworld::HelloRequest req;
-      req.set_msg(msg + std::to_string(i));
-      ctxs[i] = trpc::MakeClientContext();
-      greeter->AsyncSayHello(ctxs[i], req)
-          .Then([&, i](trpc::Future<trpc::test::helloworld::HelloReply>&& reply) {
-            if (!reply.IsReady() || reply.GetValue().msg() != "Hello, " + msg + std::to_string(i)) {
-              async_failures.fetch_add(1);
-            }
-            done.count_down();
-          });
-    }
-    done.wait();
-    failures += async_failures.load();
-    std::printf("%d sync + %d async calls, %d failed\n", count, count, failures);
-    greeter->Stop();
-  }
-  trpc::runtime::Stop();
-  return failures == 0 ? 0 : 1;
+  return trpc::RunInTrpcRuntime(config, [&] { return CallGreeter(count, msg); });
 }
