@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "trpc/base/clock.h"
+#include "trpc/base/logging.h"
 #include "trpc/codec/codec.h"
 #include "trpc/runtime/runtime.h"
 #include "trpc/server/detail/service_adapter.h"
@@ -40,6 +41,15 @@ bool Server::Start(std::string* err) {
 }
 
 bool Server::StartServices(std::string* err) {
+  // A registered service the config does not list is not served; likely a name mismatch.
+  for (const auto& [name, service] : services_) {
+    bool configured = false;
+    for (const ServiceConfig& sc : config_.service) configured |= sc.name == name;
+    if (!configured) {
+      TRPC_LOG_WARN("service '{}' is registered but not in server.service: it is not served",
+                    name);
+    }
+  }
   for (const ServiceConfig& sc : config_.service) {
     // Errors about a config entry point at it: "file:line: ...".
     std::string where = sc.origin.empty() ? "" : sc.origin + ": ";
