@@ -76,7 +76,8 @@ TEST(CodegenTest, DefaultHandlersAnswerNotImplemented) {
   Future<inner::Pong> fut = async_greeter.Ping(nullptr, &ping);
   ASSERT_TRUE(fut.IsFailed());
   EXPECT_EQ(fut.GetException().GetFrameworkRetCode(), 12);
-  EXPECT_EQ(fut.GetException().ErrorMessage(), "/trpc.test.codegen.Greeter/Ping is not implemented");
+  EXPECT_EQ(fut.GetException().ErrorMessage(),
+            "/trpc.test.codegen.Greeter/Ping is not implemented");
 
   AsyncCounter async_counter;
   Future<HelloReply> added = async_counter.Add(nullptr, &req);

@@ -46,7 +46,6 @@ std::string Namespace(const pb::FileDescriptor* file) {
 // (qualified so that types imported from other packages resolve from any namespace).
 Vars MethodVars(const pb::MethodDescriptor* method) {
   return {
-      {"service", method->service()->name()},
       {"method", method->name()},
       {"wire", "/" + method->service()->full_name() + "/" + method->name()},
       {"req", pb::compiler::cpp::QualifiedClassName(method->input_type())},
