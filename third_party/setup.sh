@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # Installs the Debian packages this project builds with, if any are missing.
 # Idempotent: prints nothing and touches nothing when everything is present.
-# Usage: third_party/setup.sh [--with-clang]   (clang is needed for fuzz targets only)
+# Usage: third_party/setup.sh [--with-clang] [--with-bench]
+#   --with-clang  clang-14 and its runtimes (fuzz targets only)
+#   --with-bench  python3 and gnuplot, for the seed-table script and its plot
 set -euo pipefail
 
 pkgs=(libboost-context-dev libprotobuf-dev protobuf-compiler libprotoc-dev
       libgoogle-perftools-dev libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev
       libyaml-cpp-dev cmake ninja-build g++ pkg-config)
-if [ "${1:-}" = "--with-clang" ]; then
-  pkgs+=(clang-14 libclang-rt-14-dev)
-fi
+for arg in "$@"; do
+  case "$arg" in
+    --with-clang) pkgs+=(clang-14 libclang-rt-14-dev) ;;
+    --with-bench) pkgs+=(python3 gnuplot-nox) ;;
+    *) echo "usage: $0 [--with-clang] [--with-bench]" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${pkgs[@]}"; do
