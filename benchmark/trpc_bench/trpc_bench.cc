@@ -1,287 +1,231 @@
-// trpc_bench: a closed-loop load client for trpc echo servers, built on the framework's reactor,
-// client connections and codec. Each worker thread owns a reactor and its share of the
-// connections; every connection keeps --inflight calls outstanding and sends the next one as
-// soon as a reply arrives. Latency is measured per call with the monotonic clock into a
-// per-thread HDR-style histogram (µs), merged at the end. Warm-up calls are not counted.
-//
-// (The load-client issue extends this with open-loop rates, JSON output and tail injection.)
+// trpc_bench: the load client (BENCHMARK.md, "The load client"). Closed loop (--connections x
+// --inflight) or open loop at a fixed rate (--qps) with coordinated-omission correction, on the
+// framework's reactor, ClientConnection and codec registry. Worker threads (worker.h) do the
+// calls; this file parses the options, starts and times the workers, prints progress, and
+// assembles the report (report.h). Usage and JSON keys: benchmark/trpc_bench/README.md.
 
-#include <sched.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <cinttypes>
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <map>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "benchmark/trpc_bench/coordinator.h"
+#include "benchmark/trpc_bench/cpu_time.h"
+#include "benchmark/trpc_bench/options.h"
+#include "benchmark/trpc_bench/report.h"
+#include "benchmark/trpc_bench/worker.h"
 #include "examples/helloworld/helloworld.pb.h"
+#include "fmt/format.h"
 #include "trpc/base/clock.h"
-#include "trpc/base/histogram.h"
 #include "trpc/codec/codec.h"
-#include "trpc/reactor/reactor.h"
-#include "trpc/transport/client_connection.h"
+#include "trpc/transport/socket.h"
 
+namespace trpc::bench {
 namespace {
 
-struct Options {
-  std::string target = "127.0.0.1:12345";
-  std::string func = "/trpc.test.helloworld.Greeter/SayHello";
-  int connections = 100;
-  int inflight = 1;
-  int threads = 1;
-  double duration_s = 10;
-  double warmup_s = 1;
-  int payload_size = 10;
-  int timeout_ms = 1000;
-  int server_pid = 0;
-  std::vector<int> cpus;
-};
+constexpr int kExitConnectFailed = 1;
+constexpr int kExitBadUsage = 2;
+// Workers get this long to connect, and this lead before the plan starts so that every thread
+// has its start task in hand by then.
+constexpr int64_t kReadyTimeoutNs = 10 * kNanosPerSecond;
+constexpr int64_t kStartLeadNs = 5 * kNanosPerMilli;
+// How long a progress round waits for the workers' snapshots.
+constexpr int64_t kProgressWaitNs = 200 * kNanosPerMilli;
 
-void Usage(const char* argv0) {
-  std::fprintf(stderr,
-               "usage: %s [--target ip:port] [--connections N] [--inflight N] [--threads N]\n"
-               "          [--duration S] [--warmup S] [--payload-size BYTES] [--timeout MS]\n"
-               "          [--func /pkg.Service/Method] [--cpus 0,1] [--server-pid PID]\n",
-               argv0);
+// One blocking connect, so that "nothing listens there" is a clear error and exit code before
+// any load starts.
+bool ProbeConnect(const NetAddress& addr, int timeout_ms, std::string* err) {
+  int fd = socket_ops::Connect(addr);
+  if (fd < 0) {
+    *err = std::strerror(-fd);
+    return false;
+  }
+  pollfd p{fd, POLLOUT, 0};
+  int n = ::poll(&p, 1, timeout_ms);
+  int so_error = n > 0 ? socket_ops::GetSocketError(fd) : 0;
+  ::close(fd);
+  if (n <= 0) {
+    *err = n == 0 ? fmt::format("no answer within {} ms", timeout_ms) : std::strerror(errno);
+    return false;
+  }
+  if (so_error != 0) {
+    *err = std::strerror(so_error);
+    return false;
+  }
+  return true;
 }
 
-bool ParseArgs(int argc, char** argv, Options* o) {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-    const char* v = nullptr;
-    if (a == "--help" || a == "-h") return false;
-    v = next();
-    if (v == nullptr) return false;
-    if (a == "--target") o->target = v;
-    else if (a == "--func") o->func = v;
-    else if (a == "--connections") o->connections = std::atoi(v);
-    else if (a == "--inflight") o->inflight = std::atoi(v);
-    else if (a == "--threads") o->threads = std::atoi(v);
-    else if (a == "--duration") o->duration_s = std::atof(v);
-    else if (a == "--warmup") o->warmup_s = std::atof(v);
-    else if (a == "--payload-size") o->payload_size = std::atoi(v);
-    else if (a == "--timeout") o->timeout_ms = std::atoi(v);
-    else if (a == "--server-pid") o->server_pid = std::atoi(v);
-    else if (a == "--cpus") {
-      for (char* p = std::strtok(const_cast<char*>(v), ","); p; p = std::strtok(nullptr, ",")) {
-        o->cpus.push_back(std::atoi(p));
-      }
-    } else {
-      std::fprintf(stderr, "unknown option %s\n", a.c_str());
-      return false;
-    }
+// Many connections need many fds: take the hard limit.
+void RaiseFdLimit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
   }
-  return o->connections > 0 && o->inflight > 0 && o->threads > 0 && o->duration_s > 0 &&
-         o->payload_size >= 0 && o->threads <= o->connections;
 }
 
-// utime + stime of a process in microseconds, from /proc/PID/stat.
-int64_t ProcessCpuMicros(int pid) {
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-  FILE* f = std::fopen(path, "r");
-  if (!f) return -1;
-  char buf[1024];
-  size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
-  std::fclose(f);
-  buf[n] = '\0';
-  const char* p = std::strrchr(buf, ')');  // the command name may contain spaces
-  if (!p) return -1;
-  unsigned long utime = 0, stime = 0;
-  // Fields after ')': state(3) ... utime is field 14, stime 15.
-  if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime,
-                  &stime) != 2) {
-    return -1;
-  }
-  return static_cast<int64_t>(utime + stime) * 1'000'000 / sysconf(_SC_CLK_TCK);
+void SleepUntil(int64_t deadline_ns) {
+  int64_t left = deadline_ns - MonotonicNanos();
+  if (left > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(left));
 }
 
-class Worker {
- public:
-  Worker(const Options& o, int index, int conns, std::shared_ptr<trpc::ClientCodec> codec)
-      : o_(o), index_(index), conns_(conns), codec_(std::move(codec)) {
-    req_.set_msg(std::string(o.payload_size, 'x'));
-    // One request header reused for every call; only the id changes.
-    header_.timeout_ms = static_cast<uint32_t>(o.timeout_ms);
-    header_.callee = "trpc.test.helloworld.Greeter";
-    header_.func = o.func;
-  }
-
-  void Run(int64_t measure_start_ns, int64_t measure_end_ns) {
-    if (!o_.cpus.empty()) {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET(o_.cpus[index_ % o_.cpus.size()], &set);
-      sched_setaffinity(0, sizeof(set), &set);
-    }
-    trpc::NetAddress addr;
-    trpc::NetAddress::Parse(o_.target, &addr);
-    measure_start_ns_ = measure_start_ns;
-    measure_end_ns_ = measure_end_ns;
-    reactor_.Post([this, addr] {
-      trpc::ConnectionOptions copts;
-      copts.idle_timeout_ms = 0;
-      copts.max_packet_size = 0xFFFFFFFFu;
-      for (int i = 0; i < conns_; ++i) {
-        auto c = std::make_shared<trpc::ClientConnection>(&reactor_, addr, codec_.get(), copts);
-        std::string err;
-        if (!c->Connect(&err)) {
-          std::fprintf(stderr, "%s\n", err.c_str());
-          continue;
-        }
-        clients_.push_back(c);
-        for (int k = 0; k < o_.inflight; ++k) SendNext(c.get());
-      }
-      reactor_.AddTimer(measure_end_ns_, [this] { stopping_ = true; });
-      // Give outstanding calls their timeout to finish, then stop.
-      reactor_.AddTimer(measure_end_ns_ + o_.timeout_ms * trpc::kNanosPerMilli + 1, [this] {
-        for (auto& c : clients_) c->Close("bench done");
-        reactor_.Stop();
-      });
-    });
-    reactor_.Run();
-  }
-
-  const trpc::Histogram& histogram() const { return hist_; }
-  const std::map<int, uint64_t>& errors() const { return errors_; }
-  uint64_t completed() const { return completed_.load(std::memory_order_relaxed); }
-
- private:
-  void SendNext(trpc::ClientConnection* c) {
-    if (stopping_ || !c->usable()) return;
-    header_.request_id = c->NextRequestId();
-    trpc::ChainBuffer buf;
-    codec_->EncodeRequest(&header_, &req_, &buf);
-    int64_t start = trpc::MonotonicNanos();
-    c->Call(header_.request_id, std::move(buf), start + o_.timeout_ms * trpc::kNanosPerMilli,
-            [this, c, start](trpc::Status st, trpc::ChainBuffer&& frame) {
-              int64_t now = trpc::MonotonicNanos();
-              // Counted by start time only: a slow call that started in the window counts even
-              // if it ends after it (the run waits out the timeout before closing).
-              bool measured = start >= measure_start_ns_ && start < measure_end_ns_;
-              int code = st.GetFrameworkRetCode();
-              if (st.OK()) {
-                trpc::RpcResponse rsp;
-                std::string err;
-                if (!codec_->DecodeResponse(std::move(frame), &rsp, &err)) {
-                  code = trpc::kClientDecodeErr;
-                } else {
-                  code = rsp.ret != 0 ? rsp.ret : rsp.func_ret;
-                }
-              }
-              if (measured) {
-                if (code == 0) {
-                  hist_.Record((now - start) / 1000);
-                  completed_.fetch_add(1, std::memory_order_relaxed);
-                } else {
-                  ++errors_[code];
-                }
-              }
-              SendNext(c);
-            });
-  }
-
-  const Options& o_;
-  int index_;
-  int conns_;
-  std::shared_ptr<trpc::ClientCodec> codec_;
-  trpc::test::helloworld::HelloRequest req_;
-  trpc::RpcRequest header_;
-  trpc::Reactor reactor_;
-  std::vector<std::shared_ptr<trpc::ClientConnection>> clients_;
-  trpc::Histogram hist_;
-  std::map<int, uint64_t> errors_;
-  std::atomic<uint64_t> completed_{0};
-  int64_t measure_start_ns_ = 0;
-  int64_t measure_end_ns_ = 0;
-  bool stopping_ = false;
-};
-
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   Options o;
-  if (!ParseArgs(argc, argv, &o)) {
-    Usage(argv[0]);
-    return 2;
+  std::string err;
+  switch (ParseOptions(argc, argv, &o, &err)) {
+    case ParseResult::kHelp:
+      std::fputs(UsageText(argv[0]).c_str(), stdout);
+      return 0;
+    case ParseResult::kBadUsage:
+      std::fprintf(stderr, "trpc_bench: %s (see --help)\n", err.c_str());
+      return kExitBadUsage;
+    case ParseResult::kRun:
+      break;
   }
-  trpc::NetAddress addr;
-  if (!trpc::NetAddress::Parse(o.target, &addr)) {
-    std::fprintf(stderr, "bad --target %s\n", o.target.c_str());
-    return 2;
+  if (!o.payload_file.empty()) {
+    std::ifstream in(o.payload_file, std::ios::binary);
+    if (!in) {
+      std::fprintf(stderr, "trpc_bench: cannot read --payload-file %s\n", o.payload_file.c_str());
+      return kExitBadUsage;
+    }
+    o.payload.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } else {
+    o.payload.assign(o.payload_size, 'x');
   }
-  auto codec = trpc::CodecRegistry::Instance().GetClient("trpc");
+  std::shared_ptr<ClientCodec> codec = CodecRegistry::Instance().GetClient(o.protocol);
   if (!codec) {
-    std::fprintf(stderr, "trpc codec not linked\n");
-    return 1;
+    std::fprintf(stderr, "trpc_bench: protocol %s is not linked in\n", o.protocol.c_str());
+    return kExitBadUsage;
   }
-  std::printf("trpc_bench: target=%s func=%s connections=%d inflight=%d threads=%d "
-              "payload=%dB duration=%.1fs warmup=%.1fs timeout=%dms\n",
-              o.target.c_str(), o.func.c_str(), o.connections, o.inflight, o.threads,
-              o.payload_size, o.duration_s, o.warmup_s, o.timeout_ms);
-  int64_t start = trpc::MonotonicNanos();
-  int64_t measure_start = start + static_cast<int64_t>(o.warmup_s * 1e9);
-  int64_t measure_end = measure_start + static_cast<int64_t>(o.duration_s * 1e9);
+  {
+    // Encode one request here: a --func or payload the codec refuses is a usage error.
+    RpcRequest req;
+    req.callee = o.Callee();
+    req.func = o.func;
+    test::helloworld::HelloRequest body;
+    body.set_msg(o.payload);
+    ChainBuffer frame;
+    if (!codec->EncodeRequest(&req, &body, &frame)) {
+      std::fprintf(stderr, "trpc_bench: cannot encode a request for %s\n", o.func.c_str());
+      return kExitBadUsage;
+    }
+  }
+  // With the JSON on stdout, the human-readable report goes to stderr.
+  FILE* out = o.json_path == "-" ? stderr : stdout;
+  NetAddress addr;
+  NetAddress::Parse(o.target, &addr);
+  if (!ProbeConnect(addr, std::min(o.timeout_ms, 5000), &err)) {
+    std::fprintf(stderr, "trpc_bench: cannot connect to %s: %s\n", o.target.c_str(), err.c_str());
+    return kExitConnectFailed;
+  }
+  RaiseFdLimit();
+  PrintSettings(out, o);
+
+  Coordinator coordinator;
   std::vector<std::unique_ptr<Worker>> workers;
-  std::vector<std::thread> threads;
   for (int t = 0; t < o.threads; ++t) {
     int conns = o.connections / o.threads + (t < o.connections % o.threads ? 1 : 0);
-    workers.push_back(std::make_unique<Worker>(o, t, conns, codec));
+    uint64_t quota = UINT64_MAX;
+    if (o.requests > 0) quota = o.requests / o.threads + (t < int(o.requests % o.threads) ? 1 : 0);
+    workers.push_back(std::make_unique<Worker>(o, t, conns, quota, codec, &coordinator));
   }
-  for (auto& w : workers) {
-    threads.emplace_back([&w, measure_start, measure_end] { w->Run(measure_start, measure_end); });
+  std::vector<std::thread> threads;
+  for (auto& w : workers) threads.emplace_back([&w] { w->Run(); });
+  if (!coordinator.WaitReady(o.threads, MonotonicNanos() + kReadyTimeoutNs)) {
+    std::fprintf(stderr, "trpc_bench: the worker threads did not start\n");
+    std::_Exit(kExitConnectFailed);
   }
-  // Per-second progress, and the server's CPU over exactly the measured window.
-  std::this_thread::sleep_for(std::chrono::nanoseconds(measure_start - trpc::MonotonicNanos()));
-  int64_t server_cpu_start = o.server_pid ? ProcessCpuMicros(o.server_pid) : -1;
-  int64_t self_cpu_start = ProcessCpuMicros(getpid());
-  uint64_t last = 0;
-  for (int sec = 1; trpc::MonotonicNanos() < measure_end; ++sec) {
-    int64_t wake = std::min<int64_t>(measure_start + sec * trpc::kNanosPerSecond, measure_end);
-    std::this_thread::sleep_for(std::chrono::nanoseconds(wake - trpc::MonotonicNanos()));
-    uint64_t done = 0;
-    for (auto& w : workers) done += w->completed();
-    std::printf("[%3ds] qps %" PRIu64 "\n", sec, done - last);
-    std::fflush(stdout);
-    last = done;
+
+  Schedule sched;
+  sched.start_ns = MonotonicNanos() + kStartLeadNs;
+  sched.measure_start_ns = sched.start_ns + static_cast<int64_t>(o.warmup_s * 1e9);
+  sched.measure_end_ns = o.duration_s > 0
+                             ? sched.measure_start_ns + static_cast<int64_t>(o.duration_s * 1e9)
+                             : INT64_MAX;
+  for (auto& w : workers) w->Start(sched);
+
+  // The measured window: CPU times at both ends, a progress line every second. It ends at the
+  // duration, or (with --requests) once every worker has had its last measured reply.
+  SleepUntil(sched.measure_start_ns);
+  int64_t self_cpu_start = SelfCpuMicros();
+  int64_t server_cpu_start = o.server_pid > 0 ? ProcessCpuMicros(o.server_pid) : -1;
+  if (o.server_pid > 0 && server_cpu_start < 0) {
+    std::fprintf(stderr, "trpc_bench: cannot read /proc/%d/stat: no server CPU figures\n",
+                 o.server_pid);
   }
-  int64_t server_cpu_end = o.server_pid ? ProcessCpuMicros(o.server_pid) : -1;
-  int64_t self_cpu_end = ProcessCpuMicros(getpid());
+  bool finished_early = false;
+  for (int second = 1;; ++second) {
+    int64_t tick = sched.measure_start_ns + second * kNanosPerSecond;
+    int64_t wake = std::min(tick, sched.measure_end_ns);
+    // Only a --requests run ends before its duration; a timed one runs the whole window even if
+    // the open-loop plan is sent and answered a little before its end.
+    if (o.requests > 0 && coordinator.WaitFinished(o.threads, wake)) {
+      finished_early = true;
+      break;
+    }
+    SleepUntil(wake);
+    if (wake == tick && !o.quiet) {
+      coordinator.BeginRound(second);
+      for (auto& w : workers) w->SnapshotInterval(second);
+      IntervalStats interval;
+      coordinator.CollectRound(second, o.threads, MonotonicNanos() + kProgressWaitNs, &interval);
+      PrintProgress(out, second, interval);
+    }
+    if (wake >= sched.measure_end_ns) break;
+  }
+  int64_t window_end = finished_early ? coordinator.last_done_ns() : sched.measure_end_ns;
+  int64_t self_cpu_end = SelfCpuMicros();
+  int64_t server_cpu_end = server_cpu_start >= 0 ? ProcessCpuMicros(o.server_pid) : -1;
+
+  // Calls in flight at the end of the window still count: wait for them (each completes within
+  // its timeout), then stop.
+  int64_t drain_deadline = MonotonicNanos() + o.timeout_ms * kNanosPerMilli + kNanosPerSecond;
+  if (!coordinator.WaitFinished(o.threads, drain_deadline)) {
+    std::fprintf(stderr, "trpc_bench: calls still in flight after the timeout; not counted\n");
+  }
+  for (auto& w : workers) w->Stop();
   for (auto& t : threads) t.join();
 
-  trpc::Histogram all;
-  std::map<int, uint64_t> errors;
-  for (auto& w : workers) {
-    all.Merge(w->histogram());
-    for (auto [code, n] : w->errors()) errors[code] += n;
+  RunResult r;
+  for (auto& w : workers) r.stats.Merge(w->stats());
+  r.window_s = std::max<int64_t>(0, window_end - sched.measure_start_ns) / 1e9;
+  r.client_cpu_percent = r.window_s > 0 ? (self_cpu_end - self_cpu_start) / r.window_s / 1e4 : 0;
+  if (server_cpu_start >= 0 && server_cpu_end >= 0) {
+    r.server_cpu_us = server_cpu_end - server_cpu_start;
   }
-  double qps = all.Count() / o.duration_s;
-  std::printf("\n%-10s %-9s %-9s %-9s %-9s %-9s %-9s %s\n", "QPS", "avg(us)", "P50", "P90", "P99",
-              "P999", "max", "errors");
-  std::string err_text;
-  for (auto [code, n] : errors) err_text += std::to_string(code) + ":" + std::to_string(n) + " ";
-  std::printf("%-10.0f %-9.1f %-9" PRId64 " %-9" PRId64 " %-9" PRId64 " %-9" PRId64 " %-9" PRId64
-              " %s\n",
-              qps, all.Mean(), all.ValueAtPercentile(50), all.ValueAtPercentile(90),
-              all.ValueAtPercentile(99), all.ValueAtPercentile(99.9), all.Max(),
-              err_text.empty() ? "0" : err_text.c_str());
-  double self_cpu = (self_cpu_end - self_cpu_start) / 1e6 / o.duration_s;
-  std::printf("client cpu: %.0f%% of one core\n", self_cpu * 100);
-  if (o.server_pid && server_cpu_start >= 0 && server_cpu_end >= 0 && all.Count() > 0) {
-    std::printf("server cpu: %.2f us/request (%.0f%% of one core)\n",
-                static_cast<double>(server_cpu_end - server_cpu_start) / all.Count(),
-                (server_cpu_end - server_cpu_start) / 1e6 / o.duration_s * 100);
+  CheckClientHealth(o, &r);
+  PrintReport(out, o, r);
+  if (!o.json_path.empty()) {
+    std::string json = ToJson(o, r);
+    if (o.json_path == "-") {
+      std::fputs(json.c_str(), stdout);
+    } else {
+      std::ofstream f(o.json_path, std::ios::binary | std::ios::trunc);
+      f << json;
+      if (!f.good()) {
+        std::fprintf(stderr, "trpc_bench: cannot write %s\n", o.json_path.c_str());
+        return kExitBadUsage;
+      }
+    }
   }
-  if (self_cpu > 0.9 * o.threads) {
-    std::printf("warning: the client used %.0f%% of its %d thread(s): it may be the bottleneck\n",
-                self_cpu * 100, o.threads);
+  // Nothing ever answered and the connections failed: the server was never reachable.
+  if (r.stats.responses == 0 && r.stats.errors.count(std::to_string(kClientConnectErr)) > 0) {
+    return kExitConnectFailed;
   }
   return 0;
 }
+
+}  // namespace
+}  // namespace trpc::bench
+
+int main(int argc, char** argv) { return trpc::bench::Main(argc, argv); }

@@ -1,0 +1,48 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "trpc/base/histogram.h"
+
+namespace trpc::bench {
+
+/// What one worker thread measured, in microseconds. Only measured calls (intended send time
+/// inside the window, past the warm-up) are recorded. Tagged (tail) calls are kept out of
+/// `latency`/`uncorrected` by their tag, never by their latency.
+///
+/// Thread contract: written by its worker only; read or merged after the worker has finished
+/// (or, for a progress snapshot, on the worker's own thread).
+struct LoadStats {
+  Histogram latency;        // untagged successful calls, from the intended send time
+  Histogram uncorrected;    // the same calls from the actual send time (open loop only)
+  Histogram tail;           // tagged successful calls, from the intended send time
+  Histogram error_latency;  // failed calls of any kind, from the intended send time
+  Histogram lateness;       // actual minus intended send time (open loop only)
+  // Failed calls by code: framework ret codes ("101" is a client timeout), and "func_ret:N"
+  // for a handler's own non-zero code.
+  std::map<std::string, uint64_t> errors;
+  uint64_t requests = 0;       // completed, ok or not
+  uint64_t ok = 0;
+  uint64_t timeouts = 0;       // errors["101"]
+  uint64_t tail_requests = 0;  // tagged, completed, ok or not
+  uint64_t unsent = 0;         // planned inside the window but never sent (open loop)
+  uint64_t slot_waits = 0;     // due but every connection was at --inflight (open loop)
+  uint64_t responses = 0;      // response frames received at all (warm-up included)
+
+  void Merge(const LoadStats& o);
+};
+
+/// One progress interval (a second) of one worker, or of all of them merged: untagged
+/// successful latencies, completed calls and failed calls.
+struct IntervalStats {
+  Histogram latency;
+  uint64_t requests = 0;
+  uint64_t errors = 0;
+
+  void Merge(const IntervalStats& o);
+  void Reset();
+};
+
+}  // namespace trpc::bench

@@ -1,0 +1,52 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trpc::bench {
+
+/// trpc_bench's command line, parsed and checked. A value type; read-only once the run starts
+/// (every thread reads it).
+struct Options {
+  std::string target = "127.0.0.1:12345";
+  std::string protocol = "trpc";
+  std::string func = "/trpc.test.helloworld.Greeter/SayHello";
+  int connections = 100;
+  int inflight = 1;  // calls outstanding per connection at most
+  double qps = 0;    // 0 = closed loop
+  double duration_s = 10;  // 0 = no time limit (only with --requests)
+  uint64_t requests = 0;   // measured requests to make; 0 = no count limit
+  double warmup_s = 1;
+  int threads = 1;
+  std::vector<int> cpus;  // thread i runs on cpus[i % size]; empty = not pinned
+  int timeout_ms = 1000;
+  size_t payload_size = 10;
+  std::string payload_file;
+  std::string payload;  // the bytes sent: payload_size 'x's or the file's contents (main fills)
+  double tail_ratio = 0;
+  int64_t tail_delay_us = 0;
+  std::string tail_kind = "sleep";
+  int server_pid = 0;
+  std::string json_path;  // "" = none, "-" = stdout
+  bool quiet = false;
+
+  bool open_loop() const { return qps > 0; }
+  bool tail_on() const { return tail_ratio > 0; }
+  /// "/pkg.Service/Method" -> "pkg.Service" (the request header's callee).
+  std::string Callee() const;
+};
+
+enum class ParseResult { kRun, kHelp, kBadUsage };
+
+/// Parses argv into `*o`. kBadUsage comes with a one-line reason in `*err`.
+ParseResult ParseOptions(int argc, char** argv, Options* o, std::string* err);
+
+/// The --help text.
+std::string UsageText(const char* argv0);
+
+/// "5ms", "500us", "1s", "2.5ms" -> microseconds. False on anything else (a unit is required).
+bool ParseDurationUs(std::string_view text, int64_t* us);
+
+}  // namespace trpc::bench

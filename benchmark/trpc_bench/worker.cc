@@ -1,0 +1,366 @@
+#include "benchmark/trpc_bench/worker.h"
+
+#include <sched.h>
+#include <sys/prctl.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+#include "trpc/base/clock.h"
+
+namespace trpc::bench {
+
+namespace {
+
+// The trans_info key of a tagged request; the benchmark echo server delays such requests.
+constexpr char kTailKey[] = "trpc-bench-tail";
+// Pause before a connection that was lost is made again, and before a slot whose call was
+// refused on the spot (e.g. 124, the write queue is full) tries again: never a busy loop.
+constexpr int64_t kReconnectDelayNs = 100 * kNanosPerMilli;
+constexpr int64_t kRetryDelayNs = 1 * kNanosPerMilli;
+
+int64_t NanosToMicros(int64_t ns) { return (ns + kNanosPerMicro / 2) / kNanosPerMicro; }
+
+}  // namespace
+
+Worker::Worker(const Options& o, int index, int connections, uint64_t quota,
+               std::shared_ptr<ClientCodec> codec, Coordinator* coordinator)
+    : o_(o),
+      index_(index),
+      connection_count_(connections),
+      quota_(quota),
+      codec_(std::move(codec)),
+      coordinator_(coordinator) {
+  NetAddress::Parse(o.target, &target_);
+  header_.timeout_ms = static_cast<uint32_t>(o.timeout_ms);
+  header_.callee = o.Callee();
+  header_.func = o.func;
+  if (o.open_loop()) period_ns_ = 1e9 / o.qps;
+  tail_value_ = o.tail_kind + ":" + std::to_string(o.tail_delay_us);
+}
+
+Worker::~Worker() = default;
+
+void Worker::Run() {
+  if (!o_.cpus.empty()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    int cpu = o_.cpus[index_ % o_.cpus.size()];
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+      std::fprintf(stderr, "trpc_bench: cannot pin thread %d to CPU %d: %s\n", index_, cpu,
+                   std::strerror(errno));
+    }
+  }
+  // The default timer slack (50 us) would let every pacing wake-up come up to 50 us late.
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  reactor_.Post([this] { Setup(); });
+  reactor_.Run();
+}
+
+void Worker::Setup() {
+  body_.set_msg(o_.payload);
+  conns_.resize(connection_count_);
+  slots_.resize(static_cast<size_t>(connection_count_) * o_.inflight);
+  free_.assign(slots_.size(), nullptr);
+  for (int i = 0; i < connection_count_; ++i) {
+    Conn& c = conns_[i];
+    c.first_slot = static_cast<size_t>(i) * o_.inflight;
+    for (int k = 0; k < o_.inflight; ++k) {
+      Slot& s = slots_[c.first_slot + k];
+      s.conn = &c;
+      EncodeSlot(&s);
+    }
+    if (!Connect(&c)) ScheduleReconnect(&c);
+  }
+  coordinator_->ReportReady();
+}
+
+bool Worker::Connect(Conn* c) {
+  ConnectionOptions copts;
+  copts.idle_timeout_ms = 0;  // a paused open-loop run must not lose its connections
+  copts.max_packet_size = 0xFFFFFFFFu;
+  c->client = std::make_shared<ClientConnection>(&reactor_, target_, codec_.get(), copts,
+                                                 std::max(o_.timeout_ms, 1000));
+  std::string err;
+  if (c->client->Connect(&err)) return true;
+  std::fprintf(stderr, "trpc_bench: %s\n", err.c_str());
+  return false;
+}
+
+void Worker::EncodeSlot(Slot* s) {
+  Conn& c = *s->conn;
+  s->id = ++c.next_id == 0 ? ++c.next_id : c.next_id;
+  header_.request_id = s->id;
+  header_.trans_info.clear();
+  s->frame.Clear();
+  codec_->EncodeRequest(&header_, &body_, &s->frame);
+  if (o_.tail_on()) {
+    header_.trans_info[kTailKey] = tail_value_;
+    s->tail_frame.Clear();
+    codec_->EncodeRequest(&header_, &body_, &s->tail_frame);
+  }
+}
+
+void Worker::Start(const Schedule& s) {
+  reactor_.Post([this, s] { StartInLoop(s); });
+}
+
+void Worker::StartInLoop(const Schedule& s) {
+  schedule_ = s;
+  phase_ = Phase::kRunning;
+  if (s.measure_end_ns != INT64_MAX) {
+    reactor_.AddTimer(s.measure_end_ns, [this] { StopSending(/*window_ended=*/true); });
+  }
+  // At the start time (not before: a closed loop would send uncounted calls): every slot
+  // sends (closed loop), or joins the free ring and the plan starts (open loop).
+  reactor_.AddTimer(s.start_ns, [this] {
+    for (Slot& slot : slots_) Release(&slot);
+  });
+}
+
+int64_t Worker::Intended(uint64_t j) const {
+  double k = static_cast<double>(index_) + static_cast<double>(o_.threads) * j;
+  return schedule_.start_ns + std::llround(k * period_ns_);
+}
+
+void Worker::SendDue() {
+  if (phase_ != Phase::kRunning) return;
+  int64_t now = MonotonicNanos();
+  while (true) {
+    int64_t t = Intended(next_j_);
+    if (t >= schedule_.measure_end_ns) {
+      StopSending(/*window_ended=*/true);
+      return;
+    }
+    if (t > now) {
+      ArmPacer(t);
+      return;
+    }
+    bool measured = t >= schedule_.measure_start_ns;
+    if (measured && measured_sent_ >= quota_) {
+      StopSending(/*window_ended=*/false);
+      return;
+    }
+    Slot* s = PopFree();
+    if (s == nullptr) {
+      // Every slot is busy: the request waits, and completions call SendDue() again.
+      if (measured && waited_j_ != next_j_) {
+        waited_j_ = next_j_;
+        ++stats_.slot_waits;
+      }
+      return;
+    }
+    if (measured) ++measured_sent_;
+    ++next_j_;
+    Send(s, t, measured, now);
+    now = MonotonicNanos();
+  }
+}
+
+void Worker::SendNext(Slot* s) {
+  if (phase_ != Phase::kRunning) return;
+  int64_t now = MonotonicNanos();
+  if (now >= schedule_.measure_end_ns) {
+    StopSending(/*window_ended=*/true);
+    return;
+  }
+  bool measured = now >= schedule_.measure_start_ns;
+  if (measured && measured_sent_ >= quota_) {
+    StopSending(/*window_ended=*/false);
+    return;
+  }
+  if (measured) ++measured_sent_;
+  Send(s, now, measured, now);
+}
+
+void Worker::Send(Slot* s, int64_t intended_ns, bool measured, int64_t now_ns) {
+  Conn& c = *s->conn;
+  // Every round(1/ratio)-th request on average, deterministically: the n-th send is tagged when
+  // floor(n * ratio) steps up.
+  uint64_t n = sends_++;
+  s->tagged = o_.tail_on() &&
+              std::floor((n + 1) * o_.tail_ratio) > std::floor(n * o_.tail_ratio);
+  s->intended_ns = intended_ns;
+  s->sent_ns = now_ns;
+  s->measured = measured;
+  s->busy = true;
+  ++busy_;
+  ++c.busy;
+  if (measured && o_.open_loop()) stats_.lateness.Record(NanosToMicros(now_ns - intended_ns));
+  s->in_call = true;
+  // Two words of capture: fits std::function's inline buffer, so no allocation per call.
+  c.client->Call(s->id, (s->tagged ? s->tail_frame : s->frame).Clone(),
+                 now_ns + o_.timeout_ms * kNanosPerMilli,
+                 [this, s](Status status, ChainBuffer&& frame) {
+                   OnDone(s, std::move(status), std::move(frame));
+                 });
+  s->in_call = false;
+}
+
+void Worker::OnDone(Slot* s, Status status, ChainBuffer&& frame) {
+  int64_t now = MonotonicNanos();
+  Conn& c = *s->conn;
+  s->busy = false;
+  --busy_;
+  --c.busy;
+  if (phase_ == Phase::kStopped) return;
+
+  bool ok = false;
+  std::string code;
+  if (status.OK()) {
+    ++stats_.responses;
+    RpcResponse rsp;
+    std::string err;
+    if (!codec_->DecodeResponse(std::move(frame), &rsp, &err)) {
+      code = std::to_string(kClientDecodeErr);
+    } else if (rsp.ret != 0) {
+      code = std::to_string(rsp.ret);
+    } else if (rsp.func_ret != 0) {
+      code = "func_ret:" + std::to_string(rsp.func_ret);
+    } else {
+      ok = true;
+    }
+  } else {
+    code = std::to_string(status.GetFrameworkRetCode());
+    // The reply may still come, late: a fresh id makes ClientConnection ignore it.
+    if (status.GetFrameworkRetCode() == kClientInvokeTimeoutErr) EncodeSlot(s);
+  }
+  Record(*s, ok, code, now);
+  Release(s);
+  MaybeFinish();
+}
+
+void Worker::Record(const Slot& s, bool ok, const std::string& code, int64_t now_ns) {
+  if (!s.measured) return;
+  last_done_ns_ = std::max(last_done_ns_, now_ns);
+  int64_t latency = NanosToMicros(now_ns - s.intended_ns);
+  ++stats_.requests;
+  ++interval_.requests;
+  if (s.tagged) ++stats_.tail_requests;
+  if (!ok) {
+    ++stats_.errors[code];
+    if (code == std::to_string(kClientInvokeTimeoutErr)) ++stats_.timeouts;
+    stats_.error_latency.Record(latency);
+    ++interval_.errors;
+    return;
+  }
+  ++stats_.ok;
+  if (s.tagged) {
+    stats_.tail.Record(latency);
+    return;
+  }
+  stats_.latency.Record(latency);
+  interval_.latency.Record(latency);
+  if (o_.open_loop()) stats_.uncorrected.Record(NanosToMicros(now_ns - s.sent_ns));
+}
+
+// Makes an idle slot available again: sends on it (closed loop) or queues it (open loop).
+void Worker::Release(Slot* s) {
+  if (phase_ != Phase::kRunning || s->busy || s->queued) return;
+  Conn& c = *s->conn;
+  if (!c.client || !c.client->usable()) {
+    // Parked until the connection is made again, once none of its calls is in flight.
+    if (c.busy == 0) ScheduleReconnect(&c);
+    return;
+  }
+  if (s->in_call) {
+    // The call failed inside Call(): trying again at once would recurse (and spin).
+    reactor_.AddTimer(MonotonicNanos() + kRetryDelayNs, [this, s] { Release(s); });
+    return;
+  }
+  if (!o_.open_loop()) {
+    SendNext(s);
+    return;
+  }
+  s->queued = true;
+  free_[(free_head_ + free_count_) % free_.size()] = s;
+  ++free_count_;
+  SendDue();
+}
+
+Worker::Slot* Worker::PopFree() {
+  while (free_count_ > 0) {
+    Slot* s = free_[free_head_];
+    free_head_ = (free_head_ + 1) % free_.size();
+    --free_count_;
+    s->queued = false;
+    if (s->conn->client && s->conn->client->usable()) return s;
+    if (s->conn->busy == 0) ScheduleReconnect(s->conn);
+  }
+  return nullptr;
+}
+
+void Worker::ArmPacer(int64_t deadline_ns) {
+  // Armed already: for an earlier or equal time, since the plan only moves forward.
+  if (pacer_ != 0) return;
+  pacer_ = reactor_.AddTimer(deadline_ns, [this] {
+    pacer_ = 0;
+    SendDue();
+  });
+}
+
+void Worker::StopSending(bool window_ended) {
+  if (phase_ != Phase::kRunning) return;
+  phase_ = Phase::kDraining;
+  if (pacer_ != 0) {
+    reactor_.CancelTimer(pacer_);
+    pacer_ = 0;
+  }
+  if (o_.open_loop() && window_ended) {
+    // Requests of the window that were due but never got a free slot: the server (or the
+    // client) could not keep up with the plan. Reported, never silently dropped.
+    for (int64_t t = Intended(next_j_); t < schedule_.measure_end_ns; t = Intended(++next_j_)) {
+      if (t >= schedule_.measure_start_ns) ++stats_.unsent;
+    }
+  }
+  MaybeFinish();
+}
+
+void Worker::MaybeFinish() {
+  if (phase_ != Phase::kDraining || busy_ > 0) return;
+  phase_ = Phase::kFinished;
+  coordinator_->ReportFinished(last_done_ns_);
+}
+
+void Worker::ScheduleReconnect(Conn* c) {
+  if (phase_ != Phase::kRunning && phase_ != Phase::kConnected) return;
+  if (c->reconnect_scheduled) return;
+  c->reconnect_scheduled = true;
+  reactor_.AddTimer(MonotonicNanos() + kReconnectDelayNs, [this, c] { Reconnect(c); });
+}
+
+void Worker::Reconnect(Conn* c) {
+  c->reconnect_scheduled = false;
+  if (phase_ != Phase::kRunning && phase_ != Phase::kConnected) return;
+  if (!Connect(c)) {
+    ScheduleReconnect(c);
+    return;
+  }
+  for (int k = 0; k < o_.inflight; ++k) Release(&slots_[c->first_slot + k]);
+}
+
+void Worker::SnapshotInterval(int round) {
+  reactor_.Post([this, round] {
+    coordinator_->ReportInterval(round, interval_);
+    interval_.Reset();
+  });
+}
+
+void Worker::Stop() {
+  reactor_.Post([this] {
+    phase_ = Phase::kStopped;
+    for (Conn& c : conns_) {
+      if (c.client) c.client->Close("trpc_bench done");
+    }
+    conns_.clear();
+    slots_.clear();
+    reactor_.Stop();
+  });
+}
+
+}  // namespace trpc::bench

@@ -1,0 +1,136 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "benchmark/trpc_bench/coordinator.h"
+#include "benchmark/trpc_bench/load_stats.h"
+#include "benchmark/trpc_bench/options.h"
+#include "examples/helloworld/helloworld.pb.h"
+#include "trpc/codec/codec.h"
+#include "trpc/reactor/reactor.h"
+#include "trpc/transport/client_connection.h"
+
+namespace trpc::bench {
+
+/// The timeline every worker follows, in MonotonicNanos().
+struct Schedule {
+  int64_t start_ns = 0;          // warm-up starts; open-loop request k is due at start + k/qps
+  int64_t measure_start_ns = 0;  // warm-up ends
+  int64_t measure_end_ns = 0;    // INT64_MAX without --duration
+};
+
+/// One load thread: owns a reactor, its share of the connections and, in the open loop, its
+/// share of the plan (the global requests k = index, index + threads, ...; so all threads
+/// together follow the plan start + k/qps exactly).
+///
+/// Each connection has `inflight` slots; a slot is one call in flight at most, with its request
+/// frames (plain and tagged) encoded once with a request id of its own, so a send is a buffer
+/// clone (no encoding, no allocation here). A slot whose call timed out takes a fresh id (the
+/// late reply of the old one is then ignored by ClientConnection).
+///
+/// Closed loop: a slot sends again as soon as its call completes. Open loop: a pacing timer at
+/// the next request's intended time sends every request that is due on a free slot; when every
+/// slot is busy, due requests wait (in order) for completions, and their latency still counts
+/// from their intended time.
+///
+/// Thread contract: Run() on the worker's own thread; Start/SnapshotInterval/Stop from any
+/// thread (they post to the reactor); stats() only after Run() has returned.
+class Worker {
+ public:
+  Worker(const Options& o, int index, int connections, uint64_t quota,
+         std::shared_ptr<ClientCodec> codec, Coordinator* coordinator);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  /// The thread body: pins the thread, connects, reports ready, runs until Stop().
+  void Run();
+  /// Begins the load on schedule `s`.
+  void Start(const Schedule& s);
+  /// Reports the progress interval to the coordinator as round `round` and starts a new one.
+  void SnapshotInterval(int round);
+  /// Closes the connections and ends Run(). Calls still in flight are not recorded.
+  void Stop();
+
+  const LoadStats& stats() const { return stats_; }
+
+ private:
+  struct Conn;
+  struct Slot {
+    Conn* conn = nullptr;
+    uint32_t id = 0;
+    ChainBuffer frame;       // the request, encoded with `id`
+    ChainBuffer tail_frame;  // the same with the tail tag (only with --tail-ratio)
+    int64_t intended_ns = 0;
+    int64_t sent_ns = 0;
+    bool busy = false;     // a call is in flight
+    bool queued = false;   // in the free ring (open loop)
+    bool in_call = false;  // inside ClientConnection::Call (a failure there is synchronous)
+    bool tagged = false;
+    bool measured = false;
+  };
+  struct Conn {
+    ClientConnectionPtr client;
+    uint32_t next_id = 0;
+    size_t first_slot = 0;  // its slots are slots_[first_slot, first_slot + inflight)
+    int busy = 0;
+    bool reconnect_scheduled = false;
+  };
+  enum class Phase { kConnected, kRunning, kDraining, kFinished, kStopped };
+
+  void Setup();
+  bool Connect(Conn* c);
+  void EncodeSlot(Slot* s);
+  void StartInLoop(const Schedule& s);
+  int64_t Intended(uint64_t j) const;
+
+  void SendDue();  // open loop
+  void SendNext(Slot* s);  // closed loop
+  void Send(Slot* s, int64_t intended_ns, bool measured, int64_t now_ns);
+  void OnDone(Slot* s, Status status, ChainBuffer&& frame);
+  void Record(const Slot& s, bool ok, const std::string& code, int64_t now_ns);
+  void Release(Slot* s);
+  Slot* PopFree();
+  void ArmPacer(int64_t deadline_ns);
+  void StopSending(bool window_ended);
+  void MaybeFinish();
+  void ScheduleReconnect(Conn* c);
+  void Reconnect(Conn* c);
+
+  const Options& o_;
+  const int index_;
+  const int connection_count_;
+  const uint64_t quota_;  // measured requests this thread makes at most
+  std::shared_ptr<ClientCodec> codec_;
+  Coordinator* coordinator_;
+  NetAddress target_;
+  RpcRequest header_;  // the request header, reused for every encoding
+  test::helloworld::HelloRequest body_;
+  std::string tail_value_;  // "sleep:<us>" or "spin:<us>"
+
+  Reactor reactor_;
+  std::vector<Conn> conns_;
+  std::vector<Slot> slots_;
+  std::vector<Slot*> free_;  // ring of free slots, oldest first (open loop)
+  size_t free_head_ = 0;
+  size_t free_count_ = 0;
+
+  Phase phase_ = Phase::kConnected;
+  Schedule schedule_;
+  double period_ns_ = 0;    // of the global plan: 1e9 / qps
+  uint64_t next_j_ = 0;     // this thread's next request of the plan (open loop)
+  uint64_t waited_j_ = UINT64_MAX;  // the last request counted in slot_waits
+  uint64_t sends_ = 0;      // every send, warm-up included (picks the tagged ones)
+  uint64_t measured_sent_ = 0;
+  int busy_ = 0;            // slots with a call in flight
+  TimerId pacer_ = 0;
+  int64_t last_done_ns_ = 0;
+
+  LoadStats stats_;
+  IntervalStats interval_;
+};
+
+}  // namespace trpc::bench

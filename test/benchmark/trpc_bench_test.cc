@@ -1,0 +1,439 @@
+// trpc_bench against a server whose latency is known: an in-process Greeter (merged model, one
+// worker) that can stall once for 100 ms or delay the requests trpc_bench tags. trpc_bench runs
+// as a subprocess (its path comes from the build: TRPC_BENCH_BINARY) with --json, and the tests
+// check what it reports: the open-loop rate, the coordinated-omission correction, the tail
+// requests kept apart, --requests, and the exit codes of bad usage.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "examples/helloworld/helloworld.trpc.pb.h"
+#include "fmt/format.h"
+#include "trpc/base/clock.h"
+#include "trpc/config/config.h"
+#include "trpc/runtime/runtime.h"
+#include "trpc/server/server.h"
+
+extern char** environ;
+
+namespace trpc::bench {
+namespace {
+
+using test::helloworld::HelloReply;
+using test::helloworld::HelloRequest;
+
+// ---------------------------------------------------------------------------------------------
+// A JSON reader just big enough for trpc_bench's output: objects, arrays, numbers, strings,
+// true/false/null. Parse() fails on anything malformed, so a test also checks the JSON is valid.
+
+struct Json {
+  enum class Type { kNull, kBool, kNumber, kString, kArray, kObject } type = Type::kNull;
+  bool boolean = false;
+  double number = 0;
+  std::string string;
+  std::vector<Json> array;
+  std::map<std::string, Json> object;
+
+  bool is_null() const { return type == Type::kNull; }
+  // "a.b.c" through nested objects; a missing key is a null value.
+  const Json& at(std::string_view path) const {
+    static const Json kNull;
+    const Json* v = this;
+    while (!path.empty()) {
+      size_t dot = path.find('.');
+      auto it = v->object.find(std::string(path.substr(0, dot)));
+      if (it == v->object.end()) return kNull;
+      v = &it->second;
+      path = dot == std::string_view::npos ? std::string_view() : path.substr(dot + 1);
+    }
+    return *v;
+  }
+  double num(std::string_view path) const { return at(path).number; }
+};
+
+class JsonParser {
+ public:
+  explicit JsonParser(std::string_view text) : s_(text) {}
+  bool Parse(Json* out) {
+    if (!Value(out)) return false;
+    Space();
+    return pos_ == s_.size();
+  }
+
+ private:
+  void Space() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  bool Eat(char c) {
+    Space();
+    if (pos_ < s_.size() && s_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  bool Word(std::string_view w) {
+    if (s_.substr(pos_, w.size()) != w) return false;
+    pos_ += w.size();
+    return true;
+  }
+  bool String(std::string* out) {
+    if (!Eat('"')) return false;
+    while (pos_ < s_.size() && s_[pos_] != '"') {
+      char c = s_[pos_++];
+      if (c == '\\') {
+        if (pos_ >= s_.size()) return false;
+        char e = s_[pos_++];
+        if (e == 'u') {
+          if (pos_ + 4 > s_.size()) return false;
+          int code = std::stoi(std::string(s_.substr(pos_, 4)), nullptr, 16);
+          out->push_back(static_cast<char>(code));  // trpc_bench escapes control bytes only
+          pos_ += 4;
+        } else {
+          out->push_back(e == 'n' ? '\n' : e == 't' ? '\t' : e);
+        }
+      } else {
+        out->push_back(c);
+      }
+    }
+    return Eat('"');
+  }
+  bool Value(Json* v) {
+    Space();
+    if (pos_ >= s_.size()) return false;
+    char c = s_[pos_];
+    if (c == '{') {
+      ++pos_;
+      v->type = Json::Type::kObject;
+      if (Eat('}')) return true;
+      do {
+        std::string key;
+        if (!String(&key) || !Eat(':') || !Value(&v->object[key])) return false;
+      } while (Eat(','));
+      return Eat('}');
+    }
+    if (c == '[') {
+      ++pos_;
+      v->type = Json::Type::kArray;
+      if (Eat(']')) return true;
+      do {
+        v->array.emplace_back();
+        if (!Value(&v->array.back())) return false;
+      } while (Eat(','));
+      return Eat(']');
+    }
+    if (c == '"') {
+      v->type = Json::Type::kString;
+      return String(&v->string);
+    }
+    if (Word("true") || Word("false")) {
+      v->type = Json::Type::kBool;
+      v->boolean = c == 't';
+      return true;
+    }
+    if (Word("null")) return true;
+    size_t start = pos_;
+    auto numeric = [](char ch) {
+      return std::isdigit(static_cast<unsigned char>(ch)) ||
+             std::string_view("+-.eE").find(ch) != std::string_view::npos;
+    };
+    while (pos_ < s_.size() && numeric(s_[pos_])) ++pos_;
+    if (pos_ == start) return false;
+    v->type = Json::Type::kNumber;
+    size_t used = 0;
+    v->number = std::stod(std::string(s_.substr(start, pos_ - start)), &used);
+    return used == pos_ - start;
+  }
+
+  std::string_view s_;
+  size_t pos_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The server under test.
+
+constexpr char kTailKey[] = "trpc-bench-tail";
+constexpr auto kStall = std::chrono::milliseconds(100);
+
+std::atomic<uint64_t> g_calls{0};
+std::atomic<uint64_t> g_stall_at{0};  // the call with this number blocks the worker kStall
+std::atomic<uint64_t> g_tagged{0};    // calls that carried kTailKey
+
+// Echoes msg. A tagged call ("sleep:<us>" or "spin:<us>") is delayed that long on the worker
+// thread (the merged model: it holds the only worker, as the benchmark echo server does).
+class TestGreeter final : public test::helloworld::Greeter {
+ public:
+  Status SayHello(ServerContextPtr ctx, const HelloRequest* req, HelloReply* rsp) override {
+    uint64_t n = g_calls.fetch_add(1) + 1;
+    if (n == g_stall_at.load()) std::this_thread::sleep_for(kStall);
+    auto it = ctx->GetPbReqTransInfo().find(kTailKey);
+    if (it != ctx->GetPbReqTransInfo().end()) {
+      g_tagged.fetch_add(1);
+      const std::string& v = it->second;
+      size_t colon = v.find(':');
+      int64_t us = colon == std::string::npos ? 0 : std::stoll(v.substr(colon + 1));
+      if (v.starts_with("spin:")) {
+        int64_t until = MonotonicNanos() + us * kNanosPerMicro;
+        while (MonotonicNanos() < until) {
+        }
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(us));
+      }
+    }
+    rsp->set_msg(req->msg());
+    return kSuccStatus;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Running trpc_bench.
+
+struct BenchRun {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+  Json json;           // parsed --json, when the run wrote it
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs trpc_bench with `args` (plus --json to a temporary file), killing it after
+// `time_limit_s`. Fails the test on a timeout or on JSON that does not parse.
+BenchRun RunBench(std::vector<std::string> args, int time_limit_s) {
+  static int runs = 0;
+  std::string base = fmt::format("{}trpc_bench_test_{}_{}", ::testing::TempDir(), getpid(), ++runs);
+  std::string json_path = base + ".json";
+  std::string out_path = base + ".out";
+  args.insert(args.begin(), TRPC_BENCH_BINARY);
+  args.push_back("--json");
+  args.push_back(json_path);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = 0;
+  BenchRun run;
+  int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    ADD_FAILURE() << "cannot start " << argv[0] << ": " << strerror(rc);
+    return run;
+  }
+  int status = 0;
+  int64_t deadline = MonotonicNanos() + time_limit_s * kNanosPerSecond;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (MonotonicNanos() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      ADD_FAILURE() << "trpc_bench ran longer than " << time_limit_s << " s; killed";
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.output = ReadFile(out_path);
+  std::string json = ReadFile(json_path);
+  if (!json.empty()) {
+    EXPECT_TRUE(JsonParser(json).Parse(&run.json)) << "invalid JSON:\n" << json;
+  }
+  unlink(json_path.c_str());
+  unlink(out_path.c_str());
+  return run;
+}
+
+class TrpcBenchTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string err;
+    Config config;
+    ASSERT_TRUE(LoadConfigFromString(R"(global:
+  threadmodel:
+    default:
+      - instance_name: bench_test
+        io_handle_type: merge
+        io_thread_num: 1
+server:
+  service:
+    - name: trpc.test.helloworld.Greeter
+      ip: 127.0.0.1
+      port: 0
+)",
+                                     "bench_test.yaml", &config, &err))
+        << err;
+    ASSERT_TRUE(runtime::Start(config.global.threadmodel, &err)) << err;
+    server_ = new Server(config.server);
+    server_->RegisterService("trpc.test.helloworld.Greeter", std::make_shared<TestGreeter>());
+    ASSERT_TRUE(server_->Start(&err)) << err;
+    NetAddress addr;
+    ASSERT_TRUE(server_->GetAddress("trpc.test.helloworld.Greeter", &addr));
+    target_ = addr.ToString();
+  }
+
+  static void TearDownTestSuite() {
+    if (server_ != nullptr) server_->Stop();
+    delete server_;
+    server_ = nullptr;
+    runtime::Stop();
+  }
+
+  static std::vector<std::string> Args(std::vector<std::string> more) {
+    std::vector<std::string> args = {"--target", target_, "--quiet"};
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  }
+
+  static inline Server* server_ = nullptr;
+  static inline std::string target_;
+};
+
+// The open loop keeps its rate: trpc_bench reports 5000 QPS within 1%, and the server counted
+// as many calls (warm-up included) as the plan holds.
+TEST_F(TrpcBenchTest, OpenLoopKeepsTheTargetRate) {
+  uint64_t calls_before = g_calls.load();
+  BenchRun run = RunBench(Args({"--qps", "5000", "--duration", "3", "--warmup", "0.5",
+                                "--connections", "20"}),
+                          30);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const Json& j = run.json;
+  std::printf("open loop at 5000: qps %.1f, send lateness p50 %.0f p99 %.0f max %.0f us\n",
+              j.num("qps"), j.num("client.send_lateness_us.p50"),
+              j.num("client.send_lateness_us.p99"), j.num("client.send_lateness_us.max"));
+  EXPECT_NEAR(j.num("qps"), 5000, 50) << run.output;
+  EXPECT_EQ(j.num("target_qps"), 5000);
+  EXPECT_NEAR(j.num("window_s"), 3.0, 0.01);
+  EXPECT_EQ(j.num("requests"), j.num("ok")) << run.output;
+  EXPECT_EQ(j.num("unsent"), 0);
+  EXPECT_TRUE(j.at("errors").object.empty()) << run.output;
+  EXPECT_FALSE(j.at("uncorrected_latency_us").is_null());
+  EXPECT_TRUE(j.at("tail").is_null());
+  EXPECT_FALSE(j.at("spectrum").array.empty());
+  // The server's own count: 3.5 s of the plan at 5000/s.
+  double served = static_cast<double>(g_calls.load() - calls_before);
+  EXPECT_NEAR(served, 17500, 175);
+}
+
+// One 100 ms stall of the server's only worker during an open-loop run on one connection: the
+// latency from the intended send time shows it at P99.9 (the ~200 requests planned during the
+// stall waited for it), the latency from the actual send time hides it (only the one request
+// in flight saw it).
+TEST_F(TrpcBenchTest, CorrectedLatencyShowsAStallTheUncorrectedHides) {
+  // 2000/s: the stall comes about 1 s into the run, 0.5 s into the measured window.
+  g_stall_at.store(g_calls.load() + 2000);
+  BenchRun run = RunBench(Args({"--qps", "2000", "--duration", "3", "--warmup", "0.5",
+                                "--connections", "1", "--inflight", "1"}),
+                          30);
+  g_stall_at.store(0);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const Json& j = run.json;
+  double corrected = j.num("latency_us.p999");
+  double uncorrected = j.num("uncorrected_latency_us.p999");
+  std::printf("100 ms stall at 2000 QPS: P99.9 corrected %.0f us, uncorrected %.0f us "
+              "(uncorrected max %.0f us)\n",
+              corrected, uncorrected, j.num("uncorrected_latency_us.max"));
+  EXPECT_GE(corrected, 50'000) << run.output;
+  EXPECT_LT(uncorrected, 20'000) << run.output;
+  // The request that was in flight did see the whole stall.
+  EXPECT_GE(j.num("uncorrected_latency_us.max"), 90'000) << run.output;
+  EXPECT_NEAR(j.num("qps"), 2000, 20) << run.output;
+}
+
+// Tagged requests carry the tail key, are counted apart and keep their delay out of the main
+// histogram; the main P50 stays far below the delay.
+TEST_F(TrpcBenchTest, TailRequestsAreTaggedAndReportedApart) {
+  uint64_t tagged_before = g_tagged.load();
+  BenchRun run = RunBench(Args({"--qps", "200", "--duration", "2", "--warmup", "0.3",
+                                "--connections", "8", "--tail-ratio", "0.1", "--tail-delay",
+                                "5ms"}),
+                          30);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const Json& j = run.json;
+  ASSERT_FALSE(j.at("tail").is_null()) << run.output;
+  double requests = j.num("requests");
+  double tail = j.num("tail.requests");
+  std::printf("tail 10%% x 5 ms: %.0f of %.0f requests tagged; P50 main %.0f us, tail %.0f us\n",
+              tail, requests, j.num("latency_us.p50"), j.num("tail.latency_us.p50"));
+  EXPECT_EQ(requests, 400);
+  EXPECT_NEAR(tail / requests, 0.10, 0.02);
+  EXPECT_GE(j.num("tail.latency_us.p50"), 5000);
+  EXPECT_LT(j.num("latency_us.p50"), 2500);
+  EXPECT_EQ(j.num("settings.tail_delay_us"), 5000);
+  EXPECT_EQ(j.at("settings.tail_kind").string, "sleep");
+  // The server saw the tag on every tagged request (warm-up ones included).
+  EXPECT_GE(g_tagged.load() - tagged_before, static_cast<uint64_t>(tail));
+  EXPECT_FALSE(j.at("tail.spectrum").array.empty());
+}
+
+// --requests N stops after N measured requests, in both loops, over several threads.
+TEST_F(TrpcBenchTest, RequestsLimitStopsAfterN) {
+  uint64_t calls_before = g_calls.load();
+  BenchRun closed = RunBench(Args({"--requests", "500", "--warmup", "0", "--connections", "4",
+                                   "--inflight", "4", "--threads", "2"}),
+                             30);
+  ASSERT_EQ(closed.exit_code, 0) << closed.output;
+  EXPECT_EQ(closed.json.num("requests"), 500);
+  EXPECT_EQ(closed.json.num("ok"), 500);
+  EXPECT_EQ(closed.json.num("settings.requests_limit"), 500);
+  EXPECT_TRUE(closed.json.at("uncorrected_latency_us").is_null());
+  // No warm-up: the server saw exactly those.
+  EXPECT_EQ(g_calls.load() - calls_before, 500u);
+
+  BenchRun open = RunBench(Args({"--requests", "300", "--qps", "1000", "--warmup", "0.1",
+                                 "--connections", "2"}),
+                           30);
+  ASSERT_EQ(open.exit_code, 0) << open.output;
+  EXPECT_EQ(open.json.num("requests"), 300);
+  EXPECT_NEAR(open.json.num("window_s"), 0.3, 0.1);
+}
+
+TEST_F(TrpcBenchTest, BadUsageExitsWith2AndNoServerExitsWith1) {
+  const std::vector<std::vector<std::string>> bad = {
+      {"--protocol", "http"},
+      {"--connections", "0"},
+      {"--duration", "ten"},
+      {"--qps", "-1"},
+      {"--tail-ratio", "0.1", "--tail-delay", "5"},
+      {"--tail-kind", "nap"},
+      {"--threads", "3", "--connections", "2"},
+      {"--func", "SayHello"},
+      {"--no-such-option"},
+      {"--duration", "0"},
+      {"--timeout"},
+  };
+  for (const auto& args : bad) {
+    BenchRun run = RunBench(Args(args), 10);
+    EXPECT_EQ(run.exit_code, 2) << args[0] << ": " << run.output;
+    EXPECT_NE(run.output.find("trpc_bench:"), std::string::npos) << run.output;
+  }
+  // Nothing listens on port 1 of loopback.
+  BenchRun none = RunBench({"--target", "127.0.0.1:1", "--duration", "1"}, 10);
+  EXPECT_EQ(none.exit_code, 1) << none.output;
+}
+
+}  // namespace
+}  // namespace trpc::bench
