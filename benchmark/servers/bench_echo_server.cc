@@ -1,0 +1,124 @@
+// bench_echo_server --config FILE: the benchmark's echo service. Serves
+// trpc.test.helloworld.Greeter in the thread model the config chooses; SayHello replies with the
+// request's msg unchanged (no "Hello, " prefix, so request and reply bodies are the same bytes).
+//
+// Long-tail injection: a request whose trans_info has `trpc-bench-tail` is delayed before the
+// reply, by the load client's choice of how the time is spent:
+//   sleep:<µs>  the handler waits: a fiber sleep in the fiber model (only that request waits);
+//               in the merged model it blocks the worker thread and everything queued on it,
+//               which is the merged model's weakness this benchmark is meant to show;
+//   spin:<µs>   CPU-bound work: busy-spins on the monotonic clock (holds the worker in both).
+// A malformed value is ignored (the request is answered at once) and logged, rate-limited.
+//
+// Prints "bench_echo_server ready on IP:PORT" once serving (the bound port, so a config may say
+// port 0), then runs until SIGINT or SIGTERM.
+
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "examples/helloworld/helloworld.trpc.pb.h"
+#include "trpc/base/clock.h"
+#include "trpc/base/logging.h"
+#include "trpc/fiber/fiber.h"
+#include "trpc/server/trpc_app.h"
+
+namespace {
+
+constexpr std::string_view kServiceName = "trpc.test.helloworld.Greeter";
+constexpr std::string_view kTailKey = "trpc-bench-tail";
+// Longer delays are refused as malformed: a typo must not park a worker for minutes.
+constexpr int64_t kMaxTailMicros = 10'000'000;
+
+enum class TailKind { kNone, kSleep, kSpin };
+
+struct Tail {
+  TailKind kind = TailKind::kNone;
+  int64_t micros = 0;
+};
+
+// Parses "sleep:<µs>" or "spin:<µs>" (decimal, 0..kMaxTailMicros); kNone for anything else.
+Tail ParseTail(std::string_view value) {
+  Tail tail;
+  std::string_view digits;
+  if (value.starts_with("sleep:")) {
+    tail.kind = TailKind::kSleep;
+    digits = value.substr(6);
+  } else if (value.starts_with("spin:")) {
+    tail.kind = TailKind::kSpin;
+    digits = value.substr(5);
+  } else {
+    return Tail{};
+  }
+  const char* end = digits.data() + digits.size();
+  auto [ptr, ec] = std::from_chars(digits.data(), end, tail.micros);
+  if (digits.empty() || ec != std::errc() || ptr != end || tail.micros < 0 ||
+      tail.micros > kMaxTailMicros) {
+    return Tail{};
+  }
+  return tail;
+}
+
+void SpendTail(const Tail& tail) {
+  if (tail.kind == TailKind::kSleep) {
+    trpc::fiber::this_fiber::SleepFor(std::chrono::microseconds(tail.micros));
+  } else if (tail.kind == TailKind::kSpin) {
+    int64_t until = trpc::MonotonicNanos() + tail.micros * trpc::kNanosPerMicro;
+    while (trpc::MonotonicNanos() < until) {
+    }
+  }
+}
+
+class EchoGreeter final : public trpc::test::helloworld::Greeter {
+ public:
+  trpc::Status SayHello(trpc::ServerContextPtr ctx,
+                        const trpc::test::helloworld::HelloRequest* req,
+                        trpc::test::helloworld::HelloReply* rsp) override {
+    const trpc::TransInfo& info = ctx->GetPbReqTransInfo();
+    // Untagged requests (nearly all of them) cost one lookup in a usually empty map.
+    if (!info.empty()) {
+      auto it = info.find(std::string(kTailKey));
+      if (it != info.end()) {
+        Tail tail = ParseTail(it->second);
+        if (tail.kind == TailKind::kNone) {
+          TRPC_LOG_EVERY_MS(trpc::log::Level::kWarn, 1000,
+                            "bench_echo_server: ignoring malformed {} '{}' (want sleep:<us> or "
+                            "spin:<us>, at most {} us)",
+                            kTailKey, it->second, kMaxTailMicros);
+        }
+        SpendTail(tail);
+      }
+    }
+    rsp->set_msg(req->msg());
+    return trpc::kSuccStatus;
+  }
+};
+
+class BenchEchoServer final : public trpc::TrpcApp {
+ protected:
+  int Initialize() override {
+    RegisterService(std::string(kServiceName), std::make_shared<EchoGreeter>());
+    return 0;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  BenchEchoServer app;
+  if (int rc = app.Main(argc, argv); rc != 0) return rc;
+  trpc::NetAddress addr;
+  if (!app.GetServer()->GetAddress(std::string(kServiceName), &addr)) {
+    std::fprintf(stderr, "%s: the config serves no %s\n", argv[0], kServiceName.data());
+    app.Terminate();
+    app.Wait();
+    return 1;
+  }
+  std::printf("bench_echo_server ready on %s\n", addr.ToString().c_str());
+  std::fflush(stdout);
+  app.Wait();
+  return 0;
+}
