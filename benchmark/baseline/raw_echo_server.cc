@@ -266,11 +266,13 @@ class Loop {
   std::vector<std::unique_ptr<Conn>> conns_;  // by fd
 };
 
-int Listen(uint16_t port) {
+// SO_REUSEPORT only when there are several listeners: with it, a stale server left on the port
+// would silently take a share of the connections instead of failing our bind.
+int Listen(uint16_t port, bool reuse_port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+  if (reuse_port) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
@@ -306,12 +308,13 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);  // a peer that went away is an EPIPE from write(), not a signal
   // The first listener fixes the port (it may pick one); the others share it by SO_REUSEPORT,
   // and the kernel spreads new connections over them.
-  std::vector<int> fds{Listen(static_cast<uint16_t>(port))};
+  std::vector<int> fds{Listen(static_cast<uint16_t>(port), threads > 1)};
   sockaddr_in bound{};
   socklen_t len = sizeof(bound);
   getsockname(fds[0], reinterpret_cast<sockaddr*>(&bound), &len);
-  while (static_cast<int>(fds.size()) < threads) fds.push_back(Listen(ntohs(bound.sin_port)));
-  std::printf("raw_echo_server ready on 127.0.0.1:%d\n", ntohs(bound.sin_port));
+  uint16_t bound_port = ntohs(bound.sin_port);
+  while (static_cast<int>(fds.size()) < threads) fds.push_back(Listen(bound_port, true));
+  std::printf("raw_echo_server ready on 127.0.0.1:%d\n", bound_port);
   std::fflush(stdout);
   std::vector<std::thread> others;
   for (size_t i = 1; i < fds.size(); ++i) others.emplace_back([fd = fds[i]] { Loop(fd).Run(); });
