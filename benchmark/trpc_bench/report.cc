@@ -105,14 +105,17 @@ void CheckClientHealth(const Options& o, RunResult* r) {
   int64_t late_p99 = s.lateness.ValueAtPercentile(99);
   bool late = late_p99 > kMaxLatenessP99Us;
   if (!short_rate && !late) return;
+  // A request is unsent only if it found no free connection until the window ended (the pacer
+  // sends whatever is due while connections are free, however late it runs).
   uint64_t planned = s.requests + s.unsent;
-  if (planned > 0 && s.slot_waits > kSlotWaitShare * planned) {
+  uint64_t waited = s.slot_waits + s.unsent;
+  if (planned > 0 && waited > kSlotWaitShare * planned) {
     r->warnings.push_back(fmt::format(
         "{:.1f}% of the requests found every connection at --inflight and waited for one: the "
         "server (or --connections x --inflight = {}) limits the rate; achieved {:.0f} of {:.0f} "
         "QPS, {} planned requests never sent, send lateness p99 {} us",
-        100.0 * s.slot_waits / planned, static_cast<int64_t>(o.connections) * o.inflight,
-        r->qps(), o.qps, s.unsent, late_p99));
+        100.0 * waited / planned, static_cast<int64_t>(o.connections) * o.inflight, r->qps(),
+        o.qps, s.unsent, late_p99));
     return;
   }
   r->bottleneck = true;
