@@ -201,13 +201,19 @@ class ForwardE2eTest : public ::testing::Test {
     NetAddress backend_addr;
     ASSERT_TRUE(backend_->GetAddress("trpc.test.helloworld.Greeter", &backend_addr));
 
-    // The forward server: a 150 ms service timeout (the middle hop's budget), the filters, and
-    // both callees pointing at the backend. The test's own callee (Forward) is in the same
-    // client section, with the client filter.
+    // The forward server: the filters and both callees pointing at the backend. The same
+    // Forward implementation is served twice: with a roomy service timeout, and with a 150 ms
+    // one (the middle hop's budget in the deadline test; a slow sanitizer build must not hit it
+    // elsewhere).
     std::string forward_yaml = fmt::format(R"(server:
   filter: [test_middle_hop]
   service:
     - name: trpc.test.forward.Forward
+      ip: 127.0.0.1
+      port: 0
+      timeout: 10000
+      filter: [test_auth]
+    - name: forward_short_budget
       ip: 127.0.0.1
       port: 0
       timeout: 150
@@ -228,8 +234,10 @@ client:
     ASSERT_NE(forward, nullptr) << err;
     forward_ = new Server(forward_config_.server);
     forward_->RegisterService("trpc.test.forward.Forward", forward);
+    forward_->RegisterService("forward_short_budget", forward);
     ASSERT_TRUE(forward_->Start(&err)) << err;
     ASSERT_TRUE(forward_->GetAddress("trpc.test.forward.Forward", &forward_addr_));
+    ASSERT_TRUE(forward_->GetAddress("forward_short_budget", &forward_short_addr_));
   }
 
   static void TearDownTestSuite() {
@@ -243,10 +251,11 @@ client:
   }
 
   // A proxy to Forward with the client filter, as a caller of the forward server would have.
-  std::shared_ptr<ForwardServiceProxy> ForwardProxy(uint32_t timeout_ms = 2000) {
+  std::shared_ptr<ForwardServiceProxy> ForwardProxy(uint32_t timeout_ms = 5000,
+                                                    bool short_budget = false) {
     ClientServiceConfig c;
     c.name = fmt::format("forward_caller_{}", ++proxies_made_);
-    c.target = forward_addr_.ToString();
+    c.target = (short_budget ? forward_short_addr_ : forward_addr_).ToString();
     c.timeout = timeout_ms;
     c.filter = {"test_client_stamp"};
     std::string err;
@@ -259,6 +268,7 @@ client:
   static inline Server* forward_ = nullptr;
   static inline Config forward_config_;
   static inline NetAddress forward_addr_;
+  static inline NetAddress forward_short_addr_;
   static inline int proxies_made_ = 0;
 };
 
@@ -346,8 +356,8 @@ TEST_F(ForwardE2eTest, DeadlineRunningOutInTheMiddleHopIsNotForwarded) {
   EXPECT_EQ(st.GetFrameworkRetCode(), kClientInvokeTimeoutErr) << st.ToString();
 
   // (b) The forward service's own budget (150 ms) runs out in the middle hop while the client
-  // still waits (2 s): the client gets the server's timeout, 21.
-  auto patient = ForwardProxy(/*timeout_ms=*/2000);
+  // still waits (5 s): the client gets the server's timeout, 21.
+  auto patient = ForwardProxy(/*timeout_ms=*/5000, /*short_budget=*/true);
   ASSERT_NE(patient, nullptr);
   auto ctx2 = MakeClientContext();
   ctx2->AddReqTransInfo("test-delay-ms", "200");
