@@ -280,7 +280,13 @@ FiberEntity* Worker::FindWork(bool allow_remote) {
 
 bool Worker::SpinForWork(FiberEntity** out) {
   // With more workers than CPUs a spinner only steals CPU time from the worker it waits for.
-  if (sched_->oversubscribed_) return false;
+  // A lone worker has no sibling whose work it could pick up while spinning (its own IO is not
+  // polled here; other threads' pushes wake it anyway): spinning would only burn the CPU time
+  // a request costs at moderate load.
+  if (sched_->oversubscribed_ ||
+      (group_->workers().size() == 1 && sched_->groups_.size() == 1)) {
+    return false;
+  }
   int spinning = group_->spinning_.load(std::memory_order_relaxed);
   do {
     if (spinning >= kMaxSpinners) return false;
