@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# The main job: sets up, builds, then on loopback, once in the merged thread model and once in
-# the fiber model (the same binaries; only the YAML differs): the helloworld server and client,
-# then client -> forward server -> helloworld server.
-# (The seed benchmark table replaces this once the load client exists.)
+# The main job: sets up, builds, checks the examples on loopback in both thread models (the
+# helloworld server and client, then client -> forward server -> helloworld server; the same
+# binaries, only the YAML differs), then reproduces the seed benchmark table
+# (benchmark/seed_table.py, about 3 minutes; results in benchmark/results/latest.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-third_party/setup.sh
+third_party/setup.sh --with-bench
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$(nproc)" --target helloworld_server helloworld_client forward_server \
-  forward_client
+  forward_client bench_echo_server raw_echo_server trpc_bench
 
 hw=examples/helloworld
 fw=examples/forward
@@ -43,4 +43,6 @@ for model in merge fiber; do
   for p in "${pids[@]}"; do wait "$p"; done
   pids=()
 done
-echo "main job: OK"
+echo "examples: OK"
+echo "== seed table"
+python3 benchmark/seed_table.py --build build
