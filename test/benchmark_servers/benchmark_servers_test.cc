@@ -5,13 +5,8 @@
 // tagged with `trpc-bench-tail`, parking only them in the fiber model and holding its worker in
 // the merged model.
 
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -26,6 +21,7 @@
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "fmt/format.h"
+#include "test/benchmark_servers/child_server.h"
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
 #include "trpc/runtime/runtime.h"
@@ -38,75 +34,6 @@ using helloworld::HelloReply;
 using helloworld::HelloRequest;
 
 constexpr char kTailKey[] = "trpc-bench-tail";
-
-// A server binary run as a child process. Start() waits for its "... ready on IP:PORT" line on
-// stdout (the servers bind port 0 and say which port they got, so nothing races for a port);
-// the destructor stops it with SIGTERM (SIGKILL if it does not exit within 10 s).
-class ChildServer {
- public:
-  ChildServer() = default;
-  ChildServer(const ChildServer&) = delete;
-  ChildServer& operator=(const ChildServer&) = delete;
-  ~ChildServer() { Stop(); }
-
-  // Returns the "IP:PORT" the server listens on, or "" (with a test failure) if it did not start.
-  std::string Start(std::vector<std::string> args) {
-    int out[2];
-    if (pipe2(out, O_CLOEXEC) != 0) {
-      ADD_FAILURE() << "pipe2 failed";
-      return "";
-    }
-    // argv is built before fork(): the child of a threaded process may only call
-    // async-signal-safe functions until it execs.
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_ = fork();
-    if (pid_ == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a crashed test
-      dup2(out[1], STDOUT_FILENO);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    close(out[1]);
-    std::string line;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (line.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-      pollfd p{out[0], POLLIN, 0};
-      if (poll(&p, 1, 100) <= 0) continue;
-      char buf[256];
-      ssize_t n = read(out[0], buf, sizeof(buf));
-      if (n <= 0) break;  // the child exited before saying it was ready
-      line.append(buf, n);
-    }
-    close(out[0]);
-    size_t at = line.find(" ready on ");
-    size_t end = line.find('\n');
-    if (at == std::string::npos || end == std::string::npos) {
-      ADD_FAILURE() << args[0] << " did not start; its stdout: '" << line << "'";
-      return "";
-    }
-    return line.substr(at + 10, end - at - 10);
-  }
-
-  void Stop() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGTERM);
-    int status = 0;
-    for (int i = 0; i < 1000 && waitpid(pid_, &status, WNOHANG) == 0; ++i) {
-      usleep(10'000);
-    }
-    if (waitpid(pid_, &status, WNOHANG) == 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, &status, 0);
-      ADD_FAILURE() << "a server did not stop within 10 s of SIGTERM";
-    }
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-};
 
 // bench_echo_server on a free port, with a config written for it.
 std::string StartBenchEchoServer(ChildServer* server, const std::string& model, int workers) {
@@ -169,6 +96,14 @@ class BenchmarkServersTest : public ::testing::Test {
         fmt::format("greeter_{}", ++proxies_made_), c, &err);
     EXPECT_NE(proxy, nullptr) << err;
     return proxy;
+  }
+
+  // Starts bench_echo_server and returns a proxy to it (null, with a failure, if it did not start).
+  static std::shared_ptr<GreeterServiceProxy> StartBenchEcho(ChildServer* server,
+                                                             const std::string& model,
+                                                             int workers) {
+    std::string addr = StartBenchEchoServer(server, model, workers);
+    return addr.empty() ? nullptr : Proxy(addr);
   }
 
   // One message each way, including an empty one and one spanning many reads and writes.
@@ -337,9 +272,7 @@ class BenchEchoServerTest : public BenchmarkServersTest,
 
 TEST_P(BenchEchoServerTest, EchoesTheMessageUnchanged) {
   ChildServer server;
-  std::string addr = StartBenchEchoServer(&server, GetParam(), 1);
-  ASSERT_FALSE(addr.empty());
-  auto proxy = Proxy(addr);
+  auto proxy = StartBenchEcho(&server, GetParam(), 1);
   ASSERT_NE(proxy, nullptr);
   ExpectEchoes(proxy.get());
   ExpectConcurrentEchoes(proxy.get());
@@ -347,9 +280,7 @@ TEST_P(BenchEchoServerTest, EchoesTheMessageUnchanged) {
 
 TEST_P(BenchEchoServerTest, DelaysExactlyTheTaggedRequests) {
   ChildServer server;
-  std::string addr = StartBenchEchoServer(&server, GetParam(), 1);
-  ASSERT_FALSE(addr.empty());
-  auto proxy = Proxy(addr);
+  auto proxy = StartBenchEcho(&server, GetParam(), 1);
   ASSERT_NE(proxy, nullptr);
   std::string msg;
   EXPECT_GE(MillisOfCall(proxy.get(), "sleep:20000", &msg), 20);
@@ -376,18 +307,14 @@ INSTANTIATE_TEST_SUITE_P(BothModels, BenchEchoServerTest, ::testing::Values("mer
 // the request behind it waits; in the fiber model it parks only its own fiber.
 TEST_F(BenchmarkServersTest, MergedWorkerHoldsTheQueueWhileATaggedRequestSleeps) {
   ChildServer server;
-  std::string addr = StartBenchEchoServer(&server, "merge", 1);
-  ASSERT_FALSE(addr.empty());
-  auto proxy = Proxy(addr);
+  auto proxy = StartBenchEcho(&server, "merge", 1);
   ASSERT_NE(proxy, nullptr);
   EXPECT_FALSE(UntaggedOvertakesSleepingOne(proxy.get()));
 }
 
 TEST_F(BenchmarkServersTest, FiberModelLetsUntaggedRequestsPassASleepingOne) {
   ChildServer server;
-  std::string addr = StartBenchEchoServer(&server, "fiber", 2);
-  ASSERT_FALSE(addr.empty());
-  auto proxy = Proxy(addr);
+  auto proxy = StartBenchEcho(&server, "fiber", 2);
   ASSERT_NE(proxy, nullptr);
   EXPECT_TRUE(UntaggedOvertakesSleepingOne(proxy.get()));
 }
