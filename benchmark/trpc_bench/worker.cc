@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 #include <utility>
 
 #include "trpc/base/clock.h"
@@ -23,7 +24,21 @@ constexpr char kTailKey[] = "trpc-bench-tail";
 constexpr int64_t kReconnectDelayNs = 100 * kNanosPerMilli;
 constexpr int64_t kRetryDelayNs = 1 * kNanosPerMilli;
 
+// Replies up to this size are kept per slot to recognize a repeat of a successful one.
+constexpr size_t kMaxCachedReply = 4096;
+
 int64_t NanosToMicros(int64_t ns) { return (ns + kNanosPerMicro / 2) / kNanosPerMicro; }
+
+bool SameBytes(const ChainBuffer& buf, const std::string& bytes) {
+  if (buf.size() != bytes.size()) return false;
+  size_t offset = 0;
+  for (size_t i = 0; i < buf.SpanCount(); ++i) {
+    std::string_view span = buf.Span(i);
+    if (std::memcmp(span.data(), bytes.data() + offset, span.size()) != 0) return false;
+    offset += span.size();
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -214,17 +229,7 @@ void Worker::OnDone(Slot* s, Status status, ChainBuffer&& frame) {
   std::string code;
   if (status.OK()) {
     ++stats_.responses;
-    RpcResponse rsp;
-    std::string err;
-    if (!codec_->DecodeResponse(std::move(frame), &rsp, &err)) {
-      code = std::to_string(kClientDecodeErr);
-    } else if (rsp.ret != 0) {
-      code = std::to_string(rsp.ret);
-    } else if (rsp.func_ret != 0) {
-      code = "func_ret:" + std::to_string(rsp.func_ret);
-    } else {
-      ok = true;
-    }
+    ok = CheckReply(s, std::move(frame), &code);
   } else {
     code = std::to_string(status.GetFrameworkRetCode());
     // The reply may still come, late: a fresh id makes ClientConnection ignore it.
@@ -233,6 +238,31 @@ void Worker::OnDone(Slot* s, Status status, ChainBuffer&& frame) {
   Record(*s, ok, code, now);
   Release(s);
   MaybeFinish();
+}
+
+bool Worker::CheckReply(Slot* s, ChainBuffer&& frame, std::string* code) {
+  // A reply byte-identical to this slot's last successful one decodes the same: skip the
+  // decode (a protobuf parse, ~0.3 us, the largest cost of our own on the hot path). An echo
+  // of a fixed request repeats exactly, since the slot's request id only changes on timeout.
+  std::string& last_ok = s->ok_reply[s->tagged ? 1 : 0];
+  if (!last_ok.empty() && SameBytes(frame, last_ok)) return true;
+  std::string bytes = frame.size() <= kMaxCachedReply ? frame.ToString() : std::string();
+  RpcResponse rsp;
+  std::string err;
+  if (!codec_->DecodeResponse(std::move(frame), &rsp, &err)) {
+    *code = std::to_string(kClientDecodeErr);
+    return false;
+  }
+  if (rsp.ret != 0) {
+    *code = std::to_string(rsp.ret);
+    return false;
+  }
+  if (rsp.func_ret != 0) {
+    *code = "func_ret:" + std::to_string(rsp.func_ret);
+    return false;
+  }
+  last_ok = std::move(bytes);
+  return true;
 }
 
 void Worker::Record(const Slot& s, bool ok, const std::string& code, int64_t now_ns) {

@@ -64,6 +64,7 @@ class Worker {
     uint32_t id = 0;
     ChainBuffer frame;       // the request, encoded with `id`
     ChainBuffer tail_frame;  // the same with the tail tag (only with --tail-ratio)
+    std::string ok_reply[2];  // the last successful reply (plain, tagged); see CheckReply()
     int64_t intended_ns = 0;
     int64_t sent_ns = 0;
     bool busy = false;     // a call is in flight
@@ -91,6 +92,8 @@ class Worker {
   void SendNext(Slot* s);  // closed loop
   void Send(Slot* s, int64_t intended_ns, bool measured, int64_t now_ns);
   void OnDone(Slot* s, Status status, ChainBuffer&& frame);
+  /// True if the reply is a success; else `*code` says why (ret code, func_ret, decode error).
+  bool CheckReply(Slot* s, ChainBuffer&& frame, std::string* code);
   void Record(const Slot& s, bool ok, const std::string& code, int64_t now_ns);
   void Release(Slot* s);
   Slot* PopFree();
