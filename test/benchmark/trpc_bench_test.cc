@@ -2,7 +2,7 @@
 // worker) that can stall once for 100 ms or delay the requests trpc_bench tags. trpc_bench runs
 // as a subprocess (its path comes from the build: TRPC_BENCH_BINARY) with --json, and the tests
 // check what it reports: the open-loop rate, the coordinated-omission correction, the tail
-// requests kept apart, --requests, and the exit codes of bad usage.
+// requests kept apart, --requests, errors and timeouts by code, and the exit codes of bad usage.
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -175,6 +175,8 @@ constexpr auto kStall = std::chrono::milliseconds(100);
 std::atomic<uint64_t> g_calls{0};
 std::atomic<uint64_t> g_stall_at{0};  // the call with this number blocks the worker kStall
 std::atomic<uint64_t> g_tagged{0};    // calls that carried kTailKey
+std::atomic<bool> g_fail_tenth{false};  // every 10th call answers func_ret kFuncRet
+constexpr int kFuncRet = 7;
 
 // Echoes msg. A tagged call ("sleep:<us>" or "spin:<us>") is delayed that long on the worker
 // thread (the merged model: it holds the only worker, as the benchmark echo server does).
@@ -183,6 +185,7 @@ class TestGreeter final : public test::helloworld::Greeter {
   Status SayHello(ServerContextPtr ctx, const HelloRequest* req, HelloReply* rsp) override {
     uint64_t n = g_calls.fetch_add(1) + 1;
     if (n == g_stall_at.load()) std::this_thread::sleep_for(kStall);
+    if (g_fail_tenth.load() && n % 10 == 0) return Status(0, kFuncRet, "every tenth fails");
     auto it = ctx->GetPbReqTransInfo().find(kTailKey);
     if (it != ctx->GetPbReqTransInfo().end()) {
       g_tagged.fetch_add(1);
@@ -409,6 +412,51 @@ TEST_F(TrpcBenchTest, RequestsLimitStopsAfterN) {
   ASSERT_EQ(open.exit_code, 0) << open.output;
   EXPECT_EQ(open.json.num("requests"), 300);
   EXPECT_NEAR(open.json.num("window_s"), 0.3, 0.1);
+}
+
+// Failed calls are counted by code and kept out of the latency histograms: a framework code
+// from the server (12, no such method), a handler's own code, and client timeouts (101). A
+// timed-out slot goes on with a fresh request id, so the late replies are not mistaken for its
+// next calls.
+TEST_F(TrpcBenchTest, ErrorsAndTimeoutsAreCountedByCode) {
+  BenchRun no_func = RunBench(Args({"--func", "/trpc.test.helloworld.Greeter/NoSuchMethod",
+                                    "--requests", "50", "--warmup", "0", "--connections", "2"}),
+                              30);
+  ASSERT_EQ(no_func.exit_code, 0) << no_func.output;
+  EXPECT_EQ(no_func.json.num("requests"), 50);
+  EXPECT_EQ(no_func.json.num("ok"), 0);
+  EXPECT_EQ(no_func.json.at("errors").object.size(), 1u) << no_func.output;
+  EXPECT_EQ(no_func.json.num("errors.12"), 50) << no_func.output;
+  EXPECT_EQ(no_func.json.num("latency_us.max"), 0);
+
+  // Successful replies interleaved with failures on the same slots.
+  g_fail_tenth.store(true);
+  BenchRun func_ret = RunBench(Args({"--requests", "1000", "--warmup", "0", "--connections",
+                                     "2", "--inflight", "2"}),
+                               30);
+  g_fail_tenth.store(false);
+  ASSERT_EQ(func_ret.exit_code, 0) << func_ret.output;
+  EXPECT_EQ(func_ret.json.num("ok"), 900);
+  EXPECT_EQ(func_ret.json.num("errors.func_ret:7"), 100) << func_ret.output;
+  EXPECT_GT(func_ret.json.num("error_latency_us.max"), 0);
+
+  // Tagged calls sleep 50 ms on the only worker, past the 20 ms timeout.
+  BenchRun slow = RunBench(Args({"--qps", "200", "--duration", "2", "--warmup", "0",
+                                 "--connections", "16", "--timeout", "20", "--tail-ratio",
+                                 "0.02", "--tail-delay", "50ms"}),
+                           30);
+  ASSERT_EQ(slow.exit_code, 0) << slow.output;
+  const Json& j = slow.json;
+  std::printf("timeouts: %.0f of %.0f requests (%.0f tagged), %.0f ok\n", j.num("timeouts"),
+              j.num("requests"), j.num("tail.requests"), j.num("ok"));
+  EXPECT_EQ(j.num("requests"), 400);
+  EXPECT_GE(j.num("timeouts"), j.num("tail.requests"));
+  EXPECT_EQ(j.num("errors.101"), j.num("timeouts"));
+  EXPECT_EQ(j.at("errors").object.size(), 1u) << slow.output;
+  EXPECT_EQ(j.num("ok") + j.num("timeouts"), 400);
+  EXPECT_GT(j.num("ok"), 200);
+  // No successful call took longer than the timeout (a late reply was never taken for one).
+  EXPECT_LT(j.num("uncorrected_latency_us.max"), 20'000 + 5'000) << slow.output;
 }
 
 TEST_F(TrpcBenchTest, BadUsageExitsWith2AndNoServerExitsWith1) {
