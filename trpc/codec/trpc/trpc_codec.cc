@@ -136,7 +136,8 @@ bool TrpcClientCodec::DecodeResponse(ChainBuffer&& frame, RpcResponse* rsp, std:
   rsp->message_type = h.message_type();
   rsp->content_type = h.content_type();
   rsp->content_encoding = h.content_encoding();
-  rsp->error_msg = std::move(*h.mutable_error_msg());
+  // mutable_error_msg() would allocate an empty string for the usual reply without one.
+  if (!h.error_msg().empty()) rsp->error_msg = std::move(*h.mutable_error_msg());
   MoveTransInfo(h.mutable_trans_info(), &rsp->trans_info);
   return true;
 }
