@@ -62,11 +62,7 @@ class ConditionVariable {
   template <typename Clock, typename Duration, typename Predicate>
   bool wait_until(std::unique_lock<Mutex>& lock, std::chrono::time_point<Clock, Duration> deadline,
                   Predicate pred) {
-    int64_t deadline_ns = detail::ToDeadline(deadline);
-    while (!pred()) {
-      if (!WaitUntilNanos(lock, deadline_ns)) return pred();
-    }
-    return true;
+    return WaitUntilNanos(lock, detail::ToDeadline(deadline), pred);
   }
 
   template <typename Rep, typename Period>
@@ -79,14 +75,18 @@ class ConditionVariable {
   template <typename Rep, typename Period, typename Predicate>
   bool wait_for(std::unique_lock<Mutex>& lock, std::chrono::duration<Rep, Period> timeout,
                 Predicate pred) {
-    int64_t deadline_ns = detail::DeadlineAfter(timeout);
+    return WaitUntilNanos(lock, detail::DeadlineAfter(timeout), pred);
+  }
+
+ private:
+  /// Waits until `pred()` or `deadline_ns`; returns `pred()` as last evaluated.
+  template <typename Predicate>
+  bool WaitUntilNanos(std::unique_lock<Mutex>& lock, int64_t deadline_ns, Predicate& pred) {
     while (!pred()) {
       if (!WaitUntilNanos(lock, deadline_ns)) return pred();
     }
     return true;
   }
-
- private:
   /// False on timeout. `deadline_ns` is a MonotonicNanos() time.
   bool WaitUntilNanos(std::unique_lock<Mutex>& lock, int64_t deadline_ns);
 

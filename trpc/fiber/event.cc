@@ -36,11 +36,7 @@ bool Event::WaitImpl(int64_t deadline_ns) {
     return true;
   }
   waiters_.PushBack(&w);
-  if (deadline_ns < 0) {
-    detail::Wait(&w, &spin_);
-    return true;
-  }
-  return detail::WaitUntil(&w, &waiters_, &spin_, deadline_ns);
+  return detail::WaitUntil(&w, &waiters_, &spin_, deadline_ns);  // negative: no deadline
 }
 
 }  // namespace trpc::fiber

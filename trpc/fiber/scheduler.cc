@@ -586,6 +586,10 @@ struct TimedWait {
 }  // namespace
 
 bool WaitUntil(Waiter* w, WaitList* list, Spinlock* lock, int64_t deadline_ns) {
+  if (deadline_ns < 0) {
+    Wait(w, lock);
+    return true;
+  }
   if (w->fiber != nullptr) {
     auto tw = std::make_shared<TimedWait>();
     tw->w = w;

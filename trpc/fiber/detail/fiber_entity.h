@@ -113,8 +113,9 @@ void FinishFiber(FiberEntity* self);
 /// linked into and is held on entry; it is released (fibers: after the context is saved).
 void Wait(Waiter* w, Spinlock* lock);
 
-/// As Wait() with a deadline (MonotonicNanos()). On a timeout `w` is removed from `list`
-/// (under `lock`) and false is returned; true if woken. `lock` is not held on return.
+/// As Wait() with a deadline (MonotonicNanos(); negative = none, then simply Wait()). On a
+/// timeout `w` is removed from `list` (under `lock`) and false is returned; true if woken.
+/// `lock` is not held on return.
 bool WaitUntil(Waiter* w, WaitList* list, Spinlock* lock, int64_t deadline_ns);
 
 /// Wakes a waiter already removed from its list. May be called with or without the list's lock
