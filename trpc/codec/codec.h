@@ -18,6 +18,19 @@ namespace trpc {
 /// Metadata passed along a call chain (trpc's trans_info; HTTP headers later).
 using TransInfo = std::map<std::string, std::string>;
 
+/// The protocol-specific part of a request or response that the neutral fields cannot carry
+/// (HTTP's method, path, headers and status). Made and read by the protocol's codec and its own
+/// handlers; the framework only carries it along.
+class ProtocolMessage {
+ public:
+  virtual ~ProtocolMessage() = default;
+};
+
+/// RpcRequest/RpcResponse::content_type values (PROTOCOL.md).
+inline constexpr uint32_t kContentTypeProtobuf = 0;
+inline constexpr uint32_t kContentTypeJson = 2;
+inline constexpr uint32_t kContentTypeNoop = 4;
+
 /// A decoded request, independent of the protocol that carried it.
 struct RpcRequest {
   uint32_t version = 0;
@@ -33,6 +46,7 @@ struct RpcRequest {
   TransInfo trans_info;
   ChainBuffer body;
   ChainBuffer attachment;
+  std::unique_ptr<ProtocolMessage> protocol;  // null for protocols that need none
 };
 
 /// A response, independent of the protocol that carries it.
@@ -49,6 +63,12 @@ struct RpcResponse {
   TransInfo trans_info;
   ChainBuffer body;
   ChainBuffer attachment;
+  /// Set by a protocol's own handler (an HTTP handler's status, headers and body); when set,
+  /// the codec encodes it instead of the neutral fields. Null otherwise.
+  std::unique_ptr<ProtocolMessage> protocol;
+  /// The request's protocol part, for encoding the answer (HTTP: HEAD, version, keep-alive).
+  /// Borrowed: valid during EncodeResponse only. Null when the request had none.
+  const ProtocolMessage* request_protocol = nullptr;
 };
 
 inline constexpr uint32_t kUnaryCall = 0;
@@ -62,6 +82,13 @@ class ServerCodec : public FrameCodec {
   /// Decodes one frame cut by Split(). False (with `*err`) means the peer sent garbage: no reply
   /// is sent and the connection closes.
   virtual bool DecodeRequest(ChainBuffer&& frame, RpcRequest* req, std::string* err) = 0;
+  /// DecodeRequest() with the connection's split state (null when the codec made none); the
+  /// server always calls this one, on the connection's loop thread, for every frame in order.
+  virtual bool DecodeRequestWithState(ChainBuffer&& frame, FrameCodecState* state,
+                                      RpcRequest* req, std::string* err) {
+    (void)state;
+    return DecodeRequest(std::move(frame), req, err);
+  }
   /// Appends the encoded response to `out`. The body is `body_msg` serialized if it is non-null,
   /// else the bytes of `rsp->body`; `rsp->body` and `rsp->attachment` are moved out, the other
   /// fields only read. A response with ret != 0 carries no body or attachment. False means the

@@ -1,16 +1,15 @@
 #include "trpc/server/rpc_method_handler.h"
 
-#include <google/protobuf/message_lite.h>
+#include "trpc/codec/message_body.h"
 
 namespace trpc::detail {
 
-bool ParseMessage(const ChainBuffer& body, google::protobuf::MessageLite* msg) {
-  if (body.SpanCount() <= 1) {
-    std::string_view s = body.FirstSpan();
-    return msg->ParseFromArray(s.data(), static_cast<int>(s.size()));
-  }
-  ChainBufferInputStream in(&body);
-  return msg->ParseFromZeroCopyStream(&in);
+bool ParseRequest(const ServerContextPtr& ctx, google::protobuf::MessageLite* msg) {
+  const RpcRequest& req = ctx->request();
+  std::string err;
+  if (ParseMessageBody(req.body, req.content_type, msg, &err)) return true;
+  ctx->SendReply(Status(kServerDecodeErr, std::move(err)), nullptr);
+  return false;
 }
 
 }  // namespace trpc::detail

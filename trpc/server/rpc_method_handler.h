@@ -22,8 +22,9 @@ class RpcMethodHandler {
 };
 
 namespace detail {
-/// Parses a protobuf message from a chain buffer without copying when it is contiguous.
-bool ParseMessage(const ChainBuffer& body, google::protobuf::MessageLite* msg);
+/// Parses the request body of `ctx` into `msg` as its content type says (protobuf, without
+/// copying when contiguous, or JSON). On failure replies ret 1 (decode error) and returns false.
+bool ParseRequest(const ServerContextPtr& ctx, google::protobuf::MessageLite* msg);
 }  // namespace detail
 
 /// A unary method whose request and response are protobuf messages. The messages live on the
@@ -37,10 +38,7 @@ class UnaryRpcMethodHandler final : public RpcMethodHandler {
   void Handle(const ServerContextPtr& ctx) override {
     Req req;
     Rsp rsp;
-    if (!detail::ParseMessage(ctx->request().body, &req)) {
-      ctx->SendReply(Status(kServerDecodeErr, "cannot parse the request body"), nullptr);
-      return;
-    }
+    if (!detail::ParseRequest(ctx, &req)) return;
     Status status = fn_(ctx, &req, &rsp);
     if (!ctx->IsResponse()) return;  // the handler replies later (SetResponse(false))
     if (status.OK() && !ctx->GetStatus().OK()) status = ctx->GetStatus();
@@ -63,10 +61,7 @@ class AsyncUnaryRpcMethodHandler final : public RpcMethodHandler {
 
   void Handle(const ServerContextPtr& ctx) override {
     auto req = std::make_shared<Req>();
-    if (!detail::ParseMessage(ctx->request().body, req.get())) {
-      ctx->SendReply(Status(kServerDecodeErr, "cannot parse the request body"), nullptr);
-      return;
-    }
+    if (!detail::ParseRequest(ctx, req.get())) return;
     Future<Rsp> fut = fn_(ctx, req.get());
     if (!fut.Valid()) {
       ctx->SendReply(Status(kServerSystemErr, "handler returned an invalid future"), nullptr);

@@ -7,28 +7,32 @@
 namespace trpc {
 
 ServerContext::ServerContext(ConnectionPtr conn, ServerCodec* codec, int64_t recv_ns)
-    : conn_(std::move(conn)), codec_(codec), recv_ns_(recv_ns) {}
+    : conn_(std::move(conn)), codec_(codec), recv_ns_(recv_ns), reply_slot_(conn_->frame_slot()) {}
 
 namespace {
-// Queues `out` (if any) and ends the request's pending count, on the connection's loop thread:
-// in one task, so the reply is queued before reading may resume.
-void QueueOnLoop(const ConnectionPtr& conn, ChainBuffer&& out, bool end_request) {
+// Queues `out` (if any) in the request's reply slot and ends the request's pending count, on
+// the connection's loop thread: in one task, so the reply is queued before reading may resume.
+// An empty `out` still fills the slot (ordered protocols: later replies wait for it).
+void QueueOnLoop(const ConnectionPtr& conn, uint64_t slot, ChainBuffer&& out, bool end_request) {
+  if (out.empty() && slot == 0 && !end_request) return;
   Reactor* r = conn->reactor();
   if (r->InLoopThread()) {
-    if (!out.empty()) conn->Send(std::move(out));
+    conn->SendInSlot(slot, std::move(out));
     if (end_request) conn->EndRequest();
     return;
   }
-  r->Post([conn, buf = std::make_shared<ChainBuffer>(std::move(out)), end_request]() mutable {
-    if (!buf->empty()) conn->Send(std::move(*buf));
-    if (end_request) conn->EndRequest();
-  });
+  r->Post(
+      [conn, slot, buf = std::make_shared<ChainBuffer>(std::move(out)), end_request]() mutable {
+        conn->SendInSlot(slot, std::move(*buf));
+        if (end_request) conn->EndRequest();
+      });
 }
 }  // namespace
 
 ServerContext::~ServerContext() {
-  // A handler that never replied: its request must still stop counting against the connection.
-  if (!replied_ && counted_pending_) QueueOnLoop(conn_, ChainBuffer(), true);
+  // A handler that never replied: its request must still stop counting against the connection
+  // and give up its reply slot.
+  if (!replied_) QueueOnLoop(conn_, reply_slot_, ChainBuffer(), counted_pending_);
 }
 
 void ServerContext::SetResponse(bool framework_replies) {
@@ -80,7 +84,7 @@ void ServerContext::SendReply(const Status& status, const google::protobuf::Mess
     chosen = &status_;
   }
   if (IsOneway()) {
-    if (counted_pending_) QueueOnLoop(conn_, ChainBuffer(), true);
+    QueueOnLoop(conn_, reply_slot_, ChainBuffer(), counted_pending_);
     return;
   }
   const Status& st = *chosen;
@@ -100,6 +104,8 @@ void ServerContext::SendReply(const Status& status, const google::protobuf::Mess
   // The request's metadata travels back with the reply; the handler's own entries win.
   rsp.trans_info = std::move(req_.trans_info);
   for (auto& [k, v] : rsp_trans_info_) rsp.trans_info[k] = std::move(v);
+  rsp.request_protocol = req_.protocol.get();
+  if (st.OK()) rsp.protocol = std::move(protocol_rsp_);
 
   ChainBuffer out;
   if (!codec_->EncodeResponse(&rsp, body, &out)) {
@@ -108,13 +114,15 @@ void ServerContext::SendReply(const Status& status, const google::protobuf::Mess
     err.call_type = req_.call_type;
     err.ret = kServerEncodeErr;
     err.error_msg = "failed to encode the response";
+    err.content_type = req_.content_type;
+    err.request_protocol = req_.protocol.get();
     out.Clear();
     if (!codec_->EncodeResponse(&err, nullptr, &out)) {
-      if (counted_pending_) QueueOnLoop(conn_, ChainBuffer(), true);
+      QueueOnLoop(conn_, reply_slot_, ChainBuffer(), counted_pending_);
       return;
     }
   }
-  QueueOnLoop(conn_, std::move(out), counted_pending_);
+  QueueOnLoop(conn_, reply_slot_, std::move(out), counted_pending_);
 }
 
 }  // namespace trpc

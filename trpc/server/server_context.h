@@ -73,6 +73,10 @@ class ServerContext : public std::enable_shared_from_this<ServerContext> {
   /// there is time left).
   int64_t GetRemainingTimeoutMs() const;
 
+  /// A protocol's own handler (e.g. an HTTP handler) hands its protocol-specific reply here
+  /// before SendReply(); the codec encodes it instead of the neutral reply.
+  void SetProtocolResponse(std::unique_ptr<ProtocolMessage> rsp) { protocol_rsp_ = std::move(rsp); }
+
   // Framework use.
   RpcRequest& request() { return req_; }
   /// The service's filters (null or empty: none). The chain must outlive the context.
@@ -97,7 +101,9 @@ class ServerContext : public std::enable_shared_from_this<ServerContext> {
   RpcRequest req_;
   TransInfo rsp_trans_info_;
   Status status_;
+  std::unique_ptr<ProtocolMessage> protocol_rsp_;
   int64_t recv_ns_;
+  uint64_t reply_slot_;  // Connection::frame_slot() of the request (0: replies carry ids)
   int64_t deadline_ns_ = 0;
   bool replied_ = false;
   bool counted_pending_ = false;

@@ -9,6 +9,8 @@
 
 namespace trpc {
 
+class ServerContext;
+
 /// A service: a table of method handlers keyed by their wire name "/package.Service/Method".
 /// Generated service classes derive from it and register their methods in the constructor.
 /// Thread contract: register methods before the server starts; lookups are then safe from any
@@ -36,6 +38,12 @@ class Service {
 
   /// The handler for `func`, or null.
   RpcMethodHandler* FindMethod(std::string_view func) const;
+
+  /// Picks the handler for the request in `ctx`; null means "no such function" (ret 12). The
+  /// default looks GetFuncName() up in the method table. Protocol-specific services (HTTP
+  /// routes with path parameters and 405s) override it; they may record what they matched in
+  /// the request's protocol part.
+  virtual RpcMethodHandler* Route(ServerContext& ctx) const;
 
  private:
   struct Hash {

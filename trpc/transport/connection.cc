@@ -32,9 +32,11 @@ Connection::Connection(Reactor* reactor, int fd, const NetAddress& peer, FrameCo
       fd_(fd),
       peer_(peer),
       codec_(codec),
+      codec_state_(codec->NewConnectionState()),
       handler_(handler),
       options_(options),
-      connecting_(connecting) {}
+      connecting_(connecting),
+      ordered_(codec->OrderedReplies()) {}
 
 Connection::~Connection() {
   if (!closed_) {
@@ -166,17 +168,99 @@ void Connection::HandleRead(bool to_eof) {
 
 void Connection::ProcessInput() {
   if (draining_) return;
-  if (!in_.empty()) {
+  if (input_finished_) {
+    in_.Clear();  // the protocol has ended this connection's input
+  } else if (!in_.empty()) {
     std::string err;
-    SplitResult r = codec_->Split(&in_, &frames_, options_.max_packet_size, &err);
+    SplitResult r = codec_->SplitWithState(&in_, &frames_, options_.max_packet_size, &err,
+                                           codec_state_.get());
     if (r == SplitResult::kError) {
       TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "closing connection from {}: {}",
                         peer_.ToString(), err);
-      Close("protocol error: " + err);
-      return;
+      if (codec_state_ == nullptr || codec_state_->immediate.empty()) {
+        Close("protocol error: " + err);
+        return;
+      }
+      // The protocol answers the bad frame (HTTP's 400) after the good frames cut before it.
+      input_finished_ = true;
+      finish_reason_ = "protocol error: " + err;
+      in_.Clear();
+    } else if (codec_state_ != nullptr) {
+      if (codec_state_->closing) {
+        input_finished_ = true;
+        finish_reason_ = "the peer asked to close";
+        in_.Clear();
+      } else if (!codec_state_->immediate.empty()) {
+        SendImmediate(sequencer_.Peek() + (frames_.size() - next_frame_), /*final=*/false);
+      }
+      if (codec_state_->read_deadline_ns != 0 && !input_finished_) {
+        ArmReadTimer(codec_state_->read_deadline_ns);
+      }
     }
   }
   DeliverFrames();
+  if (input_finished_ && !closed_ && next_frame_ == frames_.size()) FinishInput();
+}
+
+void Connection::FinishInput() {
+  if (close_after_flush_) return;
+  if (codec_state_ != nullptr && !codec_state_->immediate.empty()) {
+    SendImmediate(ordered_ ? sequencer_.Take() : 0, /*final=*/true);
+  }
+  CloseAfterFlush(finish_reason_);
+}
+
+void Connection::SendImmediate(uint64_t slot, bool final) {
+  ChainBuffer bytes = std::move(codec_state_->immediate);
+  codec_state_->immediate.Clear();
+  if (!ordered_) {
+    Send(std::move(bytes));
+    return;
+  }
+  ChainBuffer ready;
+  if (final) {
+    sequencer_.Put(slot, std::move(bytes), &ready);
+  } else {
+    sequencer_.PutInterim(slot, std::move(bytes), &ready);
+  }
+  if (!ready.empty()) Send(std::move(ready));
+}
+
+void Connection::SendInSlot(uint64_t slot, ChainBuffer&& data) {
+  if (slot == 0) {
+    if (!data.empty()) Send(std::move(data));
+    return;
+  }
+  ChainBuffer ready;
+  sequencer_.Put(slot, std::move(data), &ready);
+  if (!ready.empty()) Send(std::move(ready));
+}
+
+void Connection::ArmReadTimer(int64_t deadline_ns) {
+  // One timer, re-armed lazily (as the idle timer): a later deadline just moves the check.
+  if (read_timer_ != 0 && read_timer_at_ <= deadline_ns) return;
+  if (read_timer_ != 0) reactor_->CancelTimer(read_timer_);
+  read_timer_at_ = deadline_ns;
+  std::weak_ptr<Connection> weak = weak_from_this();
+  read_timer_ = reactor_->AddTimer(deadline_ns, [weak] {
+    if (auto self = weak.lock()) self->OnReadTimer();
+  });
+}
+
+void Connection::OnReadTimer() {
+  read_timer_ = 0;
+  if (closed_ || input_finished_ || codec_state_ == nullptr) return;
+  int64_t deadline = codec_state_->read_deadline_ns;
+  if (deadline == 0) return;  // the frame completed in time
+  if (reactor_->LoopTimeNs() < deadline) {
+    ArmReadTimer(deadline);
+    return;
+  }
+  codec_state_->OnReadTimeout();
+  input_finished_ = true;
+  finish_reason_ = "read timeout: a frame stayed incomplete too long";
+  in_.Clear();
+  if (next_frame_ == frames_.size()) FinishInput();
 }
 
 void Connection::Shutdown(const std::string& reason) {
@@ -228,7 +312,9 @@ void Connection::DeliverFrames() {
       reading_paused_ = true;
       return;
     }
+    frame_slot_ = ordered_ ? sequencer_.Take() : 0;
     handler_->OnFrame(this, std::move(frames_[next_frame_++]));
+    frame_slot_ = 0;
     if (closed_) return;
   }
   frames_.clear();
@@ -327,6 +413,10 @@ void Connection::Close(const std::string& reason) {
   if (linger_timer_ != 0) {
     reactor_->CancelTimer(linger_timer_);
     linger_timer_ = 0;
+  }
+  if (read_timer_ != 0) {
+    reactor_->CancelTimer(read_timer_);
+    read_timer_ = 0;
   }
   in_.Clear();
   out_.Clear();

@@ -8,8 +8,9 @@
 #include "trpc/base/chain_buffer.h"
 #include "trpc/reactor/event_handler.h"
 #include "trpc/reactor/reactor.h"
-#include "trpc/transport/frame_codec.h"
 #include "trpc/base/net_address.h"
+#include "trpc/transport/detail/reply_sequencer.h"
+#include "trpc/transport/frame_codec.h"
 
 namespace trpc {
 
@@ -76,6 +77,14 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   /// Queues bytes for the peer. Inside a read batch they go out with the batch's flush; outside
   /// one they are flushed now.
   void Send(ChainBuffer&& data);
+  /// The reply slot of the frame being handed to Handler::OnFrame (valid during that call): 0
+  /// for protocols whose replies carry request ids, else a sequence number the reply must be
+  /// sent with (FrameCodec::OrderedReplies()).
+  uint64_t frame_slot() const { return frame_slot_; }
+  /// Send() for the reply of the frame that had `slot`: with ordered replies it waits until
+  /// every earlier frame's reply has gone out. A request that gets no reply must still fill
+  /// its slot, with an empty buffer.
+  void SendInSlot(uint64_t slot, ChainBuffer&& data);
   /// Closes the fd and tells the handler; idempotent.
   void Close(const std::string& reason);
   /// Graceful close: once every queued byte has been written and no request is pending, sends FIN, then closes at the
@@ -103,6 +112,8 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   Reactor* reactor() const { return reactor_; }
   int fd() const { return fd_; }
   const ConnectionStats& stats() const { return stats_; }
+  /// The codec's per-connection state (FrameCodec::NewConnectionState), or null.
+  FrameCodecState* codec_state() const { return codec_state_.get(); }
 
   /// Owner's per-connection state (e.g. the server's service adapter). Not interpreted here.
   void set_context(void* ctx) { context_ = ctx; }
@@ -123,11 +134,16 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
            pending_requests_ >= options_.max_pending_requests;
   }
   void ResumeReadingSoon();
+  void SendImmediate(uint64_t slot, bool final);
+  void ArmReadTimer(int64_t deadline_ns);
+  void OnReadTimer();
+  void FinishInput();
 
   Reactor* reactor_;
   int fd_;
   NetAddress peer_;
   FrameCodec* codec_;
+  std::unique_ptr<FrameCodecState> codec_state_;  // null for stateless protocols
   Handler* handler_;
   ConnectionOptions options_;
   ChainBuffer in_;
@@ -138,9 +154,19 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   int64_t last_active_ns_ = 0;
   TimerId idle_timer_ = 0;
   TimerId linger_timer_ = 0;
+  TimerId read_timer_ = 0;
+  int64_t read_timer_at_ = 0;
+  detail::ReplySequencer sequencer_;  // used when ordered_
+  uint64_t frame_slot_ = 0;
   uint32_t pending_requests_ = 0;
   void* context_ = nullptr;
   bool connecting_;
+  bool ordered_;
+  // The input ended by the protocol (a bad frame with an error answer, a read timeout, or the
+  // peer's "close after this"): frames already cut are still handed up, then the connection
+  // closes gracefully with `finish_reason_`.
+  bool input_finished_ = false;
+  std::string finish_reason_;
   bool closed_ = false;
   bool in_batch_ = false;
   bool reading_paused_ = false;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,27 @@ namespace trpc {
 enum class SplitResult {
   kOk,        // zero or more frames were cut; the rest waits for more bytes
   kError,     // the bytes can never form a valid frame: close the connection
+};
+
+/// Per-connection state of a protocol whose frames are found incrementally (HTTP/1.1 keeps its
+/// parser's progress here, so a request trickling in a byte at a time is not re-scanned). Made by
+/// FrameCodec::NewConnectionState(), owned by the connection, used on its loop thread only.
+class FrameCodecState {
+ public:
+  virtual ~FrameCodecState() = default;
+
+  /// Bytes the protocol must send at once, outside any reply: an interim answer to the request
+  /// being read (HTTP's "100 Continue"), or, with kError, the error answer sent before the
+  /// close (HTTP's 400). Set by the codec's split, taken (emptied) by the connection.
+  ChainBuffer immediate;
+  /// After kOk: the peer asked to close once the frames cut so far are answered (HTTP's
+  /// "Connection: close"); later input is ignored.
+  bool closing = false;
+  /// MonotonicNanos() by which the partly read frame must be complete (HTTP's header read
+  /// timeout against slowloris); 0 = no deadline.
+  int64_t read_deadline_ns = 0;
+  /// The read deadline passed: fill `immediate` with the protocol's answer (HTTP's 408), if any.
+  virtual void OnReadTimeout() {}
 };
 
 /// What the transport needs from a protocol: split frames off a byte stream, and (client side)
@@ -26,6 +48,23 @@ class FrameCodec {
   /// before its payload is buffered. On kError, `*err` says what was wrong.
   virtual SplitResult Split(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
                             std::string* err) = 0;
+
+  /// Protocols with per-connection split state return a fresh one; the default (null) means
+  /// Split() needs none.
+  virtual std::unique_ptr<FrameCodecState> NewConnectionState() { return nullptr; }
+
+  /// Split() with the connection's state (null when NewConnectionState() gave none). The
+  /// transport always calls this one; stateless protocols need not override it.
+  virtual SplitResult SplitWithState(ChainBuffer* in, std::vector<ChainBuffer>* out,
+                                     size_t max_frame_size, std::string* err,
+                                     FrameCodecState* state) {
+    (void)state;
+    return Split(in, out, max_frame_size, err);
+  }
+
+  /// Protocols without request ids (HTTP/1.1) must answer in request order even when handlers
+  /// finish out of order (the fiber model); the server then sequences their replies.
+  virtual bool OrderedReplies() const { return false; }
 
   /// Client side, for protocols that multiplex calls on a connection: reads the request id a
   /// response frame answers. Returns false if the frame carries none or is malformed.

@@ -145,7 +145,8 @@ void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
   int64_t recv_ns = conn->reactor()->LoopTimeNs();
   auto ctx = std::make_shared<ServerContext>(conn->shared_from_this(), codec_.get(), recv_ns);
   std::string err;
-  if (!codec_->DecodeRequest(std::move(frame), &ctx->request(), &err)) {
+  if (!codec_->DecodeRequestWithState(std::move(frame), conn->codec_state(), &ctx->request(),
+                                      &err)) {
     // A header that does not parse gets no reply: the stream can no longer be trusted.
     TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "service {}: bad request from {}: {}",
                       config_.name, conn->peer().ToString(), err);
@@ -184,7 +185,7 @@ void ServiceAdapter::HandleRequest(const ServerContextPtr& ctx, ReactorCounters&
                    nullptr);
     return;
   }
-  RpcMethodHandler* method = service_->FindMethod(ctx->GetFuncName());
+  RpcMethodHandler* method = service_->Route(*ctx);
   if (method == nullptr) {
     counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
     ctx->SendReply(Status(kServerNoFuncErr, "no such function: " + ctx->GetFuncName()), nullptr);
