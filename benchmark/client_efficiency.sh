@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Client efficiency: is one trpc_bench thread as fast a load generator as one wrk thread?
+#
+#   A: trpc_bench, 1 thread on CPU 0, closed loop, 100 connections x DEPTH in flight, 10-byte
+#      payload  ->  benchmark/baseline/raw_echo_server, 1 thread on CPU 1
+#   B: wrk -t1 -c100 on CPU 0 (DEPTH > 1: benchmark/http/pipeline.lua)
+#      ->  benchmark/baseline/raw_http_server, 1 thread on CPU 1
+#
+# Both servers are raw-epoll responders of the same shape (read until EAGAIN, one write per
+# batch), so the pair compares the clients. Runs alternate A B A B ... (PAIRS pairs per depth,
+# each run WARMUP + DURATION seconds), and the script prints each pair's QPS ratio A/B and the
+# medians; also each client's CPU (trpc_bench reports its own; wrk's is read from /proc/PID/stat)
+# and each server's CPU per request. Writes benchmark/results/client_efficiency.md.
+#
+#   benchmark/client_efficiency.sh [--build DIR] [--duration S] [--warmup S] [--pairs N]
+#                                  [--depths "1 16"] [--out FILE]
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+HTTP_DIR="$ROOT/benchmark/http"
+BUILD="$ROOT/build"
+DURATION=5
+WARMUP=1
+PAIRS=3
+DEPTHS="1 16"
+OUT="$ROOT/benchmark/results/client_efficiency.md"
+CONNECTIONS=100
+PAYLOAD=10
+# shellcheck source=benchmark/http/pinned_runs.sh
+source "$HTTP_DIR/pinned_runs.sh"
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) BUILD=$(cd "$2" && pwd); shift 2 ;;
+    --duration) DURATION=$2; shift 2 ;;
+    --warmup) WARMUP=$2; shift 2 ;;
+    --pairs) PAIRS=$2; shift 2 ;;
+    --depths) DEPTHS=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    *) usage ;;
+  esac
+done
+[ "$DURATION" -ge 2 ] && [ "$PAIRS" -ge 1 ] && [ "$WARMUP" -ge 1 ] || usage
+
+TRPC_BENCH="$BUILD/benchmark/trpc_bench/trpc_bench"
+RAW_ECHO="$BUILD/benchmark/baseline/raw_echo_server"
+RAW_HTTP="$BUILD/benchmark/baseline/raw_http_server"
+for b in "$TRPC_BENCH" "$RAW_ECHO" "$RAW_HTTP"; do
+  [ -x "$b" ] || { echo "missing $b: cmake --build $BUILD --target $(basename "$b")" >&2; exit 1; }
+done
+begin_runs client_efficiency
+
+# A: one trpc_bench run; prints the same fields as run_wrk.
+run_trpc_bench() {
+  local port=$1 depth=$2 spid=$3 json="$TMP/trpc_bench.json"
+  timeout $((WARMUP + DURATION + 30)) taskset -c "$CLIENT_CPU" "$TRPC_BENCH" \
+    --target "127.0.0.1:$port" --connections "$CONNECTIONS" --inflight "$depth" --threads 1 \
+    --cpus "$CLIENT_CPU" --duration "$DURATION" --warmup "$WARMUP" --payload-size "$PAYLOAD" \
+    --timeout 5000 --server-pid "$spid" --quiet --json "$json" >/dev/null
+  python3 - "$json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"qps={r['qps']:.0f} p99_us={r['latency_us']['p99']} requests={r['requests']} "
+      f"errors={sum(r['errors'].values())} client_cpu_pct={r['client']['cpu_percent']:.0f} "
+      f"server_us_per_req={r['server']['cpu_us_per_request']:.2f}")
+EOF
+}
+
+# B: one wrk run after a WARMUP-second wrk run that is not counted.
+run_wrk_warm() {
+  local port=$1 depth=$2 spid=$3
+  run_wrk "$CLIENT_CPU" "$port" "$CONNECTIONS" "$depth" "$WARMUP" "$spid" >/dev/null
+  run_wrk "$CLIENT_CPU" "$port" "$CONNECTIONS" "$depth" "$DURATION" "$spid"
+}
+
+# Client CPU µs per request: the efficiency figure when a client is not saturated.
+client_us() {
+  awk -v c="$(field client_cpu_pct "$1")" -v q="$(field qps "$1")" 'BEGIN {
+    printf "%.2f", c / 100 * 1e6 / q }'
+}
+
+start_server raw_echo "$SERVER_CPU" "$RAW_ECHO" --port 0 --threads 1
+ECHO_PID=$SERVER_PID ECHO_PORT=$SERVER_PORT
+start_server raw_http "$SERVER_CPU" "$RAW_HTTP" --port 0 --threads 1
+HTTP_PID=$SERVER_PID HTTP_PORT=$SERVER_PORT
+
+MD="$TMP/report.md"
+{
+  echo "# Client efficiency: one trpc_bench thread vs one wrk thread"
+  echo
+  echo "Written by \`benchmark/client_efficiency.sh\` (docs/benchmark.md explains it)."
+  echo
+  machine_md
+  echo "- Settings: client on CPU $CLIENT_CPU, server on CPU $SERVER_CPU (\`taskset\`);" \
+    "$CONNECTIONS connections; closed loop; $PAIRS alternating pairs (A B A B ...) per depth;" \
+    "each run ${WARMUP} s warm-up + ${DURATION} s measured."
+  echo "- A: \`trpc_bench --threads 1 --connections $CONNECTIONS --inflight DEPTH" \
+    "--payload-size $PAYLOAD --duration $DURATION --warmup $WARMUP\` against" \
+    "\`raw_echo_server --threads 1\` (trpc frames of about 100 bytes per request and 30 per reply)."
+  echo "- B: \`wrk -t1 -c$CONNECTIONS -d${DURATION}s\` (after a ${WARMUP} s wrk run not" \
+    "counted; DEPTH > 1: \`-s benchmark/http/pipeline.lua -- DEPTH\`) against" \
+    "\`raw_http_server --threads 1\` (\`GET / HTTP/1.1\` with a Host header, ~40 bytes;" \
+    "a 72-byte reply)."
+  echo "- Pipelining differs: trpc_bench keeps DEPTH calls outstanding per connection and sends" \
+    "the next one as each reply arrives; wrk sends DEPTH requests in one write and the next" \
+    "DEPTH when all have been answered."
+  echo "- Client CPU: trpc_bench's own getrusage over its window; wrk's utime+stime from" \
+    "/proc/PID/stat between 0.5 s after its start and 0.5 s before its end. Server CPU per" \
+    "request: utime+stime from /proc/PID/stat over the measured window (10 ms ticks)."
+} >"$MD"
+
+for depth in $DEPTHS; do
+  log "== depth $depth: A = trpc_bench -> raw_echo_server, B = wrk -> raw_http_server"
+  ratios=() a_qps=() b_qps=() a_cus=() b_cus=()
+  {
+    echo
+    echo "## Depth $depth ($CONNECTIONS connections x $depth)"
+    echo
+    echo "| pair | A trpc_bench QPS | client CPU | client µs/req | server µs/req |" \
+      "B wrk QPS | client CPU | client µs/req | server µs/req | A/B QPS |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
+  } >>"$MD"
+  for pair in $(seq "$PAIRS"); do
+    a=$(run_trpc_bench "$ECHO_PORT" "$depth" "$ECHO_PID")
+    b=$(run_wrk_warm "$HTTP_PORT" "$depth" "$HTTP_PID")
+    ratio=$(awk -v a="$(field qps "$a")" -v b="$(field qps "$b")" 'BEGIN {printf "%.3f", a / b}')
+    ratios+=("$ratio")
+    a_qps+=("$(field qps "$a")") b_qps+=("$(field qps "$b")")
+    a_cus+=("$(client_us "$a")") b_cus+=("$(client_us "$b")")
+    log "  pair $pair: A $a"
+    log "          B $b"
+    log "          A/B = $ratio"
+    echo "| $pair | $(field qps "$a") | $(field client_cpu_pct "$a")% | $(client_us "$a") |" \
+      "$(field server_us_per_req "$a") | $(field qps "$b") | $(field client_cpu_pct "$b")% |" \
+      "$(client_us "$b") | $(field server_us_per_req "$b") | $ratio |" >>"$MD"
+    for r in "$a" "$b"; do
+      [ "$(field errors "$r")" = 0 ] || echo "| | errors: $r | | | | | | | | |" >>"$MD"
+    done
+  done
+  summary="depth $depth: A/B QPS median $(median "${ratios[@]}") (pairs $(spread "${ratios[@]}"));"
+  summary+=" A median $(median "${a_qps[@]}") QPS ($(spread "${a_qps[@]}")),"
+  summary+=" B median $(median "${b_qps[@]}") QPS ($(spread "${b_qps[@]}"));"
+  summary+=" client µs/request A $(median "${a_cus[@]}") vs B $(median "${b_cus[@]}")"
+  log "$summary"
+  {
+    echo
+    echo "Medians: **A/B QPS $(median "${ratios[@]}")** (pairs: $(spread "${ratios[@]}"));" \
+      "A $(median "${a_qps[@]}") QPS ($(spread "${a_qps[@]}")), B $(median "${b_qps[@]}") QPS" \
+      "($(spread "${b_qps[@]}")); client CPU per request A $(median "${a_cus[@]}") µs," \
+      "B $(median "${b_cus[@]}") µs."
+  } >>"$MD"
+done
+
+mkdir -p "$(dirname "$OUT")"
+cp "$MD" "$OUT"
+cat "$OUT"

@@ -1,0 +1,310 @@
+#!/usr/bin/env bash
+# The HTTP benchmark: wrk against each HTTP server we have, pinned, on loopback.
+#
+# Servers (each on CPU 1, one thread or worker): raw_http_server (benchmark/baseline, the
+# syscall-path limit), nginx `return 200 '{}'` (benchmark/http/nginx.conf.in, from a private
+# prefix in a temporary directory), and, with --http-hello, the framework's HTTP server.
+# Load: one wrk thread on CPU 0, at 1, 10, 100 and 1000 connections, and pipelining depth 16 at
+# 100 connections (benchmark/http/pipeline.lua); each run WARMUP s of wrk not counted, then
+# DURATION s. ROUNDS rounds, each running every setting on every server in turn (A B A B ...);
+# the report gives medians and the QPS spread. Reported: QPS, wrk's P99 (indicative only: wrk
+# adds synthetic samples to its histogram, BENCHMARK.md), and the server's CPU µs per request
+# (utime+stime of all its processes from /proc/PID/stat before and after the run / requests).
+#
+# C10K (--c10k N, default 10000; 0 skips it): per server, a fresh server loaded by wrk at 100
+# connections; then N idle keep-alive connections, each having completed one request
+# (benchmark/http/idle_connections.py, on CPU 0); then wrk at 100 connections beside them.
+# Reported: server RSS per idle connection (VmRSS before/after opening them; kernel socket memory
+# is not in it), QPS, P99 and CPU µs per request with them, the QPS ratio to the run just before
+# without them, and how many idle connections still answered at the end.
+#
+# Writes benchmark/results/http_latest.{md,json}.
+#
+#   benchmark/http_bench.sh [--build DIR] [--duration S] [--warmup S] [--rounds N]
+#       [--connections "1 10 100 1000"] [--servers "raw_http nginx"] [--c10k N]
+#       [--http-hello "BINARY CONFIG_TEMPLATE"] [--out-dir DIR]
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+HTTP_DIR="$ROOT/benchmark/http"
+BUILD="$ROOT/build"
+DURATION=5
+WARMUP=1
+ROUNDS=3
+CONNECTIONS="1 10 100 1000"
+PIPELINE_CONNECTIONS=100
+PIPELINE_DEPTH=16
+SERVERS="raw_http nginx"
+C10K=10000
+HTTP_HELLO=""
+OUT_DIR="$ROOT/benchmark/results"
+# shellcheck source=benchmark/http/pinned_runs.sh
+source "$HTTP_DIR/pinned_runs.sh"
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) BUILD=$(cd "$2" && pwd); shift 2 ;;
+    --duration) DURATION=$2; shift 2 ;;
+    --warmup) WARMUP=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --connections) CONNECTIONS=$2; shift 2 ;;
+    --servers) SERVERS=$2; shift 2 ;;
+    --c10k) C10K=$2; shift 2 ;;
+    --http-hello) HTTP_HELLO=$2; shift 2 ;;
+    --out-dir) OUT_DIR=$2; shift 2 ;;
+    *) usage ;;
+  esac
+done
+[ "$DURATION" -ge 2 ] && [ "$WARMUP" -ge 1 ] && [ "$ROUNDS" -ge 1 ] || usage
+begin_runs http_bench
+# 1000 connections, and C10K: the idle connections plus the load's, in wrk, the helper and the
+# servers (which inherit this limit).
+ulimit -n "$(ulimit -Hn)"
+if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((C10K + 2000)) ]; then
+  echo "ulimit -n is $(ulimit -n): too low for --c10k $C10K" >&2
+  exit 1
+fi
+
+declare -A PORT PIDS DESCRIPTION
+
+# ---- The servers: start_<name> starts one on SERVER_CPU and sets PORT, PIDS (every process
+# whose CPU counts) and DESCRIPTION for it. Returns non-zero to skip the server.
+
+start_raw_http() {
+  local bin="$BUILD/benchmark/baseline/raw_http_server"
+  [ -x "$bin" ] || { log "missing $bin: cmake --build $BUILD --target raw_http_server"; return 1; }
+  start_server raw_http "$SERVER_CPU" "$bin" --port 0 --threads 1 || return 1
+  PORT[raw_http]=$SERVER_PORT PIDS[raw_http]=$SERVER_PID
+  DESCRIPTION[raw_http]="benchmark/baseline/raw_http_server --threads 1 (raw epoll, canned reply)"
+}
+
+start_nginx() {
+  local bin port dir="$TMP/nginx"
+  bin=$(command -v nginx || echo /usr/sbin/nginx)
+  [ -x "$bin" ] || { log "nginx is missing (apt-get install nginx-light): skipped"; return 1; }
+  port=$(free_port)
+  mkdir -p "$dir"
+  sed "s#@DIR@#$dir#g; s#@PORT@#$port#g; s#@CONNECTIONS@#$((C10K + 4096))#g" \
+    "$HTTP_DIR/nginx.conf.in" >"$dir/nginx.conf"
+  taskset -c "$SERVER_CPU" "$bin" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" \
+    >"$TMP/nginx.out" 2>&1 &
+  local master=$!
+  SERVER_PIDS+=("$master")
+  wait_port "$port" "$master" || { log "nginx did not start: $(cat "$dir/error.log")"; return 1; }
+  PORT[nginx]=$port PIDS[nginx]="$master $(pgrep -P "$master" | tr '\n' ' ')"
+  DESCRIPTION[nginx]="$("$bin" -v 2>&1 | sed 's/.*: //'), 1 worker, return 200 '{}' (nginx.conf.in)"
+}
+
+# ---- Hook: the framework's HTTP server (examples/http_hello, not written yet). Started only
+# with --http-hello "BINARY CONFIG_TEMPLATE": the template is the server's YAML config with
+# @PORT@ where its port goes (and one worker); the server runs as `BINARY --config CONFIG` on
+# SERVER_CPU and is measured like the others. Without the option, or without the binary, it is
+# skipped. To add it to the default run, add http_hello to SERVERS.
+start_http_hello() {
+  local bin template port
+  read -r bin template <<<"$HTTP_HELLO"
+  [ -n "$bin" ] && [ -x "$bin" ] && [ -f "$template" ] || {
+    log "http_hello skipped: --http-hello \"BINARY CONFIG_TEMPLATE\" not given or not found"
+    return 1
+  }
+  port=$(free_port)
+  sed "s/@PORT@/$port/g" "$template" >"$TMP/http_hello.yaml"
+  taskset -c "$SERVER_CPU" "$bin" --config "$TMP/http_hello.yaml" >"$TMP/http_hello.out" 2>&1 &
+  local pid=$!
+  SERVER_PIDS+=("$pid")
+  if ! wait_port "$port" "$pid"; then
+    log "http_hello did not start: $(cat "$TMP/http_hello.out")"
+    return 1
+  fi
+  PORT[http_hello]=$port PIDS[http_hello]=$pid
+  DESCRIPTION[http_hello]="$bin --config $template"
+}
+if [ -n "$HTTP_HELLO" ] && [[ " $SERVERS " != *" http_hello "* ]]; then SERVERS+=" http_hello"; fi
+
+RUNNING=()
+for s in $SERVERS; do
+  if "start_$s"; then RUNNING+=("$s"); log "$s on 127.0.0.1:${PORT[$s]} (pids ${PIDS[$s]})"; fi
+done
+[ ${#RUNNING[@]} -gt 0 ] || { echo "no server started" >&2; exit 1; }
+
+# One line per measured run: server connections depth round key=value...
+RUNS="$TMP/runs.txt"
+: >"$RUNS"
+SETTINGS=()
+for c in $CONNECTIONS; do SETTINGS+=("$c 1"); done
+SETTINGS+=("$PIPELINE_CONNECTIONS $PIPELINE_DEPTH")
+
+measure() {  # server connections depth: a warm-up run, then the measured one
+  local s=$1 c=$2 d=$3
+  run_wrk "$CLIENT_CPU" "${PORT[$s]}" "$c" "$d" "$WARMUP" "${PIDS[$s]}" >/dev/null
+  run_wrk "$CLIENT_CPU" "${PORT[$s]}" "$c" "$d" "$DURATION" "${PIDS[$s]}"
+}
+
+for round in $(seq "$ROUNDS"); do
+  log "== round $round of $ROUNDS"
+  for setting in "${SETTINGS[@]}"; do
+    read -r c d <<<"$setting"
+    for s in "${RUNNING[@]}"; do
+      r=$(measure "$s" "$c" "$d") || r="failed=1"
+      log "  $s c=$c depth=$d: $r"
+      echo "$s $c $d $round $r" >>"$RUNS"
+    done
+  done
+done
+
+# C10K: per server, N idle connections opened from CPU 0, then the 100-connection load.
+C10K_RUNS="$TMP/c10k.txt"
+: >"$C10K_RUNS"
+if [ "$C10K" -gt 0 ]; then
+  for s in "${RUNNING[@]}"; do
+    log "== C10K: $s, $C10K idle connections + wrk at 100"
+    # A fresh server, warmed at 100 connections: the heap earlier runs left resident would
+    # otherwise hide the idle connections' memory.
+    main_pid=${PIDS[$s]%% *}
+    stop_server "$main_pid"
+    forget_server "$main_pid"
+    "start_$s" || continue
+    # Side by side: the 100-connection load without, then with, the idle connections.
+    r0=$(measure "$s" 100 1) || r0="failed=1"
+    # shellcheck disable=SC2086
+    rss0=$(vm_rss_kb ${PIDS[$s]})
+    out="$TMP/idle_$s.out"
+    timeout 600 taskset -c "$CLIENT_CPU" python3 "$HTTP_DIR/idle_connections.py" \
+      --port "${PORT[$s]}" --count "$C10K" --hold 300 >"$out" 2>"$TMP/idle_$s.err" &
+    helper=$!
+    for _ in $(seq 1200); do
+      grep -q '^ready' "$out" && break
+      kill -0 "$helper" 2>/dev/null || break
+      sleep 0.1
+    done
+    opened=$(awk '/^ready/ {print $2}' "$out")
+    # shellcheck disable=SC2086
+    rss1=$(vm_rss_kb ${PIDS[$s]})
+    r=$(measure "$s" 100 1) || r="failed=1"
+    helper_child=$(pgrep -P "$helper" | head -1)
+    kill -USR1 "$helper_child" 2>/dev/null || true
+    wait "$helper" || true
+    alive=$(awk '/^alive/ {print $2}' "$out")
+    line="$s opened=${opened:-0} alive=${alive:-0} rss_before_kb=$rss0 rss_after_kb=$rss1 $r"
+    line+=" qps_without_idle=$(field qps "$r0")"
+    log "  $line $(cat "$TMP/idle_$s.err")"
+    echo "$line" >>"$C10K_RUNS"
+  done
+fi
+
+# ---- The report: medians over the rounds, Markdown and JSON.
+mkdir -p "$OUT_DIR"
+MACHINE="$TMP/machine.md"
+machine_md >"$MACHINE"
+for s in "${RUNNING[@]}"; do echo "$s ${DESCRIPTION[$s]}"; done >"$TMP/servers.txt"
+python3 - "$RUNS" "$C10K_RUNS" "$MACHINE" "$TMP/servers.txt" "$OUT_DIR" \
+  "$DURATION" "$WARMUP" "$ROUNDS" "$CLIENT_CPU" "$SERVER_CPU" "$C10K" <<'EOF'
+import json, statistics, sys
+
+runs_path, c10k_path, machine_path, servers_path, out_dir = sys.argv[1:6]
+duration, warmup, rounds, client_cpu, server_cpu, c10k = map(int, sys.argv[6:12])
+
+
+def fields(words):
+    out = {}
+    for w in words:
+        k, _, v = w.partition("=")
+        out[k] = float(v) if v.replace(".", "", 1).isdigit() else v
+    return out
+
+
+servers = {}
+for line in open(servers_path):
+    name, _, desc = line.strip().partition(" ")
+    servers[name] = desc
+runs = []
+for line in open(runs_path):
+    w = line.split()
+    runs.append({"server": w[0], "connections": int(w[1]), "depth": int(w[2]),
+                 "round": int(w[3]), **fields(w[4:])})
+c10k_runs = []
+for line in open(c10k_path):
+    w = line.split()
+    c10k_runs.append({"server": w[0], **fields(w[1:])})
+
+settings = []
+for r in runs:
+    if (r["connections"], r["depth"]) not in settings:
+        settings.append((r["connections"], r["depth"]))
+
+summary = []
+for c, d in settings:
+    for s in servers:
+        rs = [r for r in runs if r["server"] == s and r["connections"] == c and r["depth"] == d
+              and "qps" in r]
+        if not rs:
+            continue
+        med = lambda k: statistics.median(r[k] for r in rs)
+        summary.append({"server": s, "connections": c, "depth": d, "runs": len(rs),
+                        "qps": round(med("qps")), "qps_min": round(min(r["qps"] for r in rs)),
+                        "qps_max": round(max(r["qps"] for r in rs)),
+                        "p99_us": med("p99_us") or None,
+                        "server_us_per_request": round(med("server_us_per_req"), 2),
+                        "client_cpu_percent": round(med("client_cpu_pct")),
+                        "errors": int(sum(r["errors"] for r in rs))})
+
+machine_lines = open(machine_path).read().strip().splitlines()
+machine = {l[2:].partition(": ")[0].lower(): l[2:].partition(": ")[2] for l in machine_lines}
+md = ["# HTTP benchmark: wrk against our HTTP servers and their peers", "",
+      "Written by `benchmark/http_bench.sh` (docs/benchmark.md explains it).", "", *machine_lines,
+      f"- Settings: loopback; server on CPU {server_cpu}, one `wrk -t1` on CPU {client_cpu} "
+      f"(`taskset`); each run `wrk -d{warmup}s` not counted, then `wrk -d{duration}s --latency`; "
+      f"{rounds} rounds, each running every setting on every server in turn; medians over the "
+      "rounds, QPS spread as min-max. Pipelining: `-s benchmark/http/pipeline.lua -- 16` (16 "
+      "requests per write, the next 16 when all are answered).",
+      "- Server CPU per request: utime+stime of all the server's processes from /proc/PID/stat "
+      "just before and after the measured run, over the requests wrk completed (10 ms ticks).",
+      "- P99 is wrk's: indicative only (wrk adds synthetic samples to its histogram; with "
+      "pipelining it prints 0, shown as n/a).", "", "Servers:", ""]
+md += [f"- `{s}`: {desc}" for s, desc in servers.items()]
+md += ["", "| connections | depth | server | QPS (median) | QPS min-max | P99 ms | server µs/req "
+       "| vs raw_http (CPU) | wrk CPU | errors |", "|---|---|---|---|---|---|---|---|---|---|"]
+base = {(e["connections"], e["depth"]): e for e in summary if e["server"] == "raw_http"}
+for e in summary:
+    b = base.get((e["connections"], e["depth"]))
+    vs = (f"{e['server_us_per_request'] / b['server_us_per_request']:.2f}x"
+          if b and b["server_us_per_request"] else "")
+    p99 = f"{e['p99_us'] / 1000:.2f}" if e["p99_us"] else "n/a"
+    md.append(f"| {e['connections']} | {e['depth']} | {e['server']} | {e['qps']} | "
+              f"{e['qps_min']}-{e['qps_max']} | {p99} | {e['server_us_per_request']:.2f} | {vs} | "
+              f"{e['client_cpu_percent']}% | {e['errors']} |")
+if c10k_runs:
+    md += ["", f"## C10K: {c10k} idle keep-alive connections, then wrk at 100 connections", "",
+           "Each idle connection completed one request first (benchmark/http/idle_connections.py, "
+           f"on CPU {client_cpu}). The server is started afresh and loaded at 100 connections "
+           "(warm-up, then a measured run: the last column) before they are opened; RSS per idle "
+           "connection = (server VmRSS after opening them - "
+           "before) / opened; kernel socket buffers are not in VmRSS. One run per server.", "",
+           "| server | opened | alive at the end | RSS before MiB | RSS per idle conn (bytes) | "
+           "QPS at 100 | P99 ms | server µs/req | vs just before without them (QPS) |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in c10k_runs:
+        per = (r["rss_after_kb"] - r["rss_before_kb"]) * 1024 / r["opened"] if r["opened"] else 0
+        r["rss_per_idle_connection_bytes"] = round(per)
+        if "qps" not in r:
+            md.append(f"| {r['server']} | {int(r['opened'])} | {int(r['alive'])} | | | failed "
+                      "| | | |")
+            continue
+        vs = (f"{r['qps'] / r['qps_without_idle']:.2f}x ({r['qps_without_idle']:.0f})"
+              if r.get("qps_without_idle") else "")
+        p99 = f"{r['p99_us'] / 1000:.2f}" if r["p99_us"] else "n/a"
+        md.append(f"| {r['server']} | {int(r['opened'])} | {int(r['alive'])} | "
+                  f"{r['rss_before_kb'] / 1024:.1f} | {per:.0f} | {r['qps']:.0f} | {p99} | "
+                  f"{r['server_us_per_req']:.2f} | {vs} |")
+md.append("")
+with open(f"{out_dir}/http_latest.md", "w") as f:
+    f.write("\n".join(md))
+result = {"machine": machine, "servers": servers,
+          "settings": {"duration_s": duration, "warmup_s": warmup, "rounds": rounds,
+                       "client_cpu": client_cpu, "server_cpu": server_cpu, "wrk_threads": 1,
+                       "pipeline_depth": 16, "c10k_idle_connections": c10k},
+          "summary": summary, "runs": runs, "c10k": c10k_runs}
+with open(f"{out_dir}/http_latest.json", "w") as f:
+    json.dump(result, f, indent=1)
+print("\n".join(md))
+EOF
