@@ -1,0 +1,174 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "trpc/base/chain_buffer.h"
+
+namespace trpc::http::detail {
+
+/// Bounds on what one request may make the server buffer. Each has a doc line in docs/http.md
+/// ("Request parsing and limits") and the status a request over it gets.
+struct ParserLimits {
+  size_t max_request_line = 8 * 1024;  // bytes of the request line incl. CRLF -> 414
+  size_t max_header_bytes = 64 * 1024;  // request line + header fields + final CRLF -> 431
+  size_t max_header_count = 100;        // header field lines -> 431
+  size_t max_body_bytes = 8u << 20;     // Content-Length, or the de-chunked total -> 413
+  size_t max_chunk_line = 4 * 1024;     // a chunk-size line incl. extensions and CRLF -> 400
+};
+
+enum class Method : uint8_t { kGet, kHead, kPost, kPut, kDelete, kPatch, kOptions, kTrace, kConnect };
+
+/// "GET", "HEAD", ...
+std::string_view MethodName(Method m);
+
+/// The parsed request line and header section of one request.
+struct RequestHead {
+  Method method = Method::kGet;
+  std::string target;  // the request-target as sent
+  std::string path;    // origin-form path (absolute-form: its path part; "*" for OPTIONS *)
+  std::string query;   // after '?', without it; empty if none. Neither is percent-decoded.
+  uint8_t version_minor = 1;  // 0 or 1 (HTTP/1.0, HTTP/1.1)
+  // In order; names as sent, values trimmed of OWS.
+  std::vector<std::pair<std::string, std::string>> headers;
+  bool keep_alive = true;  // 1.1: unless "Connection: close"; 1.0: only with "keep-alive"
+  bool expect_continue = false;  // "Expect: 100-continue" on an HTTP/1.1 request
+  bool chunked = false;          // Transfer-Encoding: chunked
+  uint64_t content_length = 0;   // 0 when absent or chunked
+
+  /// The value of the first field named `name` (ASCII case-insensitive), or null.
+  const std::string* Find(std::string_view name) const;
+  /// Empties every field; the strings and the vector keep their capacity.
+  void Clear();
+};
+
+/// An incremental, strict HTTP/1.1 request parser (RFC 9112) for one connection: it frames one
+/// request at a time out of the connection's input buffer and fills a RequestHead.
+///
+/// Strict on purpose: framing disagreements between us and a proxy in front of us are how
+/// requests get smuggled, so every ambiguity (bare CR/LF, obs-fold, Content-Length together with
+/// Transfer-Encoding, conflicting lengths, sloppy chunk sizes, ...) is an error with a status and
+/// a short reason, never a guess. Peer bytes are never asserted on.
+///
+/// Work is linear in the request's size however it is split across calls: each call examines only
+/// the bytes appended since the previous call (the head is parsed once, when its blank line has
+/// arrived).
+///
+/// Thread contract: one connection's reader at a time (no internal locking). Owns its RequestHead
+/// and the de-chunked body; `in` stays the caller's.
+class RequestParser {
+ public:
+  enum class Result { kNeedMore, kComplete, kError };
+
+  explicit RequestParser(const ParserLimits& limits = {});
+
+  /// `in` holds the connection's unconsumed bytes; the current request starts at offset 0. Between
+  /// calls the caller only appends to `in`, until kComplete, when it removes exactly wire_size()
+  /// bytes and calls Reset(). After kComplete or kError, further calls return the same result.
+  Result Parse(const ChainBuffer& in);
+
+  /// The head has been parsed (also while the body is still arriving: kNeedMore). Used to send
+  /// "100 Continue" once.
+  bool head_complete() const { return head_done_; }
+  const RequestHead& head() const { return head_; }
+  RequestHead& head() { return head_; }
+  /// Bytes of the head: empty lines tolerated before the request line, request line, header
+  /// fields and the blank line. A Content-Length body is bytes [head_size, wire_size) of `in`.
+  size_t head_size() const { return head_size_; }
+  /// After kComplete: the whole request's bytes (head + body as sent, chunk framing and trailers
+  /// included).
+  size_t wire_size() const { return wire_size_; }
+  /// After kComplete with head().chunked: the de-chunked body (the caller may move it out).
+  ChainBuffer& dechunked_body() { return body_; }
+
+  /// After kError: 400, 413, 414, 431, 501 or 505.
+  int error_status() const { return error_status_; }
+  /// After kError: a short reason, e.g. "duplicate Content-Length with different values".
+  const std::string& error() const { return error_; }
+
+  /// Ready for the next request; keeps capacity.
+  void Reset();
+
+  /// Test hook: bytes examined since construction (the linear-work tests read it).
+  size_t bytes_examined() const { return examined_; }
+
+ private:
+  enum class State : uint8_t {
+    kHead,          // looking for the blank line that ends the head
+    kBody,          // waiting for head_size + content_length bytes
+    kChunkSize,     // hex digits of a chunk-size
+    kChunkExt,      // after ';' up to the CR of the chunk-size line
+    kChunkSizeLF,   // the LF after that CR
+    kChunkData,     // chunk data
+    kChunkDataCR,   // the CRLF after chunk data
+    kChunkDataLF,
+    kTrailerLine,   // a trailer field line, or the final CRLF
+    kComplete,
+    kError,
+  };
+
+  Result ScanHead(const ChainBuffer& in);
+  Result ParseHead(const ChainBuffer& in);
+  Result ParseRequestLine(std::string_view line);
+  Result ParseFields(const char* p, const char* end);
+  Result CheckFraming();
+  Result RunChunked(const ChainBuffer& in);
+  Result EndTrailerLine();
+  Result Complete(size_t wire_size);
+  Result Fail(int status, const char* why);
+  // Points span_/span_begin_ at the span holding absolute offset `pos` (< in.size()).
+  std::string_view SpanAt(const ChainBuffer& in, size_t pos);
+
+  ParserLimits limits_;
+  State state_ = State::kHead;
+  RequestHead head_;
+  bool head_done_ = false;
+  size_t head_size_ = 0;
+  size_t wire_size_ = 0;
+  int error_status_ = 0;
+  std::string error_;
+
+  // Where the previous calls stopped: the next byte to examine, and the span that holds it
+  // (spans before it never move while the caller only appends).
+  size_t pos_ = 0;
+  size_t span_ = 0;
+  size_t span_begin_ = 0;
+  size_t examined_ = 0;
+
+  // Head scan.
+  char last_byte_ = 0;       // the byte at pos_ - 1
+  size_t line_start_ = 0;    // offset of the line being scanned
+  size_t request_line_start_ = 0;
+  size_t request_line_end_ = 0;  // just past its CRLF
+  bool in_request_line_ = true;  // no request line seen yet (empty lines may come first)
+  uint8_t empty_lines_ = 0;
+  size_t field_lines_ = 0;
+  std::string scratch_;  // the head, when it spans blocks
+  // The previous request's fields, whose strings ParseFields assigns into (no allocation for
+  // values that fit the capacity they already have).
+  std::vector<std::pair<std::string, std::string>> spare_headers_;
+
+  // Head parse: the framing headers seen.
+  uint32_t host_count_ = 0;
+  bool has_content_length_ = false;
+  uint32_t te_codings_ = 0;           // transfer-codings listed, over all Transfer-Encoding lines
+  bool te_last_chunked_ = false;      // the last one listed is "chunked"
+  bool te_chunked_repeated_ = false;  // "chunked" listed before another coding
+  bool conn_close_ = false;
+  bool conn_keep_alive_ = false;
+
+  // Chunked body.
+  uint64_t chunk_left_ = 0;  // chunk-size being read, then the data bytes still to come
+  uint32_t chunk_digits_ = 0;
+  size_t chunk_line_ = 0;     // bytes of the current chunk-size line so far
+  uint64_t body_total_ = 0;   // de-chunked bytes so far (chunk sizes announced)
+  size_t trailer_bytes_ = 0;  // trailer section so far
+  std::string trailer_line_;  // the trailer field line being read, CRLF included
+  ChainBuffer body_;
+};
+
+}  // namespace trpc::http::detail
