@@ -95,6 +95,15 @@ class ServerCodec : public FrameCodec {
   /// response could not be encoded (then `out` is unchanged).
   virtual bool EncodeResponse(RpcResponse* rsp, const google::protobuf::MessageLite* body_msg,
                               ChainBuffer* out) = 0;
+  /// A codec set up with a service's `protocol_options` (never empty here). Null with `*key`
+  /// (the offending option) and `*err` when one is unknown or out of range. The default knows
+  /// no options.
+  virtual std::shared_ptr<ServerCodec> WithOptions(
+      const std::map<std::string, std::string>& options, std::string* key, std::string* err) {
+    *key = options.begin()->first;
+    *err = "protocol '" + std::string(Name()) + "' has no options";
+    return nullptr;
+  }
 };
 
 /// The client half of a protocol. Same threading rules as ServerCodec.

@@ -164,7 +164,7 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
       "service",
       {"name", "protocol", "network", "ip", "port", "max_conn_num", "idle_time", "max_packet_size",
        "timeout", "max_pending_write_bytes", "max_pending_requests", "threadmodel_instance_name",
-       "filter"},
+       "filter", "protocol_options"},
       [&](MapReader& s, size_t) {
         ServiceConfig svc;
         svc.origin = fmt::format("{}:{}", file, s.line());
@@ -194,6 +194,11 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
                                   svc.threadmodel_instance_name, ListNames(instances)));
         }
         s.StringList("filter", &svc.filter);
+        std::map<std::string, int> option_lines;
+        s.ScalarMap("protocol_options", &svc.protocol_options, &option_lines);
+        for (const auto& [name, line] : option_lines) {
+          svc.protocol_option_origin[name] = fmt::format("{}:{}", file, line);
+        }
         CheckListener(s, "port", {svc.ip, svc.port, s.path()}, &listeners);
         server.service.push_back(std::move(svc));
       });

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,6 +65,10 @@ struct ServiceConfig {
   uint32_t max_pending_requests = 1024;  // Requests handed to handlers, not yet replied, per conn.
   std::string threadmodel_instance_name;           // "" = the first configured instance.
   std::vector<std::string> filter;      // Server filters for this service, after server.filter.
+  /// The protocol's own settings (`protocol_options:` — for http: max_body_bytes, ...), checked
+  /// by the codec when the server starts; each value's "file:line" is in protocol_option_origin.
+  std::map<std::string, std::string> protocol_options;
+  std::map<std::string, std::string> protocol_option_origin;
   std::string origin;  // "file:line" of this entry, for errors found after loading.
 
   bool operator==(const ServiceConfig&) const = default;

@@ -63,6 +63,16 @@ bool Server::StartServices(std::string* err) {
       *err = where + "service '" + sc.name + "': unknown protocol '" + sc.protocol + "'";
       return false;
     }
+    if (!sc.protocol_options.empty()) {
+      std::string key, why;
+      codec = codec->WithOptions(sc.protocol_options, &key, &why);
+      if (!codec) {
+        auto at = sc.protocol_option_origin.find(key);
+        std::string loc = at != sc.protocol_option_origin.end() ? at->second + ": " : where;
+        *err = loc + "service '" + sc.name + "': protocol_options." + key + ": " + why;
+        return false;
+      }
+    }
     ThreadModel* model = runtime::GetThreadModel(sc.threadmodel_instance_name);
     if (model == nullptr) {
       *err = where + "service '" + sc.name + "': no thread model '" +

@@ -205,6 +205,34 @@ void MapReader::NonEmptyString(std::string_view key, std::string* out, Presence 
   *out = e->value.Scalar();
 }
 
+void MapReader::ScalarMap(std::string_view key, std::map<std::string, std::string>* out,
+                          std::map<std::string, int>* lines) {
+  const Entry* e = Lookup(key, Presence::kOptional);
+  if (e == nullptr || e->value.IsNull()) return;
+  if (!e->value.IsMap()) {
+    FailValue(key, fmt::format("expected a mapping of names to values, got {}",
+                               DescribeNode(e->value)));
+    return;
+  }
+  std::map<std::string, std::string> values;
+  std::map<std::string, int> value_lines;
+  for (const auto& kv : e->value) {
+    int line = LineOf(kv.second, LineOf(kv.first, e->key_line));
+    std::string name = kv.first.IsScalar() ? kv.first.Scalar() : "";
+    if (name.empty() || !kv.second.IsScalar()) {
+      sink_->Fail(line, fmt::format("{}: expected 'name: value' pairs of scalars", PathOf(key)));
+      return;
+    }
+    if (!values.emplace(name, kv.second.Scalar()).second) {
+      sink_->Fail(line, fmt::format("{}.{}: given twice", PathOf(key), name));
+      return;
+    }
+    value_lines[name] = line;
+  }
+  *out = std::move(values);
+  if (lines != nullptr) *lines = std::move(value_lines);
+}
+
 void MapReader::StringList(std::string_view key, std::vector<std::string>* out) {
   const Entry* e = Lookup(key, Presence::kOptional);
   if (e == nullptr || e->value.IsNull()) return;

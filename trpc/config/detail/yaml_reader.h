@@ -7,6 +7,7 @@
 #include <functional>
 #include <initializer_list>
 #include <limits>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,6 +92,10 @@ class MapReader {
                       Presence presence = Presence::kOptional);
   /// A list of non-empty scalars, each appearing once (absent or null: `out` untouched).
   void StringList(std::string_view key, std::vector<std::string>* out);
+  /// A mapping of scalar names to scalar values, names unchecked (absent or null: `out`
+  /// untouched); `lines`, if given, gets each value's line.
+  void ScalarMap(std::string_view key, std::map<std::string, std::string>* out,
+                 std::map<std::string, int>* lines = nullptr);
   /// One of `allowed`, compared exactly.
   void OneOf(std::string_view key, std::initializer_list<std::string_view> allowed,
              std::string* out);

@@ -1,0 +1,385 @@
+#include "trpc/codec/http/http_codec.h"
+
+#include <strings.h>
+#include <time.h>
+
+#include <charconv>
+#include <deque>
+#include <functional>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "trpc/base/clock.h"
+#include "trpc/base/status.h"
+#include "trpc/codec/http/detail/request_parser.h"
+#include "trpc/codec/http/http_message.h"
+#include "trpc/codec/message_body.h"
+
+namespace trpc::http {
+
+namespace {
+
+using detail::RequestParser;
+
+// A connection's parser and the heads of the requests cut but not yet decoded (FIFO: frames are
+// decoded in the order they were cut).
+class HttpConnState final : public FrameCodecState {
+ public:
+  HttpConnState(const detail::ParserLimits& limits, int64_t header_timeout_ms)
+      : parser(limits), header_timeout_ns(header_timeout_ms * kNanosPerMilli) {}
+
+  void OnReadTimeout() override;
+
+  RequestParser parser;
+  std::deque<std::unique_ptr<HttpRequest>> heads;
+  int64_t header_timeout_ns;
+  bool continue_sent = false;
+};
+
+// "Date: Mon, 23 Nov 2026 14:00:00 GMT\r\n", formatted once a second per thread.
+std::string_view DateLine() {
+  thread_local time_t cached_sec = 0;
+  thread_local char line[64];
+  thread_local size_t len = 0;
+  time_t now = time(nullptr);
+  if (now != cached_sec) {
+    cached_sec = now;
+    tm t;
+    gmtime_r(&now, &t);
+    len = strftime(line, sizeof(line), "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &t);
+  }
+  return {line, len};
+}
+
+void AppendJsonString(fmt::memory_buffer& out, std::string_view s) {
+  out.push_back('"');
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (u < 0x20) {
+      fmt::format_to(std::back_inserter(out), "\\u{:04x}", u);
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('"');
+}
+
+bool SafeHeaderText(std::string_view s) {
+  for (char c : s) {
+    if (c == '\r' || c == '\n' || c == '\0') return false;
+  }
+  return true;
+}
+
+bool IEquals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+
+// Skipped in a handler's header list: the codec owns the message framing.
+bool FramingHeader(std::string_view name) {
+  return IEquals(name, "content-length") || IEquals(name, "transfer-encoding") ||
+         IEquals(name, "connection");
+}
+
+struct ReplyHead {
+  int status = 200;
+  std::string_view content_type;
+  const HttpHeaders* headers = nullptr;
+  bool keep_alive = true;
+  int version_minor = 1;
+  bool head_request = false;
+};
+
+// Writes status line, headers and `body` (unless HEAD or a bodiless status) to `out`.
+void WriteReply(const ReplyHead& h, ChainBuffer&& body, ChainBuffer* out) {
+  fmt::memory_buffer head;
+  fmt::format_to(std::back_inserter(head), "HTTP/1.1 {} {}\r\n", h.status, StatusReason(h.status));
+  std::string_view date = DateLine();
+  head.append(date.data(), date.data() + date.size());
+  bool bodiless = h.status < 200 || h.status == 204 || h.status == 304;
+  if (!bodiless) {
+    if (!h.content_type.empty() || !body.empty()) {
+      std::string_view ct = h.content_type.empty() ? "text/plain" : h.content_type;
+      fmt::format_to(std::back_inserter(head), "Content-Type: {}\r\n", ct);
+    }
+    fmt::format_to(std::back_inserter(head), "Content-Length: {}\r\n", body.size());
+  }
+  if (h.headers != nullptr) {
+    for (const auto& [k, v] : *h.headers) {
+      if (FramingHeader(k)) continue;
+      fmt::format_to(std::back_inserter(head), "{}: {}\r\n", k, v);
+    }
+  }
+  if (!h.keep_alive) {
+    static constexpr std::string_view kClose = "Connection: close\r\n";
+    head.append(kClose.data(), kClose.data() + kClose.size());
+  } else if (h.version_minor == 0) {
+    static constexpr std::string_view kKeep = "Connection: keep-alive\r\n";
+    head.append(kKeep.data(), kKeep.data() + kKeep.size());
+  }
+  head.push_back('\r');
+  head.push_back('\n');
+  out->Append(head.data(), head.size());
+  if (!bodiless && !h.head_request) out->Append(std::move(body));
+}
+
+// The JSON error body every non-handler answer carries.
+ChainBuffer ErrorBody(int32_t code, int32_t func_code, std::string_view message) {
+  fmt::memory_buffer b;
+  fmt::format_to(std::back_inserter(b), "{{\"code\":{},\"func_code\":{},\"message\":", code,
+                 func_code);
+  AppendJsonString(b, message);
+  b.push_back('}');
+  ChainBuffer out;
+  out.Append(b.data(), b.size());
+  return out;
+}
+
+// The answer to a request we refuse before any handler sees it; the connection then closes.
+void WriteRefusal(int status, std::string_view why, ChainBuffer* out) {
+  ReplyHead h;
+  h.status = status;
+  h.content_type = "application/json";
+  h.keep_alive = false;
+  WriteReply(h, ErrorBody(0, 0, why), out);
+}
+
+void HttpConnState::OnReadTimeout() {
+  WriteRefusal(408, "the request head was not complete in time", &immediate);
+}
+
+HttpMethod ToMethod(detail::Method m) { return static_cast<HttpMethod>(m); }
+
+uint32_t ContentTypeOf(const std::string* ct) {
+  if (ct == nullptr) return kContentTypeNoop;
+  std::string_view v = *ct;
+  v = v.substr(0, v.find(';'));
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  auto is = [&](std::string_view want) { return IEquals(v, want); };
+  if (is("application/json")) return kContentTypeJson;
+  if (is("application/x-protobuf") || is("application/protobuf") ||
+      is("application/octet-stream")) {
+    return kContentTypeProtobuf;
+  }
+  return kContentTypeNoop;
+}
+
+}  // namespace
+
+int HttpStatusOf(int32_t ret, int32_t func_ret) {
+  switch (ret) {
+    case kSuccess: return func_ret == 0 ? 200 : 500;
+    case kServerDecodeErr: return 400;
+    case kServerNoServiceErr:
+    case kServerNoFuncErr: return 404;
+    case kServerTimeoutErr:
+    case kServerFullLinkTimeoutErr:
+    case kClientInvokeTimeoutErr:
+    case kClientFullLinkTimeoutErr: return 504;
+    case kServerOverloadErr: return 503;
+    case kServerLimitedErr: return 429;
+    case kServerAuthErr: return 401;
+    case kServerValidateErr: return 400;
+    case kClientConnectErr:
+    case kClientNetworkErr:
+    case kClientReadFrameErr:
+    case kClientDecodeErr: return 502;
+    default: return 500;
+  }
+}
+
+std::shared_ptr<ServerCodec> HttpServerCodec::WithOptions(
+    const std::map<std::string, std::string>& options, std::string* key, std::string* err) {
+  HttpServerOptions o = options_;
+  struct Field {
+    const char* name;
+    uint64_t lo, hi;
+    std::function<void(uint64_t)> set;
+  };
+  const Field fields[] = {
+      {"max_request_line", 64, 1u << 20, [&](uint64_t v) { o.max_request_line = v; }},
+      {"max_header_bytes", 256, 16u << 20, [&](uint64_t v) { o.max_header_bytes = v; }},
+      {"max_header_count", 1, 10000, [&](uint64_t v) { o.max_header_count = v; }},
+      {"max_body_bytes", 0, 1ull << 40, [&](uint64_t v) { o.max_body_bytes = v; }},
+      {"header_timeout_ms", 0, 3'600'000, [&](uint64_t v) {
+         o.header_timeout_ms = static_cast<int64_t>(v);
+       }},
+  };
+  for (const auto& [name, value] : options) {
+    const Field* f = nullptr;
+    for (const auto& cand : fields) {
+      if (name == cand.name) f = &cand;
+    }
+    *key = name;
+    if (f == nullptr) {
+      *err = "unknown http option (known: max_request_line, max_header_bytes, "
+             "max_header_count, max_body_bytes, header_timeout_ms)";
+      return nullptr;
+    }
+    uint64_t v = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc() || end != value.data() + value.size() || v < f->lo || v > f->hi) {
+      *err = fmt::format("expected an integer in [{}, {}], got '{}'", f->lo, f->hi, value);
+      return nullptr;
+    }
+    f->set(v);
+  }
+  return std::make_shared<HttpServerCodec>(o);
+}
+
+std::unique_ptr<FrameCodecState> HttpServerCodec::NewConnectionState() {
+  detail::ParserLimits limits;
+  limits.max_request_line = options_.max_request_line;
+  limits.max_header_bytes = options_.max_header_bytes;
+  limits.max_header_count = options_.max_header_count;
+  limits.max_body_bytes = options_.max_body_bytes;
+  return std::make_unique<HttpConnState>(limits, options_.header_timeout_ms);
+}
+
+SplitResult HttpServerCodec::Split(ChainBuffer* in, std::vector<ChainBuffer>* out,
+                                   size_t max_frame_size, std::string* err) {
+  (void)in;
+  (void)out;
+  (void)max_frame_size;
+  *err = "the HTTP codec needs its connection state";
+  return SplitResult::kError;
+}
+
+SplitResult HttpServerCodec::SplitWithState(ChainBuffer* in, std::vector<ChainBuffer>* out,
+                                            size_t max_frame_size, std::string* err,
+                                            FrameCodecState* state) {
+  (void)max_frame_size;  // HttpServerOptions::max_body_bytes bounds what is buffered
+  auto* st = static_cast<HttpConnState*>(state);
+  if (st == nullptr) return Split(in, out, max_frame_size, err);
+  RequestParser& parser = st->parser;
+  while (!in->empty() && !st->closing) {
+    RequestParser::Result r = parser.Parse(*in);
+    if (r == RequestParser::Result::kError) {
+      *err = fmt::format("bad HTTP request ({}): {}", parser.error_status(), parser.error());
+      WriteRefusal(parser.error_status(), parser.error(), &st->immediate);
+      return SplitResult::kError;
+    }
+    if (r == RequestParser::Result::kNeedMore) {
+      if (!parser.head_complete()) {
+        if (st->read_deadline_ns == 0 && st->header_timeout_ns > 0) {
+          st->read_deadline_ns = MonotonicNanos() + st->header_timeout_ns;
+        }
+      } else {
+        st->read_deadline_ns = 0;  // the head is in; the body may take its time
+        if (parser.head().expect_continue && !st->continue_sent) {
+          st->continue_sent = true;
+          st->immediate.Append(std::string_view("HTTP/1.1 100 Continue\r\n\r\n"));
+        }
+      }
+      return SplitResult::kOk;
+    }
+    detail::RequestHead& h = parser.head();
+    auto req = std::make_unique<HttpRequest>();
+    req->set_method(ToMethod(h.method));
+    req->mutable_target().swap(h.target);
+    req->mutable_path().swap(h.path);
+    req->mutable_query().swap(h.query);
+    req->set_version_minor(h.version_minor);
+    req->set_keep_alive(h.keep_alive);
+    req->mutable_headers().swap(h.headers);
+    ChainBuffer wire = in->Cut(parser.wire_size());
+    if (h.chunked) {
+      out->push_back(std::move(parser.dechunked_body()));
+      parser.dechunked_body().Clear();
+    } else {
+      wire.Skip(parser.head_size());
+      out->push_back(std::move(wire));
+    }
+    // The peer's last request: answer it and close; whatever follows it is ignored.
+    if (!h.keep_alive) st->closing = true;
+    st->heads.push_back(std::move(req));
+    parser.Reset();
+    st->continue_sent = false;
+    st->read_deadline_ns = 0;
+  }
+  if (!in->empty() && st->closing) in->Clear();
+  return SplitResult::kOk;
+}
+
+bool HttpServerCodec::DecodeRequest(ChainBuffer&& frame, RpcRequest* req, std::string* err) {
+  (void)frame;
+  (void)req;
+  *err = "the HTTP codec needs its connection state";
+  return false;
+}
+
+bool HttpServerCodec::DecodeRequestWithState(ChainBuffer&& frame, FrameCodecState* state,
+                                             RpcRequest* req, std::string* err) {
+  auto* st = static_cast<HttpConnState*>(state);
+  if (st == nullptr || st->heads.empty()) {
+    *err = "an HTTP frame without its parsed head";
+    return false;
+  }
+  std::unique_ptr<HttpRequest> http = std::move(st->heads.front());
+  st->heads.pop_front();
+  req->call_type = kUnaryCall;
+  req->func = http->path();
+  req->content_type = ContentTypeOf(http->Header("content-type"));
+  req->body = std::move(frame);
+  http->set_body_buffer(&req->body);
+  req->protocol = std::move(http);
+  return true;
+}
+
+bool HttpServerCodec::EncodeResponse(RpcResponse* rsp,
+                                     const google::protobuf::MessageLite* body_msg,
+                                     ChainBuffer* out) {
+  const auto* req = static_cast<const HttpRequest*>(rsp->request_protocol);
+  ReplyHead h;
+  if (req != nullptr) {
+    h.keep_alive = req->keep_alive();
+    h.version_minor = req->version_minor();
+    h.head_request = req->method() == HttpMethod::kHead;
+  }
+  if (rsp->protocol != nullptr && rsp->ret == 0) {
+    auto* hr = static_cast<HttpResponse*>(rsp->protocol.get());
+    for (const auto& [k, v] : hr->headers()) {
+      if (!SafeHeaderText(k) || !SafeHeaderText(v) || k.empty()) return false;
+    }
+    if (!SafeHeaderText(hr->content_type()) || hr->status() < 100 || hr->status() > 999) {
+      return false;
+    }
+    h.status = hr->status();
+    h.content_type = hr->content_type();
+    h.headers = &hr->headers();
+    WriteReply(h, std::move(hr->body()), out);
+    return true;
+  }
+  if (rsp->ret != 0 || rsp->func_ret != 0) {
+    h.status = HttpStatusOf(rsp->ret, rsp->func_ret);
+    h.content_type = "application/json";
+    WriteReply(h, ErrorBody(rsp->ret, rsp->func_ret, rsp->error_msg), out);
+    return true;
+  }
+  ChainBuffer body;
+  if (body_msg != nullptr) {
+    std::string err;
+    uint32_t ct = rsp->content_type == kContentTypeJson ? kContentTypeJson : kContentTypeProtobuf;
+    if (!SerializeMessageBody(*body_msg, ct, &body, &err)) return false;
+  } else {
+    body = std::move(rsp->body);
+  }
+  h.content_type =
+      rsp->content_type == kContentTypeJson ? "application/json" : "application/x-protobuf";
+  WriteReply(h, std::move(body), out);
+  return true;
+}
+
+namespace {
+const bool kRegistered = [] {
+  CodecRegistry::Instance().RegisterServer(std::string(kHttpCodecName),
+                                           std::make_shared<HttpServerCodec>());
+  return true;
+}();
+}  // namespace
+
+}  // namespace trpc::http

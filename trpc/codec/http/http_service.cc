@@ -1,0 +1,167 @@
+#include "trpc/codec/http/http_service.h"
+
+#include <fmt/format.h>
+
+#include "trpc/base/logging.h"
+#include "trpc/codec/codec.h"
+
+namespace trpc::http {
+
+namespace {
+
+// Runs an HttpHandler and hands its HttpResponse to the codec.
+class HttpMethodHandler final : public RpcMethodHandler {
+ public:
+  explicit HttpMethodHandler(HttpHandler fn) : fn_(std::move(fn)) {}
+
+  void Handle(const ServerContextPtr& ctx) override {
+    auto* req = static_cast<HttpRequest*>(ctx->request().protocol.get());
+    auto rsp = std::make_unique<HttpResponse>();
+    fn_(ctx, *req, rsp.get());
+    ctx->SetProtocolResponse(std::move(rsp));
+    ctx->SendReply(ctx->GetStatus(), nullptr);
+  }
+
+ private:
+  HttpHandler fn_;
+};
+
+// A fixed JSON answer (404, 405, 415), shaped like the codec's error bodies.
+class FixedAnswer final : public RpcMethodHandler {
+ public:
+  FixedAnswer(int status, std::string message, std::string allow = {})
+      : status_(status), allow_(std::move(allow)) {
+    body_ = fmt::format("{{\"code\":0,\"func_code\":0,\"message\":\"{}\"}}", message);
+  }
+
+  void Handle(const ServerContextPtr& ctx) override {
+    auto rsp = std::make_unique<HttpResponse>();
+    rsp->set_status(status_);
+    if (!allow_.empty()) rsp->AddHeader("Allow", allow_);
+    rsp->SetBody(body_, "application/json");
+    ctx->SetProtocolResponse(std::move(rsp));
+    ctx->SendReply(Status(), nullptr);
+  }
+
+ private:
+  int status_;
+  std::string allow_;
+  std::string body_;
+};
+
+std::vector<std::string> SplitPath(std::string_view path) {
+  std::vector<std::string> segs;
+  size_t i = 1;  // past the leading '/'
+  while (i <= path.size()) {
+    size_t slash = path.find('/', i);
+    if (slash == std::string_view::npos) slash = path.size();
+    segs.emplace_back(path.substr(i, slash - i));
+    i = slash + 1;
+  }
+  return segs;
+}
+
+bool IsParam(std::string_view seg) {
+  return seg.size() >= 2 && seg.front() == '{' && seg.back() == '}';
+}
+
+}  // namespace
+
+HttpService::HttpService()
+    : not_found_(std::make_unique<FixedAnswer>(404, "no route for this path")),
+      rpc_not_allowed_(
+          std::make_unique<FixedAnswer>(405, "RPC methods are called with POST", "POST")),
+      rpc_bad_media_(std::make_unique<FixedAnswer>(
+          415, "RPC bodies are application/json or application/x-protobuf")) {}
+
+HttpService::~HttpService() = default;
+
+void HttpService::Handle(HttpMethod method, std::string_view pattern, HttpHandler fn) {
+  TRPC_CHECK(!pattern.empty() && pattern.front() == '/', "an HTTP route starts with '/'");
+  std::vector<std::string> segs = SplitPath(pattern);
+  bool has_param = false;
+  for (const auto& s : segs) has_param = has_param || IsParam(s);
+  RouteEntry* e = nullptr;
+  if (!has_param) {
+    auto& slot = literal_[std::string(pattern)];
+    if (!slot) slot = std::make_unique<RouteEntry>();
+    e = slot.get();
+  } else {
+    for (auto& p : patterns_) {
+      if (p->segments == segs) e = p.get();
+    }
+    if (e == nullptr) {
+      patterns_.push_back(std::make_unique<RouteEntry>());
+      e = patterns_.back().get();
+      e->segments = std::move(segs);
+    }
+  }
+  e->handlers[static_cast<size_t>(method)] = std::make_unique<HttpMethodHandler>(std::move(fn));
+  std::string allow;
+  for (size_t i = 0; i < kMethods; ++i) {
+    if (!e->handlers[i]) continue;
+    if (!allow.empty()) allow += ", ";
+    allow += HttpMethodName(static_cast<HttpMethod>(i));
+    if (static_cast<HttpMethod>(i) == HttpMethod::kGet &&
+        !e->handlers[static_cast<size_t>(HttpMethod::kHead)]) {
+      allow += ", HEAD";
+    }
+  }
+  e->not_allowed = std::make_unique<FixedAnswer>(405, "method not allowed on this path", allow);
+}
+
+void HttpService::MapRpc(ServicePtr service) { rpc_services_.push_back(std::move(service)); }
+
+RpcMethodHandler* HttpService::Pick(const RouteEntry& e, HttpMethod m) const {
+  if (auto& h = e.handlers[static_cast<size_t>(m)]) return h.get();
+  if (m == HttpMethod::kHead) {
+    if (auto& h = e.handlers[static_cast<size_t>(HttpMethod::kGet)]) return h.get();
+  }
+  return e.not_allowed.get();
+}
+
+bool HttpService::Match(const RouteEntry& e, std::string_view path, HttpRequest* req) {
+  if (path.empty() || path.front() != '/') return false;
+  size_t i = 1, n = 0;
+  auto& params = req->mutable_path_params();
+  params.clear();
+  while (true) {
+    size_t slash = path.find('/', i);
+    if (slash == std::string_view::npos) slash = path.size();
+    if (n >= e.segments.size()) return false;
+    std::string_view seg = path.substr(i, slash - i);
+    const std::string& want = e.segments[n++];
+    if (IsParam(want)) {
+      if (seg.empty()) return false;
+      params.emplace_back(want.substr(1, want.size() - 2), std::string(seg));
+    } else if (seg != want) {
+      return false;
+    }
+    if (slash == path.size()) break;
+    i = slash + 1;
+  }
+  return n == e.segments.size();
+}
+
+RpcMethodHandler* HttpService::Route(ServerContext& ctx) const {
+  auto* req = static_cast<HttpRequest*>(ctx.request().protocol.get());
+  if (req == nullptr) return Service::Route(ctx);  // configured with another protocol
+  const std::string& path = req->path();
+  if (auto it = literal_.find(path); it != literal_.end()) return Pick(*it->second, req->method());
+  for (const auto& p : patterns_) {
+    if (Match(*p, path, req)) return Pick(*p, req->method());
+  }
+  req->mutable_path_params().clear();
+  for (const auto& svc : rpc_services_) {
+    RpcMethodHandler* m = svc->FindMethod(path);
+    if (m == nullptr) continue;
+    if (req->method() != HttpMethod::kPost) return rpc_not_allowed_.get();
+    uint32_t ct = ctx.request().content_type;
+    if (ct != kContentTypeJson && ct != kContentTypeProtobuf) return rpc_bad_media_.get();
+    return m;
+  }
+  if (RpcMethodHandler* own = FindMethod(path)) return own;
+  return not_found_.get();
+}
+
+}  // namespace trpc::http

@@ -1,0 +1,75 @@
+#pragma once
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "trpc/codec/http/http_message.h"
+#include "trpc/server/service.h"
+
+namespace trpc::http {
+
+/// A plain HTTP handler: reads the request, fills the response (status 200 unless set). Runs
+/// like an RPC handler: inline on the worker in the merged model, in its own fiber in the fiber
+/// model. A throw becomes 500.
+using HttpHandler =
+    std::function<void(const ServerContextPtr& ctx, const HttpRequest& req, HttpResponse* rsp)>;
+
+/// A service for the "http" protocol: routes by method and path to HttpHandlers, and serves RPC
+/// services through the REST mapping (POST /package.Service/Method with a protobuf or JSON body).
+///
+///   auto svc = std::make_shared<trpc::http::HttpService>();
+///   svc->Get("/", [](auto&, auto&, auto* rsp) { rsp->SetBody("{}", "application/json"); });
+///   svc->Get("/users/{id}", [](auto&, const auto& req, auto* rsp) {
+///     rsp->SetBody("user " + *req.PathParam("id"));
+///   });
+///   svc->MapRpc(std::make_shared<GreeterImpl>());
+///
+/// Patterns are paths whose segments are literals or `{name}` (one whole segment). A literal
+/// route beats a pattern; among patterns the first registered wins. HEAD falls back to GET. A
+/// path with routes but none for the method gets 405 with an Allow header; an RPC path with a
+/// method other than POST gets 405, and a body other than protobuf/JSON 415; anything else 404.
+///
+/// Thread contract: register routes before the server starts; Route() is then safe from any
+/// thread.
+class HttpService : public Service {
+ public:
+  HttpService();
+  ~HttpService() override;
+
+  void Handle(HttpMethod method, std::string_view pattern, HttpHandler fn);
+  void Get(std::string_view pattern, HttpHandler fn) { Handle(HttpMethod::kGet, pattern, fn); }
+  void Post(std::string_view pattern, HttpHandler fn) { Handle(HttpMethod::kPost, pattern, fn); }
+  void Put(std::string_view pattern, HttpHandler fn) { Handle(HttpMethod::kPut, pattern, fn); }
+  void Delete(std::string_view pattern, HttpHandler fn) {
+    Handle(HttpMethod::kDelete, pattern, fn);
+  }
+  /// Serves every method of `service` at POST /package.Service/Method.
+  void MapRpc(ServicePtr service);
+
+  RpcMethodHandler* Route(ServerContext& ctx) const override;
+
+ private:
+  static constexpr size_t kMethods = 9;
+  struct RouteEntry {
+    std::vector<std::string> segments;  // empty for literal routes; "{x}" marks a parameter
+    std::array<std::unique_ptr<RpcMethodHandler>, kMethods> handlers;
+    std::unique_ptr<RpcMethodHandler> not_allowed;  // 405 listing the methods above
+  };
+
+  RpcMethodHandler* Pick(const RouteEntry& e, HttpMethod m) const;
+  static bool Match(const RouteEntry& e, std::string_view path, HttpRequest* req);
+
+  std::unordered_map<std::string, std::unique_ptr<RouteEntry>> literal_;
+  std::vector<std::unique_ptr<RouteEntry>> patterns_;
+  std::vector<ServicePtr> rpc_services_;
+  std::unique_ptr<RpcMethodHandler> not_found_;
+  std::unique_ptr<RpcMethodHandler> rpc_not_allowed_;
+  std::unique_ptr<RpcMethodHandler> rpc_bad_media_;
+};
+
+}  // namespace trpc::http
