@@ -72,10 +72,4 @@ std::string_view HttpRequest::QueryParam(std::string_view name) const {
   return {};
 }
 
-void HttpResponse::SetBody(std::string_view body, std::string content_type) {
-  body_.Clear();
-  body_.Append(body);
-  if (!content_type.empty()) content_type_ = std::move(content_type);
-}
-
 }  // namespace trpc::http

@@ -86,16 +86,19 @@ class HttpResponse final : public ProtocolMessage {
   }
   void SetContentType(std::string type) { content_type_ = std::move(type); }
   const std::string& content_type() const { return content_type_; }
-  ChainBuffer& body() { return body_; }
-  const ChainBuffer& body() const { return body_; }
+  std::string& body() { return body_; }
+  const std::string& body() const { return body_; }
   /// Replaces the body; with `content_type`, also the Content-Type.
-  void SetBody(std::string_view body, std::string content_type = {});
+  void SetBody(std::string body, std::string content_type = {}) {
+    body_ = std::move(body);
+    if (!content_type.empty()) content_type_ = std::move(content_type);
+  }
 
  private:
   int status_ = 200;
   std::string content_type_;
   HttpHeaders headers_;
-  ChainBuffer body_;
+  std::string body_;
 };
 
 }  // namespace trpc::http
