@@ -308,56 +308,62 @@ RequestParser::Result RequestParser::Parse(const ChainBuffer& in) {
 // rejects it wherever it stands.
 RequestParser::Result RequestParser::ScanHead(const ChainBuffer& in) {
   const size_t size = in.size();
-  for (;;) {
-    // The LF of the current line must come before `limit`, or a bound is certainly exceeded.
-    // Searching no further than that makes every verdict the same however the bytes arrive.
-    // (The bound on the request line is at least 2, so an empty line always fits.)
-    const size_t limit =
-        in_request_line_ ? SaturatingAdd(line_start_, std::max<size_t>(limits_.max_request_line, 2))
-                         : SaturatingAdd(request_line_start_, limits_.max_header_bytes);
-    if (pos_ >= limit) {
-      return in_request_line_ ? Fail(414, "request line too long")
-                              : Fail(431, "header section too large");
-    }
-    if (pos_ >= size) return Result::kNeedMore;
+  while (pos_ < size) {
     const std::string_view span = SpanAt(in, pos_);
-    const char* p = span.data() + (pos_ - span_begin_);
-    const char* end = p + std::min<size_t>(span.data() + span.size() - p, limit - pos_);
-    const char* lf = FindLf(p, end);
-    const size_t n = (lf == nullptr ? end : lf + 1) - p;
-    examined_ += n;
-    pos_ += n;
-    if (lf == nullptr) {
-      last_byte_ = end[-1];
-      continue;
-    }
-    const char before = lf > p ? lf[-1] : last_byte_;
-    last_byte_ = '\n';
-    if (before != '\r') return Fail(400, kBareLf);
-    const size_t line_size = pos_ - line_start_;
-    line_start_ = pos_;
-    if (line_size == 2) {
-      if (!in_request_line_) {
-        head_size_ = pos_;  // within max_header_bytes: the LF came before `limit`
-        return ParseHead(in);
+    const size_t span_end = span_begin_ + span.size();
+    for (;;) {  // the lines of this span
+      // The LF of the current line must come before `limit`, or a bound is certainly exceeded.
+      // Searching no further than that makes every verdict the same however the bytes arrive.
+      // (The bound on the request line is at least 2, so an empty line always fits.)
+      const size_t limit =
+          in_request_line_
+              ? SaturatingAdd(line_start_, std::max<size_t>(limits_.max_request_line, 2))
+              : SaturatingAdd(request_line_start_, limits_.max_header_bytes);
+      if (pos_ >= limit) {
+        return in_request_line_ ? Fail(414, "request line too long")
+                                : Fail(431, "header section too large");
       }
-      // RFC 9112 §2.2: a server SHOULD ignore at least one empty line before the request-line.
-      if (++empty_lines_ > 2) return Fail(400, "more than 2 empty lines before the request line");
-      continue;
-    }
-    if (in_request_line_) {
-      if (line_size > limits_.max_request_line) return Fail(414, "request line too long");
-      in_request_line_ = false;
-      request_line_start_ = pos_ - line_size;
-      request_line_end_ = pos_;
-    } else if (++field_lines_ > limits_.max_header_count) {
-      return Fail(431, "too many header fields");
-    }
-    // The head still needs at least its blank line.
-    if (pos_ - request_line_start_ + 2 > limits_.max_header_bytes) {
-      return Fail(431, "header section too large");
+      if (pos_ == span_end) break;
+      const char* p = span.data() + (pos_ - span_begin_);
+      const char* end = span.data() + (std::min(span_end, limit) - span_begin_);
+      const char* lf = FindLf(p, end);
+      const size_t n = (lf == nullptr ? end : lf + 1) - p;
+      examined_ += n;
+      pos_ += n;
+      if (lf == nullptr) {
+        last_byte_ = end[-1];
+        continue;
+      }
+      const char before = lf > p ? lf[-1] : last_byte_;
+      last_byte_ = '\n';
+      if (before != '\r') return Fail(400, kBareLf);
+      const size_t line_size = pos_ - line_start_;
+      line_start_ = pos_;
+      if (line_size == 2) {
+        if (!in_request_line_) {
+          head_size_ = pos_;  // within max_header_bytes: the LF came before `limit`
+          return ParseHead(in);
+        }
+        // RFC 9112 §2.2: a server SHOULD ignore at least one empty line before the request-line.
+        if (++empty_lines_ > 2) return Fail(400, "more than 2 empty lines before the request line");
+        continue;
+      }
+      if (in_request_line_) {
+        if (line_size > limits_.max_request_line) return Fail(414, "request line too long");
+        in_request_line_ = false;
+        request_line_start_ = pos_ - line_size;
+        request_line_end_ = pos_;
+      } else if (++field_lines_ > limits_.max_header_count) {
+        return Fail(431, "too many header fields");
+      }
+      // The head still needs at least its blank line.
+      if (pos_ - request_line_start_ + 2 > limits_.max_header_bytes) {
+        return Fail(431, "header section too large");
+      }
     }
   }
+  // Every byte so far has been examined, and the bound checked at this position.
+  return Result::kNeedMore;
 }
 
 RequestParser::Result RequestParser::ParseHead(const ChainBuffer& in) {
