@@ -91,7 +91,15 @@ start_nginx() {
   local master=$!
   SERVER_PIDS+=("$master")
   wait_port "$port" "$master" || { log "nginx did not start: $(cat "$dir/error.log")"; return 1; }
-  PORT[nginx]=$port PIDS[nginx]="$master $(pgrep -P "$master" | tr '\n' ' ')"
+  # The master listens before it forks the worker, whose CPU is the one that counts.
+  local worker=""
+  for _ in $(seq 100); do
+    worker=$(pgrep -P "$master" | head -1)
+    [ -n "$worker" ] && break
+    sleep 0.1
+  done
+  [ -n "$worker" ] || { log "nginx started no worker"; return 1; }
+  PORT[nginx]=$port PIDS[nginx]="$master $worker"
   DESCRIPTION[nginx]="$("$bin" -v 2>&1 | sed 's/.*: //'), 1 worker, return 200 '{}' (nginx.conf.in)"
 }
 
