@@ -151,6 +151,8 @@ for depth in $DEPTHS; do
   } >>"$MD"
 done
 
+echo >>"$MD"
+echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)." >>"$MD"
 mkdir -p "$(dirname "$OUT")"
 cp "$MD" "$OUT"
 cat "$OUT"

@@ -129,6 +129,8 @@ start_http_hello() {
 }
 if [ -n "$HTTP_HELLO" ] && [[ " $SERVERS " != *" http_hello "* ]]; then SERVERS+=" http_hello"; fi
 
+MACHINE="$TMP/machine.md"
+machine_md >"$MACHINE"
 RUNNING=()
 for s in $SERVERS; do
   if "start_$s"; then RUNNING+=("$s"); log "$s on 127.0.0.1:${PORT[$s]} (pids ${PIDS[$s]})"; fi
@@ -202,8 +204,7 @@ fi
 
 # ---- The report: medians over the rounds, Markdown and JSON.
 mkdir -p "$OUT_DIR"
-MACHINE="$TMP/machine.md"
-machine_md >"$MACHINE"
+echo "- Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$MACHINE"
 for s in "${RUNNING[@]}"; do echo "$s ${DESCRIPTION[$s]}"; done >"$TMP/servers.txt"
 python3 - "$RUNS" "$C10K_RUNS" "$MACHINE" "$TMP/servers.txt" "$OUT_DIR" \
   "$DURATION" "$WARMUP" "$ROUNDS" "$CLIENT_CPU" "$SERVER_CPU" "$C10K" <<'EOF'
