@@ -126,6 +126,9 @@ void Connection::HandleRead(bool to_eof) {
     if (n > 0) {
       in_.CommitWrite(static_cast<size_t>(n));
       stats_.bytes_in += static_cast<uint64_t>(n);
+      if (options_.traffic != nullptr) {
+        TrafficCounters::Add(options_.traffic->bytes_in, static_cast<uint64_t>(n));
+      }
       read_this_event += static_cast<size_t>(n);
       last_active_ns_ = reactor_->LoopTimeNs();
       if (draining_) {
@@ -228,12 +231,12 @@ void Connection::SendImmediate(uint64_t slot, bool final) {
 
 void Connection::SendInSlot(uint64_t slot, ChainBuffer&& data) {
   if (slot == 0) {
-    if (!data.empty()) Send(std::move(data));
+    if (!data.empty()) SendSoon(std::move(data));
     return;
   }
   ChainBuffer ready;
   sequencer_.Put(slot, std::move(data), &ready);
-  if (!ready.empty()) Send(std::move(ready));
+  if (!ready.empty()) SendSoon(std::move(ready));
 }
 
 void Connection::ArmReadTimer(int64_t deadline_ns) {
@@ -328,6 +331,20 @@ void Connection::Send(ChainBuffer&& data) {
   if (!in_batch_) Flush();
 }
 
+void Connection::SendSoon(ChainBuffer&& data) {
+  if (closed_ || write_shut_) return;
+  out_.Append(std::move(data));
+  if (in_batch_ || flush_posted_) return;
+  flush_posted_ = true;
+  std::weak_ptr<Connection> weak = weak_from_this();
+  reactor_->Post([weak] {
+    if (auto self = weak.lock()) {
+      self->flush_posted_ = false;
+      if (!self->closed_) self->Flush();
+    }
+  });
+}
+
 void Connection::Flush() {
   if (connecting_ || closed_ || write_shut_) return;
   while (!out_.empty()) {
@@ -341,6 +358,9 @@ void Connection::Flush() {
     if (n > 0) {
       out_.Skip(static_cast<size_t>(n));
       stats_.bytes_out += static_cast<uint64_t>(n);
+      if (options_.traffic != nullptr) {
+        TrafficCounters::Add(options_.traffic->bytes_out, static_cast<uint64_t>(n));
+      }
       last_active_ns_ = reactor_->LoopTimeNs();
       continue;
     }
