@@ -1,9 +1,9 @@
 #include "trpc/codec/http/detail/request_parser.h"
 
 #include <algorithm>
-#include <array>
 #include <cstring>
-#include <limits>
+
+#include "trpc/codec/http/detail/http_syntax.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -12,95 +12,6 @@
 namespace trpc::http::detail {
 
 namespace {
-
-// Character classes of RFC 9110 §5.6.2 (tchar) and §5.5 (field-vchar), and what a request-target
-// may hold (RFC 3986: printable ASCII, no SP).
-enum CharClass : uint8_t { kToken = 1, kFieldValue = 2, kTarget = 4 };
-
-constexpr std::array<uint8_t, 256> MakeCharClasses() {
-  std::array<uint8_t, 256> t{};
-  for (int c = 0; c < 256; ++c) {
-    const bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-    if (alnum || (c != 0 && std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) !=
-                                std::string_view::npos)) {
-      t[c] |= kToken;
-    }
-    if (c == '\t' || (c >= 0x20 && c != 0x7f)) t[c] |= kFieldValue;  // obs-text (0x80+) allowed
-    if (c > 0x20 && c < 0x7f) t[c] |= kTarget;
-  }
-  return t;
-}
-
-constexpr std::array<uint8_t, 256> kChars = MakeCharClasses();
-
-bool Is(char c, CharClass cls) { return (kChars[static_cast<uint8_t>(c)] & cls) != 0; }
-
-char Lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + ('a' - 'A')) : c; }
-
-// ASCII case-insensitive equality; `lower` is already lower case.
-bool EqualsLower(std::string_view s, std::string_view lower) {
-  if (s.size() != lower.size()) return false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (Lower(s[i]) != lower[i]) return false;
-  }
-  return true;
-}
-
-bool IsOws(char c) { return c == ' ' || c == '\t'; }
-
-std::string_view TrimOws(std::string_view s) {
-  while (!s.empty() && IsOws(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsOws(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-// Takes the next element of a comma-separated list off the front of `*list`, trimmed of OWS.
-// Returns false when the list is used up.
-bool NextListItem(std::string_view* list, std::string_view* item, bool* more) {
-  if (!*more) return false;
-  const size_t comma = list->find(',');
-  *item = TrimOws(list->substr(0, comma));
-  *more = comma != std::string_view::npos;
-  list->remove_prefix(*more ? comma + 1 : list->size());
-  return true;
-}
-
-// memchr(p, '\n', end - p) without the call: heads are short lines, where the call and its set-up
-// cost more than the search.
-const char* FindLf(const char* p, const char* end) {
-#if defined(__SSE2__)
-  const __m128i lf = _mm_set1_epi8('\n');
-  for (; end - p >= 16; p += 16) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const int mask = _mm_movemask_epi8(_mm_cmpeq_epi8(v, lf));
-    if (mask != 0) return p + __builtin_ctz(static_cast<unsigned>(mask));
-  }
-#endif
-  for (; p < end; ++p) {
-    if (*p == '\n') return p;
-  }
-  return nullptr;
-}
-
-// The first byte in [p, end) that is not a field-value byte (HTAB, SP, VCHAR, obs-text), or end.
-const char* SkipFieldValue(const char* p, const char* end) {
-#if defined(__SSE2__)
-  const __m128i zero = _mm_setzero_si128();
-  const __m128i space = _mm_set1_epi8(0x20);
-  const __m128i tab = _mm_set1_epi8('\t');
-  const __m128i del = _mm_set1_epi8(0x7f);
-  for (; end - p >= 16; p += 16) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    // Signed compares: obs-text (0x80-0xff) is negative, so "< 0x20 and >= 0" is exactly 0x00-0x1f.
-    __m128i bad = _mm_andnot_si128(_mm_cmplt_epi8(v, zero), _mm_cmplt_epi8(v, space));
-    bad = _mm_or_si128(_mm_andnot_si128(_mm_cmpeq_epi8(v, tab), bad), _mm_cmpeq_epi8(v, del));
-    const int mask = _mm_movemask_epi8(bad);
-    if (mask != 0) return p + __builtin_ctz(static_cast<unsigned>(mask));
-  }
-#endif
-  while (p < end && Is(*p, kFieldValue)) ++p;
-  return p;
-}
 
 // The first byte in [p, end) that may not stand in a request-target (anything but 0x21-0x7e).
 const char* SkipTarget(const char* p, const char* end) {
@@ -117,48 +28,6 @@ const char* SkipTarget(const char* p, const char* end) {
 #endif
   while (p < end && Is(*p, kTarget)) ++p;
   return p;
-}
-
-size_t SaturatingAdd(size_t a, size_t b) {
-  return b > std::numeric_limits<size_t>::max() - a ? std::numeric_limits<size_t>::max() : a + b;
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-constexpr const char* kBareCr = "bare CR (not followed by LF)";
-constexpr const char* kBareLf = "bare LF (line not ended by CRLF)";
-
-// Reads the field line at `*p` (field-name ":" OWS field-value OWS CRLF, RFC 9112 §5) and moves
-// `*p` past its CRLF. The bytes from `*p` to `end` must hold a CRLF: every loop below stops at a
-// CR, so none reads past it. Returns null, or why the line is malformed (always a 400).
-const char* ReadFieldLine(const char** p, const char* end, std::string_view* name,
-                          std::string_view* value) {
-  const char* c = *p;
-  if (IsOws(*c)) return "obs-fold (field line starting with whitespace)";
-  while (Is(*c, kToken)) ++c;
-  if (*c != ':') {
-    if (IsOws(*c)) return "whitespace between field name and colon";
-    if (*c == '\r') return c[1] == '\n' ? "field line without a colon" : kBareCr;
-    return "invalid character in field name";
-  }
-  if (c == *p) return "empty field name";
-  *name = std::string_view(*p, c - *p);
-  ++c;
-  while (IsOws(*c)) ++c;
-  const char* v = c;
-  c = SkipFieldValue(c, end);
-  if (c == end || *c != '\r') return "control character in field value";
-  if (c[1] != '\n') return kBareCr;
-  const char* v_end = c;
-  while (v_end > v && IsOws(v_end[-1])) --v_end;
-  *value = std::string_view(v, v_end - v);
-  *p = c + 2;
-  return nullptr;
 }
 
 struct MethodEntry {
@@ -223,7 +92,10 @@ void RequestHead::Clear() {
   content_length = 0;
 }
 
-RequestParser::RequestParser(const ParserLimits& limits) : limits_(limits) {}
+RequestParser::RequestParser(const ParserLimits& limits)
+    : limits_(limits),
+      chunked_(ChunkedLimits{limits.max_body_bytes, limits.max_chunk_line,
+                             limits.max_header_bytes}) {}
 
 void RequestParser::Reset() {
   state_ = State::kHead;
@@ -233,7 +105,8 @@ void RequestParser::Reset() {
   head_size_ = wire_size_ = 0;
   error_status_ = 0;
   error_.clear();
-  pos_ = span_ = span_begin_ = 0;
+  pos_ = 0;
+  cursor_.Reset();
   last_byte_ = 0;
   line_start_ = request_line_start_ = request_line_end_ = 0;
   in_request_line_ = true;
@@ -241,15 +114,10 @@ void RequestParser::Reset() {
   field_lines_ = 0;
   host_count_ = 0;
   has_content_length_ = false;
-  te_codings_ = 0;
-  te_last_chunked_ = te_chunked_repeated_ = false;
-  conn_close_ = conn_keep_alive_ = false;
-  chunk_left_ = 0;
-  chunk_digits_ = 0;
-  chunk_line_ = 0;
-  body_total_ = 0;
-  trailer_bytes_ = 0;
-  trailer_line_.clear();
+  te_ = TransferCodings();
+  conn_ = ConnectionOptionsSeen();
+  if (state_chunked_) chunked_.Reset();
+  state_chunked_ = false;
   if (!body_.empty()) body_.Clear();
 }
 
@@ -264,22 +132,6 @@ RequestParser::Result RequestParser::Complete(size_t wire_size) {
   state_ = State::kComplete;
   wire_size_ = wire_size;
   return Result::kComplete;
-}
-
-std::string_view RequestParser::SpanAt(const ChainBuffer& in, size_t pos) {
-  if (span_ < in.SpanCount()) {  // the common case: still in the cached span
-    std::string_view s = in.Span(span_);
-    if (pos >= span_begin_ && pos - span_begin_ < s.size()) return s;
-  }
-  // Walk forward from the cached span. A position before it only comes from a caller that broke
-  // the append-only contract: start over then, so every access stays inside a span regardless.
-  if (span_ >= in.SpanCount() || span_begin_ > pos) span_ = span_begin_ = 0;
-  for (;;) {
-    std::string_view s = in.Span(span_);
-    if (pos - span_begin_ < s.size()) return s;
-    span_begin_ += s.size();
-    if (++span_ == in.SpanCount()) span_ = span_begin_ = 0;
-  }
 }
 
 RequestParser::Result RequestParser::Parse(const ChainBuffer& in) {
@@ -309,8 +161,8 @@ RequestParser::Result RequestParser::Parse(const ChainBuffer& in) {
 RequestParser::Result RequestParser::ScanHead(const ChainBuffer& in) {
   const size_t size = in.size();
   while (pos_ < size) {
-    const std::string_view span = SpanAt(in, pos_);
-    const size_t span_end = span_begin_ + span.size();
+    const std::string_view span = cursor_.At(in, pos_);
+    const size_t span_end = cursor_.begin() + span.size();
     for (;;) {  // the lines of this span
       // The LF of the current line must come before `limit`, or a bound is certainly exceeded.
       // Searching no further than that makes every verdict the same however the bytes arrive.
@@ -324,8 +176,8 @@ RequestParser::Result RequestParser::ScanHead(const ChainBuffer& in) {
                                 : Fail(431, "header section too large");
       }
       if (pos_ == span_end) break;
-      const char* p = span.data() + (pos_ - span_begin_);
-      const char* end = span.data() + (std::min(span_end, limit) - span_begin_);
+      const char* p = span.data() + (pos_ - cursor_.begin());
+      const char* end = span.data() + (std::min(span_end, limit) - cursor_.begin());
       const char* lf = FindLf(p, end);
       const size_t n = (lf == nullptr ? end : lf + 1) - p;
       examined_ += n;
@@ -463,8 +315,6 @@ RequestParser::Result RequestParser::ParseFields(const char* p, const char* end)
       head_.headers.emplace_back(name, value);
     }
 
-    bool more = true;
-    std::string_view item;
     switch (name.size()) {
       case 4:
         if (EqualsLower(name, "host")) ++host_count_;
@@ -475,45 +325,18 @@ RequestParser::Result RequestParser::ParseFields(const char* p, const char* end)
         }
         break;
       case 10:
-        if (!EqualsLower(name, "connection")) break;
-        while (NextListItem(&value, &item, &more)) {
-          if (EqualsLower(item, "close")) conn_close_ = true;
-          if (EqualsLower(item, "keep-alive")) conn_keep_alive_ = true;
-        }
+        if (EqualsLower(name, "connection")) conn_.Add(value);
         break;
       case 14:
         if (!EqualsLower(name, "content-length")) break;
-        // A list of identical values is one value (RFC 9110 §8.6); anything else is ambiguous.
-        while (NextListItem(&value, &item, &more)) {
-          if (item.empty()) return Fail(400, "empty Content-Length");
-          uint64_t n = 0;
-          for (char c : item) {
-            if (c < '0' || c > '9') return Fail(400, "Content-Length is not a decimal number");
-            const uint64_t d = static_cast<uint64_t>(c - '0');
-            if (n > (std::numeric_limits<uint64_t>::max() - d) / 10) {
-              return Fail(400, "Content-Length overflows 64 bits");
-            }
-            n = n * 10 + d;
-          }
-          if (has_content_length_ && n != head_.content_length) {
-            return Fail(400, "duplicate Content-Length with different values");
-          }
-          has_content_length_ = true;
-          head_.content_length = n;
+        if (const char* why = ReadContentLength(value, &has_content_length_,
+                                                &head_.content_length)) {
+          return Fail(400, why);
         }
         break;
       case 17:
         if (!EqualsLower(name, "transfer-encoding")) break;
-        while (NextListItem(&value, &item, &more)) {
-          const std::string_view coding = TrimOws(item.substr(0, item.find(';')));
-          if (coding.empty()) return Fail(400, "empty transfer-coding");
-          for (char c : coding) {
-            if (!Is(c, kToken)) return Fail(400, "malformed transfer-coding");
-          }
-          if (te_last_chunked_) te_chunked_repeated_ = true;
-          te_last_chunked_ = EqualsLower(coding, "chunked");
-          ++te_codings_;
-        }
+        if (const char* why = te_.Add(value)) return Fail(400, why);
         break;
       default:
         break;
@@ -528,22 +351,23 @@ RequestParser::Result RequestParser::CheckFraming() {
   if (http11 && host_count_ != 1) {
     return Fail(400, host_count_ == 0 ? "missing Host header" : "more than one Host header");
   }
-  if (te_codings_ > 0) {
+  if (te_.count > 0) {
     if (!http11) return Fail(400, "Transfer-Encoding in an HTTP/1.0 request");
     if (has_content_length_) return Fail(400, "both Content-Length and Transfer-Encoding");
     // A request's length is unknowable unless chunked comes last.
-    if (!te_last_chunked_) return Fail(400, "final transfer-coding is not chunked");
-    if (te_chunked_repeated_) return Fail(400, "chunked applied more than once");
-    if (te_codings_ > 1) return Fail(501, "transfer-coding other than chunked not implemented");
+    if (!te_.last_chunked) return Fail(400, "final transfer-coding is not chunked");
+    if (te_.chunked_repeated) return Fail(400, "chunked applied more than once");
+    if (te_.count > 1) return Fail(501, "transfer-coding other than chunked not implemented");
     head_.chunked = true;
   }
   if (head_.content_length > limits_.max_body_bytes) {
     return Fail(413, "Content-Length exceeds the body limit");
   }
-  head_.keep_alive = http11 ? !conn_close_ : conn_keep_alive_ && !conn_close_;
+  head_.keep_alive = conn_.Persistent(http11);
   head_.expect_continue = head_.expect_continue && http11;
   if (head_.chunked) {
-    state_ = State::kChunkSize;
+    state_ = State::kChunked;
+    state_chunked_ = true;
     return Result::kNeedMore;
   }
   if (head_.content_length > 0) {
@@ -553,113 +377,13 @@ RequestParser::Result RequestParser::CheckFraming() {
   return Complete(head_size_);
 }
 
-// chunked-body = *chunk last-chunk trailer-section CRLF (RFC 9112 §7.1). Framing bytes go through
-// the state machine one at a time; chunk data is copied in runs.
+// The chunked body, through the decoder.
 RequestParser::Result RequestParser::RunChunked(const ChainBuffer& in) {
-  const size_t size = in.size();
-  while (pos_ < size) {
-    const std::string_view span = SpanAt(in, pos_);
-    const char* p = span.data() + (pos_ - span_begin_);
-    const char* const end = span.data() + span.size();
-    if (state_ == State::kChunkData) {
-      const size_t n = static_cast<size_t>(
-          std::min<uint64_t>(chunk_left_, static_cast<uint64_t>(end - p)));
-      body_.Append(p, n);
-      pos_ += n;
-      examined_ += n;
-      chunk_left_ -= n;
-      if (chunk_left_ == 0) state_ = State::kChunkDataCR;
-      continue;
-    }
-    while (p < end && state_ != State::kChunkData) {
-      const char c = *p++;
-      ++pos_;
-      ++examined_;
-      switch (state_) {
-        case State::kChunkSize:
-        case State::kChunkExt:
-        case State::kChunkSizeLF:
-          if (++chunk_line_ > limits_.max_chunk_line) return Fail(400, "chunk-size line too long");
-          break;
-        default:
-          break;
-      }
-      switch (state_) {
-        case State::kChunkSize: {
-          const int d = HexValue(c);
-          if (d >= 0) {
-            if (chunk_digits_ == 16) return Fail(400, "chunk size has more than 16 hex digits");
-            ++chunk_digits_;
-            chunk_left_ = chunk_left_ << 4 | static_cast<uint64_t>(d);
-            if (chunk_left_ > limits_.max_body_bytes - body_total_) {
-              return Fail(413, "chunked body exceeds the body limit");
-            }
-          } else if (chunk_digits_ == 0) {
-            return Fail(400, "chunk size is not a hex number");
-          } else if (c == ';') {
-            state_ = State::kChunkExt;
-          } else if (c == '\r') {
-            state_ = State::kChunkSizeLF;
-          } else {
-            return Fail(400, c == '\n' ? kBareLf : "invalid character after chunk size");
-          }
-          break;
-        }
-        case State::kChunkExt:
-          if (c == '\r') {
-            state_ = State::kChunkSizeLF;
-          } else if (c == '\n') {
-            return Fail(400, kBareLf);
-          } else if (!Is(c, kFieldValue)) {
-            return Fail(400, "control character in chunk extension");
-          }
-          break;
-        case State::kChunkSizeLF:
-          if (c != '\n') return Fail(400, kBareCr);
-          chunk_line_ = 0;
-          chunk_digits_ = 0;
-          if (chunk_left_ == 0) {
-            state_ = State::kTrailerLine;
-          } else {
-            body_total_ += chunk_left_;
-            state_ = State::kChunkData;
-          }
-          break;
-        case State::kChunkDataCR:
-          if (c != '\r') return Fail(400, "missing CRLF after chunk data");
-          state_ = State::kChunkDataLF;
-          break;
-        case State::kChunkDataLF:
-          if (c != '\n') return Fail(400, "missing CRLF after chunk data");
-          state_ = State::kChunkSize;
-          break;
-        case State::kTrailerLine:
-          if (++trailer_bytes_ > limits_.max_header_bytes) {
-            return Fail(431, "trailer section too large");
-          }
-          trailer_line_.push_back(c);
-          if (c == '\n') {
-            if (Result r = EndTrailerLine(); r != Result::kNeedMore) return r;
-          }
-          break;
-        default:  // not reached: the other states do not run here
-          return Fail(400, "internal parser state");
-      }
-    }
-  }
-  return Result::kNeedMore;
-}
-
-// Trailer fields are checked like header fields and dropped: nothing here may change how the
-// request is framed or routed (RFC 9110 §6.5.1).
-RequestParser::Result RequestParser::EndTrailerLine() {
-  const size_t n = trailer_line_.size();
-  if (n < 2 || trailer_line_[n - 2] != '\r') return Fail(400, kBareLf);
-  if (n == 2) return Complete(pos_);
-  const char* p = trailer_line_.data();
-  std::string_view name, value;
-  if (const char* why = ReadFieldLine(&p, p + n, &name, &value)) return Fail(400, why);
-  trailer_line_.clear();
+  const size_t from = pos_;
+  const ChunkedDecoder::Result r = chunked_.DecodeFrom(in, &cursor_, &pos_, &body_);
+  examined_ += pos_ - from;
+  if (r == ChunkedDecoder::Result::kComplete) return Complete(pos_);
+  if (r == ChunkedDecoder::Result::kError) return Fail(chunked_.error_status(), chunked_.error());
   return Result::kNeedMore;
 }
 

@@ -8,6 +8,9 @@
 #include <vector>
 
 #include "trpc/base/chain_buffer.h"
+#include "trpc/codec/http/detail/chunked_decoder.h"
+#include "trpc/codec/http/detail/http_syntax.h"
+#include "trpc/codec/http/detail/span_cursor.h"
 
 namespace trpc::http::detail {
 
@@ -100,13 +103,7 @@ class RequestParser {
   enum class State : uint8_t {
     kHead,          // looking for the blank line that ends the head
     kBody,          // waiting for head_size + content_length bytes
-    kChunkSize,     // hex digits of a chunk-size
-    kChunkExt,      // after ';' up to the CR of the chunk-size line
-    kChunkSizeLF,   // the LF after that CR
-    kChunkData,     // chunk data
-    kChunkDataCR,   // the CRLF after chunk data
-    kChunkDataLF,
-    kTrailerLine,   // a trailer field line, or the final CRLF
+    kChunked,       // the chunked body, through chunked_
     kComplete,
     kError,
   };
@@ -117,11 +114,8 @@ class RequestParser {
   Result ParseFields(const char* p, const char* end);
   Result CheckFraming();
   Result RunChunked(const ChainBuffer& in);
-  Result EndTrailerLine();
   Result Complete(size_t wire_size);
   Result Fail(int status, const char* why);
-  // Points span_/span_begin_ at the span holding absolute offset `pos` (< in.size()).
-  std::string_view SpanAt(const ChainBuffer& in, size_t pos);
 
   ParserLimits limits_;
   State state_ = State::kHead;
@@ -135,8 +129,7 @@ class RequestParser {
   // Where the previous calls stopped: the next byte to examine, and the span that holds it
   // (spans before it never move while the caller only appends).
   size_t pos_ = 0;
-  size_t span_ = 0;
-  size_t span_begin_ = 0;
+  SpanCursor cursor_;
   size_t examined_ = 0;
 
   // Head scan.
@@ -155,19 +148,12 @@ class RequestParser {
   // Head parse: the framing headers seen.
   uint32_t host_count_ = 0;
   bool has_content_length_ = false;
-  uint32_t te_codings_ = 0;           // transfer-codings listed, over all Transfer-Encoding lines
-  bool te_last_chunked_ = false;      // the last one listed is "chunked"
-  bool te_chunked_repeated_ = false;  // "chunked" listed before another coding
-  bool conn_close_ = false;
-  bool conn_keep_alive_ = false;
+  TransferCodings te_;
+  ConnectionOptionsSeen conn_;
 
   // Chunked body.
-  uint64_t chunk_left_ = 0;  // chunk-size being read, then the data bytes still to come
-  uint32_t chunk_digits_ = 0;
-  size_t chunk_line_ = 0;     // bytes of the current chunk-size line so far
-  uint64_t body_total_ = 0;   // de-chunked bytes so far (chunk sizes announced)
-  size_t trailer_bytes_ = 0;  // trailer section so far
-  std::string trailer_line_;  // the trailer field line being read, CRLF included
+  ChunkedDecoder chunked_;
+  bool state_chunked_ = false;  // chunked_ has been used since the last Reset
   ChainBuffer body_;
 };
 
