@@ -1,0 +1,302 @@
+#include "trpc/codec/http/detail/response_parser.h"
+
+#include <algorithm>
+
+namespace trpc::http::detail {
+
+namespace {
+constexpr const char* kCutShort = "connection closed before the response was complete";
+}  // namespace
+
+const std::string* ResponseHead::Find(std::string_view name) const {
+  for (const auto& [n, v] : headers) {
+    if (EqualsIgnoreCase(n, name)) return &v;
+  }
+  return nullptr;
+}
+
+void ResponseHead::Clear() {
+  status = 0;
+  version_minor = 1;
+  reason.clear();
+  headers.clear();
+  keep_alive = true;
+  chunked = false;
+  until_close = false;
+  content_length = 0;
+}
+
+ResponseParser::ResponseParser(const ResponseLimits& limits) { set_limits(limits); }
+
+void ResponseParser::set_limits(const ResponseLimits& limits) {
+  limits_ = limits;
+  // A trailer section is bounded like a header section.
+  chunked_.set_limits(
+      ChunkedLimits{limits.max_body_bytes, limits.max_chunk_line, limits.max_header_bytes});
+}
+
+void ResponseParser::StartHead(size_t at) {
+  // The fields' strings keep their buffers for the next head (ParseFields takes them back).
+  for (auto& field : head_.headers) spare_headers_.push_back(std::move(field));
+  head_.Clear();
+  head_offset_ = at;
+  head_end_ = 0;
+  line_start_ = at;
+  status_line_end_ = 0;
+  field_lines_ = 0;
+  has_content_length_ = false;
+  te_ = TransferCodings();
+  conn_ = ConnectionOptionsSeen();
+}
+
+void ResponseParser::Reset() {
+  state_ = State::kHead;
+  StartHead(0);
+  head_request_ = false;
+  wire_size_ = 0;
+  interim_ = 0;
+  error_.clear();
+  pos_ = 0;
+  cursor_.Reset();
+  last_byte_ = 0;
+  chunked_.Reset();
+  if (!body_.empty()) body_.Clear();
+}
+
+ResponseParser::Result ResponseParser::Fail(const char* why) {
+  state_ = State::kError;
+  error_.assign(why);
+  return Result::kError;
+}
+
+ResponseParser::Result ResponseParser::Complete(size_t wire_size) {
+  state_ = State::kComplete;
+  wire_size_ = wire_size;
+  return Result::kComplete;
+}
+
+ResponseParser::Result ResponseParser::Parse(const ChainBuffer& in, bool eof) {
+  Result r = Result::kNeedMore;
+  switch (state_) {
+    case State::kComplete:
+      return Result::kComplete;
+    case State::kError:
+      return Result::kError;
+    case State::kHead:
+      r = ScanHead(in);
+      if (r != Result::kNeedMore) return r;
+      if (state_ == State::kHead) return eof && !in.empty() ? Fail(kCutShort) : r;
+      break;
+    default:
+      break;
+  }
+  switch (state_) {
+    case State::kBody: {
+      const size_t end = head_end_ + head_.content_length;  // content_length <= max_body_bytes
+      if (in.size() >= end) return Complete(end);
+      break;
+    }
+    case State::kChunked:
+      r = RunChunked(in);
+      if (r != Result::kNeedMore) return r;
+      break;
+    case State::kUntilClose:
+      if (in.size() - head_end_ > limits_.max_body_bytes) {
+        return Fail("body read until close exceeds the body limit");
+      }
+      if (eof) return Complete(in.size());
+      break;
+    default:  // a body-less response completed in ScanHead
+      return r;
+  }
+  return eof ? Fail(kCutShort) : Result::kNeedMore;
+}
+
+// Finds the blank line that ends a head, examining each byte once across calls: look for LF,
+// then the byte before it must be CR. A bare CR inside a line is left to the head parse.
+ResponseParser::Result ResponseParser::ScanHead(const ChainBuffer& in) {
+  const size_t size = in.size();
+  for (;;) {
+    // The LF of the current line must come before `limit`, or a bound is certainly exceeded;
+    // searching no further makes every verdict the same however the bytes arrive.
+    const bool in_status_line = status_line_end_ == 0;
+    const size_t limit =
+        in_status_line ? SaturatingAdd(line_start_, std::max<size_t>(limits_.max_status_line, 2))
+                       : SaturatingAdd(head_offset_, limits_.max_header_bytes);
+    if (pos_ >= limit) {
+      return Fail(in_status_line ? "status line too long" : "header section too large");
+    }
+    if (pos_ >= size) return Result::kNeedMore;
+    const std::string_view span = cursor_.At(in, pos_);
+    const char* p = span.data() + (pos_ - cursor_.begin());
+    const char* end = p + std::min<size_t>(span.data() + span.size() - p, limit - pos_);
+    const char* lf = FindLf(p, end);
+    const size_t n = (lf == nullptr ? end : lf + 1) - p;
+    examined_ += n;
+    pos_ += n;
+    if (lf == nullptr) {
+      last_byte_ = end[-1];
+      continue;
+    }
+    const char before = lf > p ? lf[-1] : last_byte_;
+    last_byte_ = '\n';
+    if (before != '\r') return Fail(kBareLf);
+    const size_t line_size = pos_ - line_start_;
+    line_start_ = pos_;
+    if (in_status_line) {
+      if (line_size == 2) return Fail("empty line where the status line belongs");
+      if (line_size > limits_.max_status_line) return Fail("status line too long");
+      status_line_end_ = pos_;
+    } else if (line_size == 2) {
+      head_end_ = pos_;  // within max_header_bytes: the LF came before `limit`
+      Result r = ParseHead(in);
+      // An interim response: the final one's head follows (ParseHead has started it).
+      if (r == Result::kNeedMore && state_ == State::kHead) continue;
+      return r;
+    } else if (++field_lines_ > limits_.max_header_count) {
+      return Fail("too many header fields");
+    }
+    // The head still needs at least its blank line.
+    if (pos_ - head_offset_ + 2 > limits_.max_header_bytes) {
+      return Fail("header section too large");
+    }
+  }
+}
+
+ResponseParser::Result ResponseParser::ParseHead(const ChainBuffer& in) {
+  const size_t head_size = head_end_ - head_offset_;
+  const char* data;
+  if (in.Span(0).size() >= head_end_) {
+    data = in.Span(0).data() + head_offset_;
+  } else {
+    scratch_.resize(head_size);
+    in.CopyTo(scratch_.data(), head_size, head_offset_);
+    data = scratch_.data();
+  }
+  examined_ += head_size;
+  // The scan has checked that every LF ends a CRLF and that the last line is empty.
+  const size_t status_line = status_line_end_ - head_offset_;
+  Result r = ParseStatusLine(std::string_view(data, status_line - 2));
+  if (r != Result::kNeedMore) return r;
+  r = ParseFields(data + status_line, data + head_size - 2);
+  if (r != Result::kNeedMore) return r;
+  if (head_.status < 200) {
+    // 1xx: interim (RFC 9110 §15.2); the final response follows on the same connection.
+    if (head_.status == 101) return Fail("101 Switching Protocols, but no upgrade was asked for");
+    if (++interim_ > limits_.max_interim) return Fail("too many interim (1xx) responses");
+    StartHead(head_end_);
+    return Result::kNeedMore;
+  }
+  return CheckFraming();
+}
+
+// status-line = HTTP-version SP status-code SP [ reason-phrase ] (RFC 9112 §4). A line that
+// ends right after the status code is accepted too (the reason is optional in practice).
+ResponseParser::Result ResponseParser::ParseStatusLine(std::string_view line) {
+  if (line.find('\r') != std::string_view::npos) return Fail(kBareCr);
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (line.size() < 8 || line.substr(0, 5) != "HTTP/" || !digit(line[5]) || line[6] != '.' ||
+      !digit(line[7])) {
+    return Fail("malformed HTTP version");
+  }
+  if (line[5] != '1' || line[7] > '1') return Fail("HTTP version not supported");
+  head_.version_minor = static_cast<uint8_t>(line[7] - '0');
+  if (line.size() < 12 || line[8] != ' ' || !digit(line[9]) || !digit(line[10]) ||
+      !digit(line[11]) || line[9] == '0') {
+    return Fail("malformed status code");
+  }
+  head_.status = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
+  if (line.size() == 12) return Result::kNeedMore;
+  if (line[12] != ' ') return Fail("malformed status code");
+  const std::string_view reason = line.substr(13);
+  if (SkipFieldValue(reason.data(), reason.data() + reason.size()) !=
+      reason.data() + reason.size()) {
+    return Fail("control character in reason phrase");
+  }
+  head_.reason.assign(reason);
+  return Result::kNeedMore;
+}
+
+// Field lines from `p` up to `end`, where the blank line's CRLF stands.
+ResponseParser::Result ResponseParser::ParseFields(const char* p, const char* end) {
+  for (size_t i = 0; p < end; ++i) {
+    std::string_view name, value;
+    if (const char* why = ReadFieldLine(&p, end + 2, &name, &value)) return Fail(why);
+    if (!spare_headers_.empty()) {  // reuse the strings of an earlier response
+      auto field = std::move(spare_headers_.back());
+      spare_headers_.pop_back();
+      field.first.assign(name);
+      field.second.assign(value);
+      head_.headers.push_back(std::move(field));
+    } else {
+      head_.headers.emplace_back(name, value);
+    }
+    switch (name.size()) {
+      case 10:
+        if (EqualsLower(name, "connection")) conn_.Add(value);
+        break;
+      case 14:
+        if (!EqualsLower(name, "content-length")) break;
+        if (const char* why =
+                ReadContentLength(value, &has_content_length_, &head_.content_length)) {
+          return Fail(why);
+        }
+        break;
+      case 17:
+        if (!EqualsLower(name, "transfer-encoding")) break;
+        if (const char* why = te_.Add(value)) return Fail(why);
+        break;
+      default:
+        break;
+    }
+  }
+  return Result::kNeedMore;
+}
+
+// How the body ends (RFC 9112 §6.3), and whether the connection persists.
+ResponseParser::Result ResponseParser::CheckFraming() {
+  const bool http11 = head_.version_minor == 1;
+  head_.keep_alive = conn_.Persistent(http11);
+  // A HEAD response, 204 and 304 end at their head; their length fields describe another
+  // message (the GET's, the cached one's) and frame nothing here.
+  if (head_request_ || head_.status == 204 || head_.status == 304) {
+    head_.content_length = 0;
+    return Complete(head_end_);
+  }
+  if (te_.count > 0) {
+    if (!http11) return Fail("Transfer-Encoding in an HTTP/1.0 response");
+    // RFC 9112 §6.3 lets Transfer-Encoding win, and calls the pair a sign of smuggling.
+    if (has_content_length_) return Fail("both Content-Length and Transfer-Encoding");
+    // Codings other than chunked could only be read until the close, and we cannot undo them.
+    if (!te_.last_chunked) return Fail("final transfer-coding is not chunked");
+    if (te_.chunked_repeated) return Fail("chunked applied more than once");
+    if (te_.count > 1) return Fail("transfer-coding other than chunked not implemented");
+    head_.chunked = true;
+    state_ = State::kChunked;
+    return Result::kNeedMore;
+  }
+  if (has_content_length_) {
+    if (head_.content_length > limits_.max_body_bytes) {
+      return Fail("Content-Length exceeds the body limit");
+    }
+    if (head_.content_length == 0) return Complete(head_end_);
+    state_ = State::kBody;
+    return Result::kNeedMore;
+  }
+  head_.until_close = true;
+  head_.keep_alive = false;
+  state_ = State::kUntilClose;
+  return Result::kNeedMore;
+}
+
+// The chunked body, through the decoder.
+ResponseParser::Result ResponseParser::RunChunked(const ChainBuffer& in) {
+  const size_t from = pos_;
+  const ChunkedDecoder::Result r = chunked_.DecodeFrom(in, &cursor_, &pos_, &body_);
+  examined_ += pos_ - from;
+  if (r == ChunkedDecoder::Result::kComplete) return Complete(pos_);
+  if (r == ChunkedDecoder::Result::kError) return Fail(chunked_.error());
+  return Result::kNeedMore;
+}
+
+}  // namespace trpc::http::detail
