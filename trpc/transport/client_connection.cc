@@ -14,7 +14,8 @@ ClientConnection::ClientConnection(Reactor* reactor, const NetAddress& target, F
       target_(target),
       codec_(codec),
       options_(options),
-      connect_timeout_ms_(connect_timeout_ms) {
+      connect_timeout_ms_(connect_timeout_ms),
+      fifo_(codec->FifoResponses()) {
   // Replies are what frees a client's memory: never stop reading them (see Call()).
   options_.pause_reading_when_backlogged = false;
 }
@@ -72,12 +73,20 @@ void ClientConnection::Call(uint32_t request_id, ChainBuffer&& request, int64_t 
   // `this` is safe: OnClose cancels every call timer, and the destructor always closes. (A
   // two-word capture also fits std::function's inline buffer: no allocation per call.)
   p.timer = reactor_->AddTimer(deadline_ns, [this, request_id] { OnTimeout(request_id); });
+  if (fifo_) NoteSent(request_id, request);
   conn_->Send(std::move(request));
 }
 
 void ClientConnection::SendOneway(ChainBuffer&& request) {
   reactor_->AssertInLoopThread();
-  if (usable()) conn_->Send(std::move(request));
+  if (!usable()) return;
+  if (fifo_) NoteSent(0, request);
+  conn_->Send(std::move(request));
+}
+
+void ClientConnection::NoteSent(uint32_t request_id, const ChainBuffer& request) {
+  codec_->OnRequestSent(conn_->codec_state(), request);
+  order_.push_back(request_id);
 }
 
 void ClientConnection::OnTimeout(uint32_t request_id) {
@@ -87,10 +96,19 @@ void ClientConnection::OnTimeout(uint32_t request_id) {
   Done done = std::move(it->second.done);
   pending_.erase(it);
   done(Status(kClientInvokeTimeoutErr, "request timed out"), ChainBuffer());
+  // FIFO: the late response would hold up every later call on this connection. With no live
+  // call behind it, closing costs nothing and gives the owner a fresh connection.
+  if (fifo_ && pending_.empty() && !order_.empty() && conn_ && !conn_->closed()) {
+    conn_->Close("a call timed out and its response would block the connection");
+  }
 }
 
 void ClientConnection::OnFrame(Connection* conn, ChainBuffer&& frame) {
   auto self = weak_from_this().lock();  // a callback may drop the owner's reference
+  if (fifo_) {
+    OnFifoFrame(conn, std::move(frame));
+    return;
+  }
   uint32_t id = 0;
   if (!codec_->PeekResponseId(frame, &id)) {
     conn->Close("malformed response frame");
@@ -102,6 +120,32 @@ void ClientConnection::OnFrame(Connection* conn, ChainBuffer&& frame) {
   reactor_->CancelTimer(it->second.timer);
   pending_.erase(it);
   done(Status(), std::move(frame));
+}
+
+void ClientConnection::OnFifoFrame(Connection* conn, ChainBuffer&& frame) {
+  if (order_.empty()) {
+    conn->Close("a response to no request");
+    return;
+  }
+  const uint32_t id = order_.front();
+  order_.pop_front();
+  auto it = id == 0 ? pending_.end() : pending_.find(id);
+  if (it != pending_.end()) {
+    Done done = std::move(it->second.done);
+    reactor_->CancelTimer(it->second.timer);
+    pending_.erase(it);
+    done(Status(), std::move(frame));
+  }  // else: a one-way request's, or a timed-out call's: dropped
+  if (slot_free_callback_ && usable()) slot_free_callback_(this);
+}
+
+void ClientConnection::OnBatchEnd(Connection* conn) {
+  // The peer announced the close with a response of this read (HTTP's "Connection: close"):
+  // what is still outstanding will not be answered.
+  if (fifo_ && !conn->closed() && conn->codec_state() != nullptr &&
+      conn->codec_state()->closing) {
+    conn->Close("the server closed the connection after a response");
+  }
 }
 
 void ClientConnection::OnConnected(Connection*) {
@@ -121,6 +165,7 @@ void ClientConnection::OnClose(Connection*, const std::string& reason) {
   }
   auto pending = std::move(pending_);
   pending_.clear();
+  order_.clear();
   for (auto& [id, p] : pending) {
     reactor_->CancelTimer(p.timer);
     p.done(Status(code, reason), ChainBuffer());

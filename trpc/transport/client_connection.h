@@ -1,5 +1,6 @@
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -14,6 +15,15 @@ namespace trpc {
 /// (read from each response frame through FrameCodec::PeekResponseId). Each call has its own
 /// timeout timer. Every call's callback runs exactly once, on the loop thread: with the response
 /// frame, or with ret 101 (timeout), 111 (connect failed) or 141 (connection lost).
+///
+/// FIFO protocols (FrameCodec::FifoResponses, HTTP/1.1) have no ids on the wire: each response
+/// answers the oldest request still outstanding, and the request id passed to Call() only names
+/// the call here. A call that times out stays outstanding until its response comes (which is
+/// then dropped), since the responses behind it cannot overtake it; if no live call is left
+/// behind it, the connection is closed instead of waiting. A response that announces the end
+/// of the connection (FrameCodecState::closing, HTTP's "Connection: close") closes it after the
+/// responses of its read, failing only the calls still outstanding (141). One-way requests get
+/// a response too, which is dropped.
 ///
 /// Ownership: shared_ptr, held by its owner (a proxy); dropping the last reference closes the
 /// connection and fails the calls still pending with 141. Thread contract: loop-thread only.
@@ -36,7 +46,8 @@ class ClientConnection : public Connection::Handler,
   uint32_t NextRequestId() { return ++next_id_ == 0 ? ++next_id_ : next_id_; }
   /// Sends an encoded request carrying `request_id`; `done` gets the matching response frame.
   void Call(uint32_t request_id, ChainBuffer&& request, int64_t deadline_ns, Done done);
-  /// Sends an encoded one-way request (no response expected).
+  /// Sends an encoded one-way request (no response expected; FIFO protocols: its response is
+  /// dropped).
   void SendOneway(ChainBuffer&& request);
   /// Closes the connection and fails every pending call with 141.
   void Close(const std::string& reason);
@@ -45,16 +56,32 @@ class ClientConnection : public Connection::Handler,
     if (conn_) conn_->CloseAfterFlush("short connection done");
   }
 
-  bool usable() const { return conn_ && !conn_->closed(); }
+  /// Open, and not closed or announced to close by the peer: new calls may go out on it.
+  bool usable() const {
+    if (!conn_ || conn_->closed()) return false;
+    const FrameCodecState* st = conn_->codec_state();
+    return st == nullptr || !(st->closing || st->input_ended);
+  }
   /// Runs once, at the end of the close (after the pending calls have failed).
   void set_close_callback(std::function<void(ClientConnection*)> cb) {
     close_callback_ = std::move(cb);
   }
+  /// FIFO protocols: runs after a response has freed an outstanding slot (after its call's
+  /// callback), so that an owner can send a call that was waiting for one.
+  void set_slot_free_callback(std::function<void(ClientConnection*)> cb) {
+    slot_free_callback_ = std::move(cb);
+  }
+  /// Calls whose callback has not run yet.
   size_t inflight() const { return pending_.size(); }
+  /// Requests on the wire whose response has not come: for FIFO protocols also timed-out calls
+  /// and one-way requests (their responses still occupy the connection), else inflight().
+  size_t outstanding() const { return fifo_ ? order_.size() : pending_.size(); }
+  bool fifo() const { return fifo_; }
   const NetAddress& target() const { return target_; }
 
   // Connection::Handler
   void OnFrame(Connection* conn, ChainBuffer&& frame) override;
+  void OnBatchEnd(Connection* conn) override;
   void OnConnected(Connection* conn) override;
   void OnClose(Connection* conn, const std::string& reason) override;
 
@@ -64,6 +91,9 @@ class ClientConnection : public Connection::Handler,
     TimerId timer = 0;
   };
   void OnTimeout(uint32_t request_id);
+  void OnFifoFrame(Connection* conn, ChainBuffer&& frame);
+  // Marks `request` sent, for FIFO protocols (`request_id` 0: a one-way request).
+  void NoteSent(uint32_t request_id, const ChainBuffer& request);
 
   Reactor* reactor_;
   NetAddress target_;
@@ -73,9 +103,14 @@ class ClientConnection : public Connection::Handler,
   int64_t connect_timeout_ms_;
   TimerId connect_timer_ = 0;
   std::function<void(ClientConnection*)> close_callback_;
+  std::function<void(ClientConnection*)> slot_free_callback_;
+  const bool fifo_;
   bool connected_ = false;
   uint32_t next_id_ = 0;
   std::unordered_map<uint32_t, Pending> pending_;
+  // FIFO protocols: the request ids of the requests on the wire, oldest first (0 for one-way
+  // requests); an id no longer in pending_ is a timed-out call whose response is to be dropped.
+  std::deque<uint32_t> order_;
 };
 
 using ClientConnectionPtr = std::shared_ptr<ClientConnection>;

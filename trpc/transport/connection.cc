@@ -145,6 +145,7 @@ void Connection::HandleRead(bool to_eof) {
     }
     if (n == 0) {
       peer_closed_ = true;
+      if (codec_state_ != nullptr) codec_state_->input_ended = true;
       break;
     }
     if (errno == EINTR) continue;

@@ -28,6 +28,10 @@ class FrameCodecState {
   /// After kOk: the peer asked to close once the frames cut so far are answered (HTTP's
   /// "Connection: close"); later input is ignored.
   bool closing = false;
+  /// Set by the connection once the peer has closed its side (EOF), before it splits the last
+  /// input: a frame that ends with the connection (an HTTP/1.1 response without a length)
+  /// completes then, and one cut short is an error.
+  bool input_ended = false;
   /// MonotonicNanos() by which the partly read frame must be complete (HTTP's header read
   /// timeout against slowloris); 0 = no deadline.
   int64_t read_deadline_ns = 0;
@@ -72,6 +76,20 @@ class FrameCodec {
     (void)frame;
     (void)request_id;
     return false;
+  }
+
+  /// Client side: responses carry no request id and answer the requests of a connection in the
+  /// order they were sent (HTTP/1.1). The client connection then matches each response to its
+  /// oldest outstanding request instead of calling PeekResponseId.
+  virtual bool FifoResponses() const { return false; }
+
+  /// Client side, FIFO protocols: each request, in the order it is queued on the connection,
+  /// before any response to it can be split, so that the split knows how that response is
+  /// framed (HTTP: the answer to HEAD has no body). `state` is the connection's (null when
+  /// NewConnectionState() gave none). Loop thread of the connection.
+  virtual void OnRequestSent(FrameCodecState* state, const ChainBuffer& request) {
+    (void)state;
+    (void)request;
   }
 };
 
