@@ -113,7 +113,8 @@ TEST(ConfigTest, DesignExampleFiber) {
   EXPECT_EQ(cs.protocol, "trpc");
   EXPECT_EQ(cs.timeout, 1000u);
   EXPECT_EQ(cs.conn_type, "long");
-  EXPECT_EQ(cs.max_conn_num, 1u);
+  EXPECT_EQ(cs.max_conn_num, 0u);
+  EXPECT_EQ(cs.pipeline_depth, 1u);
   EXPECT_EQ(cs.max_packet_size, 10000000u);
   EXPECT_EQ(cs.connect_timeout, 3000u);
   EXPECT_EQ(cs.origin, "t.yaml:25");
@@ -188,7 +189,8 @@ TEST(ConfigTest, DocumentedDefaults) {
   EXPECT_EQ(cs.protocol, "trpc");
   EXPECT_EQ(cs.timeout, 1000u);
   EXPECT_EQ(cs.conn_type, "long");
-  EXPECT_EQ(cs.max_conn_num, 1u);
+  EXPECT_EQ(cs.max_conn_num, 0u);
+  EXPECT_EQ(cs.pipeline_depth, 1u);
 }
 
 TEST(ConfigTest, AcceptsBoundaryValues) {
@@ -236,6 +238,7 @@ TEST(ConfigTest, ClientTargets) {
       "      target: 10.0.0.1:80, 10.0.0.2:81,[::1]:8080\n"
       "      conn_type: short\n"
       "      max_conn_num: 1024\n"
+      "      pipeline_depth: 16\n"
       "      max_packet_size: 20000000\n"
       "      connect_timeout: 0\n");
   EXPECT_EQ(c.client.service.at(0).target, "10.0.0.1:80, 10.0.0.2:81,[::1]:8080");
@@ -243,6 +246,7 @@ TEST(ConfigTest, ClientTargets) {
   EXPECT_EQ(c.client.service.at(0).connect_timeout, 0u);
   EXPECT_EQ(c.client.service.at(0).conn_type, "short");
   EXPECT_EQ(c.client.service.at(0).max_conn_num, 1024u);
+  EXPECT_EQ(c.client.service.at(0).pipeline_depth, 16u);
 }
 
 TEST(ConfigTest, ThreadModelInstanceNames) {
@@ -397,7 +401,13 @@ TEST(ConfigErrorTest, OutOfRange) {
             "t.yaml:3: client.service[0].timeout: expected an integer in 1..4294967295, got '0'");
   EXPECT_EQ(
       LoadError("client:\n  service:\n    - {name: a, target: '1.2.3.4:5', max_conn_num: 1025}\n"),
-      "t.yaml:3: client.service[0].max_conn_num: expected an integer in 1..1024, got '1025'");
+      "t.yaml:3: client.service[0].max_conn_num: expected an integer in 0..1024, got '1025'");
+  EXPECT_EQ(
+      LoadError("client:\n  service:\n    - {name: a, target: '1.2.3.4:5', pipeline_depth: 0}\n"),
+      "t.yaml:3: client.service[0].pipeline_depth: expected an integer in 1..1024, got '0'");
+  EXPECT_EQ(LoadError(
+                "client:\n  service:\n    - {name: a, target: '1.2.3.4:5', pipeline_depth: 1025}\n"),
+            "t.yaml:3: client.service[0].pipeline_depth: expected an integer in 1..1024, got '1025'");
 }
 
 TEST(ConfigErrorTest, BadChoices) {

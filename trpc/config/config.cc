@@ -41,7 +41,8 @@ constexpr UintRule kServiceTimeoutRule{0, kU32Max};
 constexpr UintRule kMaxPendingWriteBytesRule{4096, UINT64_MAX};
 constexpr UintRule kMaxPendingRequestsRule{1, 1000000};
 constexpr UintRule kClientTimeoutRule{1, kU32Max};
-constexpr UintRule kClientMaxConnNumRule{1, 1024};
+constexpr UintRule kClientMaxConnNumRule{0, 1024};
+constexpr UintRule kPipelineDepthRule{1, 1024};
 constexpr UintRule kStopMaxWaitTimeRule{0, 600000};
 
 // Instance name -> path of the entry that declared it.
@@ -213,8 +214,8 @@ void ReadClient(const MapReader& root, const std::string& file, ClientConfig* ou
   std::map<std::string, std::string, std::less<>> names;
   r.ForEachMap(
       "service",
-      {"name", "target", "protocol", "timeout", "conn_type", "max_conn_num", "max_packet_size",
-       "connect_timeout", "filter"},
+      {"name", "target", "protocol", "timeout", "conn_type", "max_conn_num", "pipeline_depth",
+       "max_packet_size", "connect_timeout", "filter"},
       [&](MapReader& s, size_t) {
         ClientServiceConfig svc;
         svc.origin = fmt::format("{}:{}", file, s.line());
@@ -240,6 +241,7 @@ void ReadClient(const MapReader& root, const std::string& file, ClientConfig* ou
         s.Uint("timeout", kClientTimeoutRule, &svc.timeout);
         s.OneOf("conn_type", {"long", "short"}, &svc.conn_type);
         s.Uint("max_conn_num", kClientMaxConnNumRule, &svc.max_conn_num);
+        s.Uint("pipeline_depth", kPipelineDepthRule, &svc.pipeline_depth);
         s.Uint("max_packet_size", kMaxPacketSizeRule, &svc.max_packet_size);
         s.Uint("connect_timeout", kServiceTimeoutRule, &svc.connect_timeout);
         s.StringList("filter", &svc.filter);

@@ -93,8 +93,14 @@ struct ClientServiceConfig {
   std::string target;              // Required: "ip:port[,ip:port...]", IPv6 as "[::1]:port".
   std::string protocol = "trpc";   // A registered codec; checked when the proxy is created.
   uint32_t timeout = 1000;         // ms per call, >= 1: every call has a deadline.
-  std::string conn_type = "long";  // "long" (kept, multiplexed) or "short" (one per call).
-  uint32_t max_conn_num = 1;       // Connections per backend, 1..1024.
+  std::string conn_type = "long";  // "long" (kept) or "short" (one per call).
+  /// Long connections per backend (per reactor), 0..1024. 0 = the protocol's default: 1 for a
+  /// multiplexing protocol (trpc), 64 for one that answers in order (http), whose connections
+  /// are a pool carrying one call (or pipeline_depth calls) each.
+  uint32_t max_conn_num = 0;
+  /// Protocols that answer in order (http): requests outstanding per connection, 1..1024;
+  /// 1 = no pipelining. Multiplexing protocols (trpc) ignore it.
+  uint32_t pipeline_depth = 1;
   uint32_t max_packet_size = 10000000;  // Bytes per response frame, >= 16.
   uint32_t connect_timeout = 3000;      // ms to establish a connection; 0 = no limit.
   std::vector<std::string> filter;      // Client filters for this callee, after client.filter.
