@@ -22,6 +22,7 @@
 #include "fmt/format.h"
 #include "trpc/client/client_filter.h"
 #include "trpc/client/trpc_client.h"
+#include "trpc/codec/http/http_service.h"
 #include "trpc/config/config.h"
 #include "trpc/fiber/fiber.h"
 #include "trpc/runtime/runtime.h"
@@ -407,6 +408,92 @@ TEST_F(ForwardE2eTest, FiltersRejectCalls) {
   // With the token, the same call goes through.
   st = proxy->Route(MakeClientContext(), req, &rsp);
   EXPECT_TRUE(st.OK()) << st.ToString();
+}
+
+// The same Forward implementation calls its Greeter over HTTP/1.1 when the client section says
+// `protocol: http` (the backend serves Greeter through an HttpService's REST mapping): no code
+// changes, only config.
+TEST_F(ForwardE2eTest, ForwardsOverHttpByConfigOnly) {
+  std::string err;
+  Config backend_config;
+  ASSERT_TRUE(LoadConfigFromString(R"(server:
+  service:
+    - name: greeter_over_http
+      protocol: http
+      ip: 127.0.0.1
+      port: 0
+)",
+                                   "http_backend.yaml", &backend_config, &err))
+      << err;
+  auto http = std::make_shared<http::HttpService>();
+  http->MapRpc(std::make_shared<Backend>());
+  Server backend(backend_config.server);
+  backend.RegisterService("greeter_over_http", http);
+  ASSERT_TRUE(backend.Start(&err)) << err;
+  NetAddress backend_addr;
+  ASSERT_TRUE(backend.GetAddress("greeter_over_http", &backend_addr));
+
+  Config forward_config;
+  ASSERT_TRUE(LoadConfigFromString(fmt::format(R"(server:
+  service:
+    - name: trpc.test.forward.Forward
+      ip: 127.0.0.1
+      port: 0
+client:
+  service:
+    - name: trpc.test.helloworld.Greeter
+      target: {0}
+      protocol: http
+    - name: trpc.test.helloworld.Greeter2
+      target: {0}
+      protocol: http
+      pipeline_depth: 4
+)",
+                                               backend_addr.ToString()),
+                                   "forward_http.yaml", &forward_config, &err))
+      << err;
+  // The forward service takes its proxies from the process's client: this config's, for now.
+  auto http_client = std::make_shared<TrpcClient>(forward_config.client);
+  auto suite_client = SetTrpcClient(http_client);
+  ServicePtr forward = MakeForwardService(&err);
+  SetTrpcClient(suite_client);
+  ASSERT_NE(forward, nullptr) << err;
+  Server forward_server(forward_config.server);
+  forward_server.RegisterService("trpc.test.forward.Forward", forward);
+  ASSERT_TRUE(forward_server.Start(&err)) << err;
+  NetAddress forward_addr;
+  ASSERT_TRUE(forward_server.GetAddress("trpc.test.forward.Forward", &forward_addr));
+
+  ClientServiceConfig c;
+  c.target = forward_addr.ToString();
+  c.timeout = 5000;
+  auto proxy = GetTrpcClient()->GetProxy<ForwardServiceProxy>("forward_over_http", c, &err);
+  ASSERT_NE(proxy, nullptr) << err;
+  HelloRequest req;
+  req.set_msg("over http");
+  HelloReply rsp;
+  Status st = proxy->Route(MakeClientContext(), req, &rsp);
+  ASSERT_TRUE(st.OK()) << st.ToString();
+  EXPECT_EQ(rsp.msg(), "Hello, over http");
+  st = proxy->ParallelRoute(MakeClientContext(), req, &rsp);
+  ASSERT_TRUE(st.OK()) << st.ToString();
+  EXPECT_EQ(rsp.msg(), "Hello, over http | Hello, over http");
+  std::vector<Future<HelloReply>> futures;
+  for (int i = 0; i < 200; ++i) {
+    HelloRequest r;
+    r.set_msg("h" + std::to_string(i));
+    futures.push_back(i % 2 ? proxy->AsyncRoute(MakeClientContext(), r)
+                            : proxy->AsyncParallelRoute(MakeClientContext(), r));
+  }
+  auto all = BlockingGet(WhenAll(std::move(futures))).GetValue();
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(all[i].IsReady()) << all[i].GetException().ToString();
+    const std::string one = "Hello, h" + std::to_string(i);
+    EXPECT_EQ(all[i].GetValue().msg(), i % 2 ? one : one + " | " + one);
+  }
+  forward_server.Stop();
+  http_client->Stop();
+  backend.Stop();
 }
 
 TEST(ForwardConfigTest, UnknownFilterStopsStartWithItsLine) {

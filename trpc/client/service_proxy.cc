@@ -8,9 +8,16 @@
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/base/zero_copy_stream.h"
+#include "trpc/codec/message_body.h"
 #include "trpc/fiber/event.h"
 
 namespace trpc {
+
+namespace {
+// A protocol that answers in order pools this many connections per backend per reactor unless
+// max_conn_num says otherwise (tRPC-Cpp's default pool size).
+constexpr uint32_t kDefaultPoolSize = 64;
+}  // namespace
 
 // One call on its way: the encoded request and what to do with the reply.
 struct ServiceProxy::Call {
@@ -29,7 +36,8 @@ ServiceProxy::ServiceProxy(ClientServiceConfig config, ThreadModel* model)
     : config_(std::move(config)),
       model_(model),
       conns_(model->ReactorCount()),
-      short_conns_(model->ReactorCount()) {}
+      short_conns_(model->ReactorCount()),
+      pools_(model->ReactorCount()) {}
 
 ServiceProxy::~ServiceProxy() { Stop(); }
 
@@ -55,9 +63,17 @@ bool ServiceProxy::Init(std::string* err) {
     *err = where + "client " + config_.name + ": no target";
     return false;
   }
-  conns_per_backend_ = std::max<uint32_t>(1, config_.max_conn_num);
+  for (const NetAddress& b : backends_) backend_names_.push_back(b.ToString());
+  fifo_ = codec_->FifoResponses();
+  conns_per_backend_ = config_.max_conn_num > 0 ? config_.max_conn_num
+                       : fifo_                  ? kDefaultPoolSize
+                                                : 1;
   short_conn_ = config_.conn_type == "short";
-  for (auto& per_reactor : conns_) per_reactor.resize(backends_.size() * conns_per_backend_);
+  if (fifo_) {
+    for (auto& per_reactor : pools_) per_reactor.resize(backends_.size());
+  } else {
+    for (auto& per_reactor : conns_) per_reactor.resize(backends_.size() * conns_per_backend_);
+  }
   conn_options_.idle_timeout_ms = 0;  // a client's connection stays until the server closes it
   conn_options_.max_packet_size = config_.max_packet_size;
   initialized_ = true;
@@ -79,6 +95,10 @@ void ServiceProxy::Stop() {
       auto shorts = std::move(short_conns_[i]);
       short_conns_[i].clear();
       for (auto& [raw, c] : shorts) c->Close("proxy stopped");
+      for (auto& pool : pools_[i]) {
+        if (pool) pool->Close("proxy stopped");
+        pool.reset();
+      }
       done.count_down();
     });
   }
@@ -127,6 +147,12 @@ bool ServiceProxy::Prepare(const ClientContextPtr& ctx, const google::protobuf::
     return false;
   }
   r.trans_info = ctx->GetReqTransInfo();
+  // One counter picks the backend (round-robin) and, every backends_.size() calls, the next of
+  // its max_conn_num connections (a pool picks its own).
+  uint32_t n = next_backend_.fetch_add(1, std::memory_order_relaxed);
+  call->backend = n % backends_.size();
+  call->slot = call->backend * conns_per_backend_ + (n / backends_.size()) % conns_per_backend_;
+  r.authority = backend_names_[call->backend];
   if (!codec_->EncodeRequest(&r, &req, &call->request)) {
     *st = Status(kClientEncodeErr, "cannot encode the request");
     return false;
@@ -135,11 +161,6 @@ bool ServiceProxy::Prepare(const ClientContextPtr& ctx, const google::protobuf::
   call->call_type = call_type;
   // A call with no deadline still gets a timer, far away, so nothing waits forever.
   call->deadline_ns = deadline > 0 ? deadline : now + 3600 * kNanosPerSecond;
-  // One counter picks the backend (round-robin) and, every backends_.size() calls, the next of
-  // its max_conn_num connections.
-  uint32_t n = next_backend_.fetch_add(1, std::memory_order_relaxed);
-  call->backend = n % backends_.size();
-  call->slot = call->backend * conns_per_backend_ + (n / backends_.size()) % conns_per_backend_;
   call->ctx = ctx;
   ctx->SetBackend(backends_[call->backend]);
   return true;
@@ -175,56 +196,56 @@ ClientConnectionPtr ServiceProxy::Connect(size_t reactor_index, size_t backend, 
   return c;
 }
 
+ClientConnectionPool* ServiceProxy::GetPool(size_t reactor_index, size_t backend) {
+  std::unique_ptr<ClientConnectionPool>& pool = pools_[reactor_index][backend];
+  if (!pool) {
+    ClientConnectionPool::Options o;
+    o.max_connections = conns_per_backend_;
+    o.max_outstanding = std::max<uint32_t>(1, config_.pipeline_depth);
+    o.connect_timeout_ms = config_.connect_timeout;
+    o.connection = conn_options_;
+    pool = std::make_unique<ClientConnectionPool>(model_->GetReactor(reactor_index),
+                                                  backends_[backend], codec_.get(), o);
+  }
+  return pool.get();
+}
+
 void ServiceProxy::StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call) {
   auto run = [this, reactor, call]() mutable {
     size_t index = static_cast<size_t>(model_->IndexOf(reactor));
-    Status st;
-    bool stopped = stopped_.load(std::memory_order_acquire);
-    ClientConnectionPtr conn =
-        stopped ? nullptr : GetConnection(index, call->backend, call->slot, &st);
-    if (conn == nullptr) {
-      if (stopped) st = Status(kClientNetworkErr, "proxy stopped");
-      if (call->done) call->done(st);
+    if (stopped_.load(std::memory_order_acquire)) {
+      if (call->done) call->done(Status(kClientNetworkErr, "proxy stopped"));
       return;
     }
-    if (call->call_type == kOnewayCall) {
-      conn->SendOneway(std::move(call->request));
+    Call* c = call.get();
+    if (fifo_ && !short_conn_) {
+      ClientConnectionPool* pool = GetPool(index, c->backend);
+      if (c->call_type == kOnewayCall) {
+        pool->SendOneway(std::move(c->request));
+        return;
+      }
+      pool->Call(c->request_id, std::move(c->request), c->deadline_ns,
+                 [this, call = std::move(call)](Status st, ChainBuffer&& frame) {
+                   Finish(call.get(), std::move(st), std::move(frame));
+                 });
+      return;
+    }
+    Status st;
+    ClientConnectionPtr conn = GetConnection(index, c->backend, c->slot, &st);
+    if (conn == nullptr) {
+      if (c->done) c->done(st);
+      return;
+    }
+    if (c->call_type == kOnewayCall) {
+      conn->SendOneway(std::move(c->request));
       if (short_conn_) conn->CloseAfterFlush();
       return;
     }
     // A short connection closes when its call completes (short_conns_ owns it until then).
     ClientConnection* close_when_done = short_conn_ ? conn.get() : nullptr;
-    Call* c = call.get();
     conn->Call(c->request_id, std::move(c->request), c->deadline_ns,
                [this, call = std::move(call), close_when_done](Status st, ChainBuffer&& frame) {
-                 if (st.OK()) {
-                   RpcResponse rsp;
-                   std::string err;
-                   if (!codec_->DecodeResponse(std::move(frame), &rsp, &err)) {
-                     st = Status(kClientDecodeErr, "bad response: " + err);
-                   } else if (rsp.ret != 0 || rsp.func_ret != 0) {
-                     st = Status(rsp.ret, rsp.func_ret, std::move(rsp.error_msg));
-                   } else {
-                     bool ok;
-                     if (rsp.body.SpanCount() <= 1) {
-                       std::string_view s = rsp.body.FirstSpan();
-                       ok = call->rsp->ParseFromArray(s.data(), static_cast<int>(s.size()));
-                     } else {
-                       ChainBufferInputStream in(&rsp.body);
-                       ok = call->rsp->ParseFromZeroCopyStream(&in);
-                     }
-                     if (!ok) st = Status(kClientDecodeErr, "cannot parse the response body");
-                   }
-                   call->ctx->MutableRspTransInfo() = std::move(rsp.trans_info);
-                   if (!filters_.Empty()) {
-                     call->ctx->SetStatus(st);
-                     if (!RunFilters(FilterPoint::CLIENT_POST_RECV_MSG, call->ctx)) {
-                       st = call->ctx->GetStatus();
-                     }
-                   }
-                 }
-                 call->ctx->SetStatus(st);
-                 call->done(st);
+                 Finish(call.get(), std::move(st), std::move(frame));
                  if (close_when_done) close_when_done->Close("short connection done");
                });
   };
@@ -233,6 +254,39 @@ void ServiceProxy::StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call) {
   } else {
     reactor->Post(std::move(run));
   }
+}
+
+void ServiceProxy::Finish(Call* call, Status st, ChainBuffer&& frame) {
+  if (st.OK()) {
+    RpcResponse rsp;
+    std::string err;
+    if (!codec_->DecodeResponse(std::move(frame), &rsp, &err)) {
+      st = Status(kClientDecodeErr, "bad response: " + err);
+    } else if (rsp.ret != 0 || rsp.func_ret != 0) {
+      st = Status(rsp.ret, rsp.func_ret, std::move(rsp.error_msg));
+    } else {
+      bool ok;
+      if (rsp.content_type == kContentTypeJson) {
+        ok = ParseMessageBody(rsp.body, kContentTypeJson, call->rsp, &err);
+      } else if (rsp.body.SpanCount() <= 1) {
+        std::string_view s = rsp.body.FirstSpan();
+        ok = call->rsp->ParseFromArray(s.data(), static_cast<int>(s.size()));
+      } else {
+        ChainBufferInputStream in(&rsp.body);
+        ok = call->rsp->ParseFromZeroCopyStream(&in);
+      }
+      if (!ok) st = Status(kClientDecodeErr, "cannot parse the response body");
+    }
+    call->ctx->MutableRspTransInfo() = std::move(rsp.trans_info);
+    if (!filters_.Empty()) {
+      call->ctx->SetStatus(st);
+      if (!RunFilters(FilterPoint::CLIENT_POST_RECV_MSG, call->ctx)) {
+        st = call->ctx->GetStatus();
+      }
+    }
+  }
+  call->ctx->SetStatus(st);
+  call->done(st);
 }
 
 void ServiceProxy::AsyncUnaryInvoke(const ClientContextPtr& ctx,

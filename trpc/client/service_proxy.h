@@ -13,6 +13,7 @@
 #include "trpc/future/future.h"
 #include "trpc/runtime/thread_model.h"
 #include "trpc/transport/client_connection.h"
+#include "trpc/transport/client_connection_pool.h"
 
 namespace google::protobuf {
 class MessageLite;
@@ -23,6 +24,11 @@ namespace trpc {
 /// Calls one callee (a `client.service[]` entry): picks a backend round-robin, multiplexes calls
 /// over `max_conn_num` long connections per backend per reactor (or, with conn_type "short", one
 /// connection per call), and turns replies and failures into Status.
+///
+/// A protocol that answers in order (FrameCodec::FifoResponses: http) cannot multiplex: its
+/// long connections form a keep-alive pool per backend per reactor (ClientConnectionPool) of up
+/// to `max_conn_num` connections, each carrying one call at a time, or up to `pipeline_depth`
+/// pipelined ones.
 ///
 /// A call made on one of the thread model's reactor threads uses that reactor's connections, so
 /// in the merged model a handler's downstream call never leaves its thread. A call from any other
@@ -83,6 +89,9 @@ class ServiceProxy {
   bool Prepare(const ClientContextPtr& ctx, const google::protobuf::MessageLite& req,
                uint32_t call_type, Call* call, Status* st);
   void StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call);
+  // Decodes a reply (or takes a failure) into the call's Status and runs its callback.
+  void Finish(Call* call, Status st, ChainBuffer&& frame);
+  ClientConnectionPool* GetPool(size_t reactor_index, size_t backend);
   ClientConnectionPtr GetConnection(size_t reactor_index, size_t backend, size_t slot,
                                     Status* st);
   ClientConnectionPtr Connect(size_t reactor_index, size_t backend, Status* st);
@@ -95,15 +104,20 @@ class ServiceProxy {
   std::shared_ptr<ClientCodec> codec_;
   detail::ClientFilterChain filters_;
   std::vector<NetAddress> backends_;
+  std::vector<std::string> backend_names_;  // "ip:port" of backends_[i] (a request's authority)
   // conns_[reactor][backend * conns_per_backend_ + k]: touched only on that reactor's thread.
   std::vector<std::vector<ClientConnectionPtr>> conns_;
   // Short connections per reactor, until they close: touched only on that reactor's thread.
   std::vector<std::unordered_map<ClientConnection*, ClientConnectionPtr>> short_conns_;
+  // Protocols that answer in order: pools_[reactor][backend], made on first use; touched only
+  // on that reactor's thread.
+  std::vector<std::vector<std::unique_ptr<ClientConnectionPool>>> pools_;
   ConnectionOptions conn_options_;
   std::atomic<uint32_t> next_request_id_{0};
   std::atomic<uint32_t> next_backend_{0};
   uint32_t conns_per_backend_ = 1;
   bool short_conn_ = false;
+  bool fifo_ = false;  // the protocol answers in order: pools_ instead of conns_
   bool initialized_ = false;
   std::atomic<bool> stopped_{false};
 };

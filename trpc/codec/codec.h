@@ -47,6 +47,9 @@ struct RpcRequest {
   ChainBuffer body;
   ChainBuffer attachment;
   std::unique_ptr<ProtocolMessage> protocol;  // null for protocols that need none
+  /// Client side: the backend the request goes to, "ip:port" (HTTP's Host); empty when not
+  /// known. Borrowed from the caller: valid during EncodeRequest only.
+  std::string_view authority;
 };
 
 /// A response, independent of the protocol that carries it.
