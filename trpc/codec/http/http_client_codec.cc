@@ -174,7 +174,7 @@ SplitResult HttpClientCodec::SplitWithState(ChainBuffer* in, std::vector<ChainBu
   if (!st->limits_set) {
     st->limits_set = true;
     detail::ResponseLimits limits = limits_;
-    limits.max_body_bytes = std::min<uint64_t>(limits.max_body_bytes, max_frame_size);
+    limits.max_body_bytes = max_frame_size;
     parser.set_limits(limits);
   }
   while (!st->closing) {

@@ -75,7 +75,7 @@ class HttpClientCodec final : public ClientCodec {
   void OnRequestSent(FrameCodecState* state, const ChainBuffer& request) override;
   SplitResult Split(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
                     std::string* err) override;
-  /// `max_frame_size` (the proxy's max_packet_size) bounds each response's body.
+  /// `max_frame_size` (the proxy's max_packet_size) is each response's body limit.
   SplitResult SplitWithState(ChainBuffer* in, std::vector<ChainBuffer>* out,
                              size_t max_frame_size, std::string* err,
                              FrameCodecState* state) override;
