@@ -7,13 +7,15 @@
 #      ->  benchmark/baseline/raw_http_server, 1 thread on CPU 1
 #
 # Both servers are raw-epoll responders of the same shape (read until EAGAIN, one write per
-# batch), so the pair compares the clients. Runs alternate A B A B ... (PAIRS pairs per depth,
+# batch), so the pair compares the clients. With --protocol http, A is trpc_bench --protocol http
+# against the same raw_http_server as B (`GET /`, the same bytes on the wire as wrk's), and the
+# report goes to benchmark/results/client_efficiency_http.md. Runs alternate A B A B ... (PAIRS pairs per depth,
 # each run WARMUP + DURATION seconds), and the script prints each pair's QPS ratio A/B and the
 # medians; also each client's CPU (trpc_bench reports its own; wrk's is read from /proc/PID/stat)
 # and each server's CPU per request. Writes benchmark/results/client_efficiency.md.
 #
 #   benchmark/client_efficiency.sh [--build DIR] [--duration S] [--warmup S] [--pairs N]
-#                                  [--depths "1 16"] [--out FILE]
+#                                  [--depths "1 16"] [--protocol trpc|http] [--out FILE]
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,7 +25,8 @@ DURATION=5
 WARMUP=1
 PAIRS=3
 DEPTHS="1 16"
-OUT="$ROOT/benchmark/results/client_efficiency.md"
+OUT=""
+PROTOCOL=trpc
 CONNECTIONS=100
 PAYLOAD=10
 # shellcheck source=benchmark/http/pinned_runs.sh
@@ -37,10 +40,16 @@ while [ $# -gt 0 ]; do
     --pairs) PAIRS=$2; shift 2 ;;
     --depths) DEPTHS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
+    --protocol) PROTOCOL=$2; shift 2 ;;
     *) usage ;;
   esac
 done
 [ "$DURATION" -ge 2 ] && [ "$PAIRS" -ge 1 ] && [ "$WARMUP" -ge 1 ] || usage
+case $PROTOCOL in
+  trpc) OUT=${OUT:-$ROOT/benchmark/results/client_efficiency.md} ;;
+  http) OUT=${OUT:-$ROOT/benchmark/results/client_efficiency_http.md} ;;
+  *) usage ;;
+esac
 
 TRPC_BENCH="$BUILD/benchmark/trpc_bench/trpc_bench"
 RAW_ECHO="$BUILD/benchmark/baseline/raw_echo_server"
@@ -54,6 +63,7 @@ begin_runs client_efficiency
 run_trpc_bench() {
   local port=$1 depth=$2 spid=$3 json="$TMP/trpc_bench.json"
   timeout $((WARMUP + DURATION + 30)) taskset -c "$CLIENT_CPU" "$TRPC_BENCH" \
+    --protocol "$PROTOCOL" \
     --target "127.0.0.1:$port" --connections "$CONNECTIONS" --inflight "$depth" --threads 1 \
     --cpus "$CLIENT_CPU" --duration "$DURATION" --warmup "$WARMUP" --payload-size "$PAYLOAD" \
     --timeout 5000 --server-pid "$spid" --quiet --json "$json" >/dev/null
@@ -79,10 +89,19 @@ client_us() {
     printf "%.2f", c / 100 * 1e6 / q }'
 }
 
-start_server raw_echo "$SERVER_CPU" "$RAW_ECHO" --port 0 --threads 1
-ECHO_PID=$SERVER_PID ECHO_PORT=$SERVER_PORT
 start_server raw_http "$SERVER_CPU" "$RAW_HTTP" --port 0 --threads 1
 HTTP_PID=$SERVER_PID HTTP_PORT=$SERVER_PORT
+if [ "$PROTOCOL" = http ]; then
+  # A and B load the same server.
+  A_PID=$HTTP_PID A_PORT=$HTTP_PORT
+  A_WHAT="\`trpc_bench --protocol http\` (\`GET /\` with a Host header, ~40 bytes, like wrk's)"
+  A_SERVER="raw_http_server --threads 1"
+else
+  start_server raw_echo "$SERVER_CPU" "$RAW_ECHO" --port 0 --threads 1
+  A_PID=$SERVER_PID A_PORT=$SERVER_PORT
+  A_WHAT="\`trpc_bench\` (trpc frames of about 100 bytes per request and 30 per reply)"
+  A_SERVER="raw_echo_server --threads 1"
+fi
 
 MD="$TMP/report.md"
 {
@@ -94,9 +113,9 @@ MD="$TMP/report.md"
   echo "- Settings: client on CPU $CLIENT_CPU, server on CPU $SERVER_CPU (\`taskset\`);" \
     "$CONNECTIONS connections; closed loop; $PAIRS alternating pairs (A B A B ...) per depth;" \
     "each run ${WARMUP} s warm-up + ${DURATION} s measured."
-  echo "- A: \`trpc_bench --threads 1 --connections $CONNECTIONS --inflight DEPTH" \
-    "--payload-size $PAYLOAD --duration $DURATION --warmup $WARMUP\` against" \
-    "\`raw_echo_server --threads 1\` (trpc frames of about 100 bytes per request and 30 per reply)."
+  echo "- A: \`trpc_bench --protocol $PROTOCOL --threads 1 --connections $CONNECTIONS" \
+    "--inflight DEPTH --payload-size $PAYLOAD --duration $DURATION --warmup $WARMUP\` against" \
+    "\`$A_SERVER\`: $A_WHAT."
   echo "- B: \`wrk -t1 -c$CONNECTIONS -d${DURATION}s\` (after a ${WARMUP} s wrk run not" \
     "counted; DEPTH > 1: \`-s benchmark/http/pipeline.lua -- DEPTH\`) against" \
     "\`raw_http_server --threads 1\` (\`GET / HTTP/1.1\` with a Host header, ~40 bytes;" \
@@ -110,7 +129,7 @@ MD="$TMP/report.md"
 } >"$MD"
 
 for depth in $DEPTHS; do
-  log "== depth $depth: A = trpc_bench -> raw_echo_server, B = wrk -> raw_http_server"
+  log "== depth $depth: A = trpc_bench ($PROTOCOL) -> ${A_SERVER%% *}, B = wrk -> raw_http_server"
   ratios=() a_qps=() b_qps=() a_cus=() b_cus=()
   {
     echo
@@ -121,7 +140,7 @@ for depth in $DEPTHS; do
     echo "|---|---|---|---|---|---|---|---|---|---|"
   } >>"$MD"
   for pair in $(seq "$PAIRS"); do
-    a=$(run_trpc_bench "$ECHO_PORT" "$depth" "$ECHO_PID")
+    a=$(run_trpc_bench "$A_PORT" "$depth" "$A_PID")
     b=$(run_wrk_warm "$HTTP_PORT" "$depth" "$HTTP_PID")
     ratio=$(awk -v a="$(field qps "$a")" -v b="$(field qps "$b")" 'BEGIN {printf "%.3f", a / b}')
     ratios+=("$ratio")

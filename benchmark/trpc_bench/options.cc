@@ -81,15 +81,20 @@ bool ParseDurationUs(std::string_view text, int64_t* us) {
 std::string UsageText(const char* argv0) {
   return fmt::format(
       R"(usage: {} [options]
-A load client for trpc servers: closed loop (--connections x --inflight) or open loop at a
-fixed rate (--qps) with coordinated-omission correction. See benchmark/trpc_bench/README.md.
+A load client for trpc and HTTP/1.1 servers: closed loop (--connections x --inflight) or open
+loop at a fixed rate (--qps) with coordinated-omission correction. See
+benchmark/trpc_bench/README.md.
 
   --target IP:PORT        server (default 127.0.0.1:12345)
-  --protocol trpc         wire protocol (only trpc for now)
-  --func /pkg.Svc/Method  method to call (default /trpc.test.helloworld.Greeter/SayHello);
+  --protocol trpc|http    wire protocol (default trpc)
+  --func /pkg.Svc/Method  trpc: method to call (default /trpc.test.helloworld.Greeter/SayHello);
                           the body is a trpc.test.helloworld.HelloRequest carrying the payload
+  --http-method M         http: GET (default), HEAD, POST, PUT, DELETE, PATCH or OPTIONS;
+                          POST, PUT and PATCH send the payload as the body
+  --http-path PATH        http: the request-target, e.g. /hello?x=1 (default /)
   --connections N         connections, spread over the threads (default 100)
-  --inflight N            calls outstanding per connection at most (default 1)
+  --inflight N            calls outstanding per connection at most (default 1); over http,
+                          the pipelining depth
   --qps R                 open loop: R requests/s in total on a constant-rate plan; latency
                           counts from each request's intended send time (0 = closed loop)
   --duration S            measured seconds (default 10; 0 = no limit, needs --requests)
@@ -100,9 +105,10 @@ fixed rate (--qps) with coordinated-omission correction. See benchmark/trpc_benc
   --cpus C,C,...          pin thread i to the i-th CPU of the list (cyclically)
   --timeout MS            per-call timeout (default 1000)
   --payload-size BYTES    payload bytes (default 10)
-  --payload-file PATH     payload from a file (UTF-8: it is a proto3 string)
+  --payload-file PATH     payload from a file (trpc: UTF-8, as it is a proto3 string)
   --tail-ratio F          tag this fraction of requests (deterministically) so that the server
-                          delays them; they are reported apart
+                          delays them; they are reported apart (trpc: trans_info
+                          trpc-bench-tail; http: header X-Trpc-Bench-Tail)
   --tail-delay DUR        server-side delay of a tagged request: 5ms, 500us, 1s
   --tail-kind sleep|spin  how the server spends the delay (default sleep)
   --server-pid PID        report the server's CPU time per request from /proc/PID/stat
@@ -118,6 +124,8 @@ Exit status: 0 if it ran (even with errors), 2 on bad usage, 1 if it could not c
 
 ParseResult ParseOptions(int argc, char** argv, Options* o, std::string* err) {
   bool duration_given = false;
+  bool func_given = false;
+  bool http_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view name = argv[i];
     if (name == "--help" || name == "-h") return ParseResult::kHelp;
@@ -144,6 +152,18 @@ ParseResult ParseOptions(int argc, char** argv, Options* o, std::string* err) {
       o->protocol = value;
     } else if (name == "--func") {
       o->func = value;
+      func_given = true;
+    } else if (name == "--http-method") {
+      o->http_method = value;
+      http_given = true;
+      ok = value == "GET" || value == "HEAD" || value == "POST" || value == "PUT" ||
+           value == "DELETE" || value == "PATCH" || value == "OPTIONS";
+    } else if (name == "--http-path") {
+      o->http_path = value;
+      http_given = true;
+      // A request-target: printable ASCII without spaces, starting with '/'.
+      ok = value.starts_with('/') &&
+           std::all_of(value.begin(), value.end(), [](char c) { return c > 0x20 && c < 0x7f; });
     } else if (name == "--connections") {
       ok = ParseInt(value, 1, 1'000'000, &n);
       o->connections = static_cast<int>(n);
@@ -204,9 +224,11 @@ ParseResult ParseOptions(int argc, char** argv, Options* o, std::string* err) {
     *err = std::move(reason);
     return ParseResult::kBadUsage;
   };
-  if (o->protocol != "trpc") {
-    return bad(fmt::format("--protocol {}: not supported (only trpc for now)", o->protocol));
+  if (o->protocol != "trpc" && o->protocol != "http") {
+    return bad(fmt::format("--protocol {}: not supported (trpc or http)", o->protocol));
   }
+  if (http_given && !o->http()) return bad("--http-method and --http-path need --protocol http");
+  if (func_given && o->http()) return bad("--func is for --protocol trpc (http: --http-path)");
   NetAddress addr;
   if (!NetAddress::Parse(o->target, &addr)) {
     return bad(fmt::format("--target {}: expected IP:PORT", o->target));

@@ -11,8 +11,10 @@ namespace trpc::bench {
 /// (every thread reads it).
 struct Options {
   std::string target = "127.0.0.1:12345";
-  std::string protocol = "trpc";
-  std::string func = "/trpc.test.helloworld.Greeter/SayHello";
+  std::string protocol = "trpc";  // "trpc" or "http"
+  std::string func = "/trpc.test.helloworld.Greeter/SayHello";  // trpc only
+  std::string http_method = "GET";  // http only
+  std::string http_path = "/";      // http only: the request-target (path and query)
   int connections = 100;
   int inflight = 1;  // calls outstanding per connection at most
   double qps = 0;    // 0 = closed loop
@@ -33,6 +35,11 @@ struct Options {
   bool quiet = false;
 
   bool open_loop() const { return qps > 0; }
+  bool http() const { return protocol == "http"; }
+  /// http: the request carries the payload as its body (POST, PUT and PATCH do).
+  bool http_body() const {
+    return http_method == "POST" || http_method == "PUT" || http_method == "PATCH";
+  }
   bool tail_on() const { return tail_ratio > 0; }
   /// "/pkg.Service/Method" -> "pkg.Service" (the request header's callee).
   std::string Callee() const;

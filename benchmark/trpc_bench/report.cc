@@ -134,7 +134,13 @@ void CheckClientHealth(const Options& o, RunResult* r) {
 }
 
 void PrintSettings(FILE* out, const Options& o) {
-  fmt::print(out, "trpc_bench: target {}, protocol {}, func {}\n", o.target, o.protocol, o.func);
+  if (o.http()) {
+    fmt::print(out, "trpc_bench: target {}, protocol http, {} {}\n", o.target, o.http_method,
+               o.http_path);
+  } else {
+    fmt::print(out, "trpc_bench: target {}, protocol {}, func {}\n", o.target, o.protocol,
+               o.func);
+  }
   if (o.open_loop()) {
     fmt::print(out, "  open loop at {} QPS (latency from the intended send time), ", o.qps);
   } else {
@@ -152,7 +158,7 @@ void PrintSettings(FILE* out, const Options& o) {
     limit += fmt::format("{}{} requests", limit.empty() ? "" : " or ", o.requests);
   }
   fmt::print(out, "  measuring {} after {} s of warm-up; payload {} B; timeout {} ms\n", limit,
-             o.warmup_s, o.payload.size(), o.timeout_ms);
+             o.warmup_s, o.http() && !o.http_body() ? 0 : o.payload.size(), o.timeout_ms);
   if (o.tail_on()) {
     fmt::print(out, "  tail: {}% of requests tagged, the server delays each {} us ({})\n",
                o.tail_ratio * 100, o.tail_delay_us, o.tail_kind);
@@ -208,10 +214,14 @@ std::string ToJson(const Options& o, const RunResult& r) {
       R"("settings": {{"target": {}, "protocol": {}, "func": {}, "connections": {}, )"
       R"("inflight": {}, "qps": {}, "threads": {}, "duration_s": {}, "requests_limit": {}, )"
       R"("warmup_s": {}, "payload_size": {}, "timeout_ms": {}, "tail_ratio": {}, )"
-      R"("tail_delay_us": {}, "tail_kind": {}, "cpus": [{}]}},)",
+      R"("tail_delay_us": {}, "tail_kind": {}, "cpus": [{}], "http": {}}},)",
       JsonString(o.target), JsonString(o.protocol), JsonString(o.func), o.connections,
-      o.inflight, o.qps, o.threads, o.duration_s, o.requests, o.warmup_s, o.payload.size(),
-      o.timeout_ms, o.tail_ratio, o.tail_delay_us, JsonString(o.tail_kind), cpus);
+      o.inflight, o.qps, o.threads, o.duration_s, o.requests, o.warmup_s,
+      o.http() && !o.http_body() ? 0 : o.payload.size(), o.timeout_ms, o.tail_ratio,
+      o.tail_delay_us, JsonString(o.tail_kind), cpus,
+      o.http() ? fmt::format(R"({{"method": {}, "path": {}}})", JsonString(o.http_method),
+                             JsonString(o.http_path))
+               : std::string("null"));
   j += fmt::format(
       "\n \"window_s\": {:.6f}, \"requests\": {}, \"ok\": {}, \"qps\": {:.1f}, "
       "\"target_qps\": {},",

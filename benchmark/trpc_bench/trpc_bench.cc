@@ -115,8 +115,11 @@ int Main(int argc, char** argv) {
     test::helloworld::HelloRequest body;
     body.set_msg(o.payload);
     ChainBuffer frame;
-    if (!codec->EncodeRequest(&req, &body, &frame)) {
-      std::fprintf(stderr, "trpc_bench: cannot encode a request for %s\n", o.func.c_str());
+    bool encoded = o.http() ? Worker::EncodeHttpRequest(o, codec.get(), nullptr, &frame)
+                            : codec->EncodeRequest(&req, &body, &frame);
+    if (!encoded) {
+      std::fprintf(stderr, "trpc_bench: cannot encode a request for %s\n",
+                   o.http() ? o.http_path.c_str() : o.func.c_str());
       return kExitBadUsage;
     }
   }

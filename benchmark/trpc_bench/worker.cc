@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "trpc/base/clock.h"
+#include "trpc/codec/http/http_client_codec.h"
 
 namespace trpc::bench {
 
@@ -19,6 +20,8 @@ namespace {
 
 // The trans_info key of a tagged request; the benchmark echo server delays such requests.
 constexpr char kTailKey[] = "trpc-bench-tail";
+// The same tag over HTTP, as a request header.
+constexpr char kHttpTailHeader[] = "X-Trpc-Bench-Tail";
 // Pause before a connection that was lost is made again, and before a slot whose call was
 // refused on the spot (e.g. 124, the write queue is full) tries again: never a busy loop.
 constexpr int64_t kReconnectDelayNs = 100 * kNanosPerMilli;
@@ -60,6 +63,26 @@ Worker::Worker(const Options& o, int index, int connections, uint64_t quota,
 
 Worker::~Worker() = default;
 
+bool Worker::EncodeHttpRequest(const Options& o, ClientCodec* codec, const std::string* tail_value,
+                               ChainBuffer* out) {
+  static constexpr std::pair<std::string_view, http::HttpMethod> kMethods[] = {
+      {"GET", http::HttpMethod::kGet},       {"HEAD", http::HttpMethod::kHead},
+      {"POST", http::HttpMethod::kPost},     {"PUT", http::HttpMethod::kPut},
+      {"DELETE", http::HttpMethod::kDelete}, {"PATCH", http::HttpMethod::kPatch},
+      {"OPTIONS", http::HttpMethod::kOptions}};
+  auto request = std::make_unique<http::HttpClientRequest>();
+  for (const auto& [name, method] : kMethods) {
+    if (name == o.http_method) request->method = method;
+  }
+  request->target = o.http_path;
+  if (tail_value != nullptr) request->headers.emplace_back(kHttpTailHeader, *tail_value);
+  RpcRequest req;
+  req.authority = o.target;
+  req.protocol = std::move(request);
+  if (o.http_body()) req.body.Append(o.payload);
+  return codec->EncodeRequest(&req, nullptr, out);
+}
+
 void Worker::Run() {
   if (!o_.cpus.empty()) {
     cpu_set_t set;
@@ -79,6 +102,10 @@ void Worker::Run() {
 
 void Worker::Setup() {
   body_.set_msg(o_.payload);
+  if (o_.http()) {
+    EncodeHttpRequest(o_, codec_.get(), nullptr, &http_frame_);
+    if (o_.tail_on()) EncodeHttpRequest(o_, codec_.get(), &tail_value_, &http_tail_frame_);
+  }
   conns_.resize(connection_count_);
   slots_.resize(static_cast<size_t>(connection_count_) * o_.inflight);
   free_.assign(slots_.size(), nullptr);
@@ -110,6 +137,11 @@ bool Worker::Connect(Conn* c) {
 void Worker::EncodeSlot(Slot* s) {
   Conn& c = *s->conn;
   s->id = ++c.next_id == 0 ? ++c.next_id : c.next_id;
+  if (o_.http()) {
+    s->frame = http_frame_.Clone();
+    if (o_.tail_on()) s->tail_frame = http_tail_frame_.Clone();
+    return;
+  }
   header_.request_id = s->id;
   header_.trans_info.clear();
   s->frame.Clear();
@@ -240,7 +272,24 @@ void Worker::OnDone(Slot* s, Status status, ChainBuffer&& frame) {
   MaybeFinish();
 }
 
+bool Worker::CheckHttpReply(const ChainBuffer& frame, std::string* code) {
+  // The frame starts with the final response's status line, checked by the codec's split:
+  // "HTTP/1.1 200 ...". Its code is all that is read.
+  constexpr size_t kStatusEnd = 12;
+  char scratch[kStatusEnd];
+  if (frame.size() < kStatusEnd) {
+    *code = std::to_string(kClientDecodeErr);
+    return false;
+  }
+  const char* p = frame.Peek(kStatusEnd, scratch);
+  const int status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
+  if (status >= 200 && status < 300) return true;
+  *code = "http:" + std::to_string(status);
+  return false;
+}
+
 bool Worker::CheckReply(Slot* s, ChainBuffer&& frame, std::string* code) {
+  if (o_.http()) return CheckHttpReply(frame, code);
   // A reply byte-identical to this slot's last successful one decodes the same: skip the
   // decode (a protobuf parse, ~0.3 us, the largest cost of our own on the hot path). An echo
   // of a fixed request repeats exactly, since the slot's request id only changes on timeout.

@@ -31,6 +31,10 @@ struct Schedule {
 /// clone (no encoding, no allocation here). A slot whose call timed out takes a fresh id (the
 /// late reply of the old one is then ignored by ClientConnection).
 ///
+/// Over HTTP/1.1 (--protocol http) the requests carry no id: every slot sends the same bytes,
+/// ClientConnection matches responses in order (so `inflight` slots of a connection are a
+/// pipeline of that depth), and a reply is checked by its status code alone.
+///
 /// Closed loop: a slot sends again as soon as its call completes. Open loop: a pacing timer at
 /// the next request's intended time sends every request that is due on a free slot; when every
 /// slot is busy, due requests wait (in order) for completions, and their latency still counts
@@ -40,6 +44,11 @@ struct Schedule {
 /// thread (they post to the reactor); stats() only after Run() has returned.
 class Worker {
  public:
+  /// The HTTP request of --protocol http (tagged: with the X-Trpc-Bench-Tail header carrying
+  /// `tail_value`). False if the codec refuses it.
+  static bool EncodeHttpRequest(const Options& o, ClientCodec* codec, const std::string* tail_value,
+                                ChainBuffer* out);
+
   Worker(const Options& o, int index, int connections, uint64_t quota,
          std::shared_ptr<ClientCodec> codec, Coordinator* coordinator);
   ~Worker();
@@ -83,6 +92,7 @@ class Worker {
   enum class Phase { kConnected, kRunning, kDraining, kFinished, kStopped };
 
   void Setup();
+  bool CheckHttpReply(const ChainBuffer& frame, std::string* code);
   bool Connect(Conn* c);
   void EncodeSlot(Slot* s);
   void StartInLoop(const Schedule& s);
@@ -92,7 +102,8 @@ class Worker {
   void SendNext(Slot* s);  // closed loop
   void Send(Slot* s, int64_t intended_ns, bool measured, int64_t now_ns);
   void OnDone(Slot* s, Status status, ChainBuffer&& frame);
-  /// True if the reply is a success; else `*code` says why (ret code, func_ret, decode error).
+  /// True if the reply is a success; else `*code` says why (ret code, func_ret, decode error;
+  /// http: "http:<status>").
   bool CheckReply(Slot* s, ChainBuffer&& frame, std::string* code);
   void Record(const Slot& s, bool ok, const std::string& code, int64_t now_ns);
   void Release(Slot* s);
@@ -113,6 +124,9 @@ class Worker {
   RpcRequest header_;  // the request header, reused for every encoding
   test::helloworld::HelloRequest body_;
   std::string tail_value_;  // "sleep:<us>" or "spin:<us>"
+  // http: the request, plain and tagged, encoded once (no ids: every slot sends these).
+  ChainBuffer http_frame_;
+  ChainBuffer http_tail_frame_;
 
   Reactor reactor_;
   std::vector<Conn> conns_;

@@ -3,6 +3,9 @@
 // as a subprocess (its path comes from the build: TRPC_BENCH_BINARY) with --json, and the tests
 // check what it reports: the open-loop rate, the coordinated-omission correction, the tail
 // requests kept apart, --requests, errors and timeouts by code, and the exit codes of bad usage.
+// --protocol http runs against the same server's HttpService (the routes of
+// examples/http_hello, plus an echo and the tail tag) and against
+// benchmark/baseline/raw_http_server (RAW_HTTP_SERVER_PATH), pipelined and open loop.
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -26,7 +29,9 @@
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "fmt/format.h"
+#include "test/benchmark_servers/child_server.h"
 #include "trpc/base/clock.h"
+#include "trpc/codec/http/http_service.h"
 #include "trpc/config/config.h"
 #include "trpc/runtime/runtime.h"
 #include "trpc/server/server.h"
@@ -205,6 +210,37 @@ class TestGreeter final : public test::helloworld::Greeter {
   }
 };
 
+// The HTTP side: examples/http_hello's GET / and GET /hello, POST /echo, and the tail tag of
+// --protocol http (header X-Trpc-Bench-Tail: sleep:<us>, spent on the only worker).
+std::atomic<uint64_t> g_http_calls{0};
+std::atomic<uint64_t> g_http_tagged{0};
+std::atomic<uint64_t> g_echo_bytes{0};
+
+std::shared_ptr<http::HttpService> MakeHttpService() {
+  using http::HttpRequest;
+  using http::HttpResponse;
+  auto svc = std::make_shared<http::HttpService>();
+  svc->Get("/", [](const ServerContextPtr&, const HttpRequest& req, HttpResponse* rsp) {
+    g_http_calls.fetch_add(1);
+    if (const std::string* tag = req.Header("X-Trpc-Bench-Tail")) {
+      g_http_tagged.fetch_add(1);
+      if (tag->starts_with("sleep:")) {
+        std::this_thread::sleep_for(std::chrono::microseconds(std::stoll(tag->substr(6))));
+      }
+    }
+    rsp->SetBody("{}", "application/json");
+  });
+  svc->Get("/hello", [](const ServerContextPtr&, const HttpRequest&, HttpResponse* rsp) {
+    rsp->SetBody("Hello, World!", "text/plain");
+  });
+  svc->Post("/echo", [](const ServerContextPtr&, const HttpRequest& req, HttpResponse* rsp) {
+    std::string body = req.body();
+    g_echo_bytes.fetch_add(body.size());
+    rsp->SetBody(std::move(body), "application/octet-stream");
+  });
+  return svc;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Running trpc_bench.
 
@@ -286,16 +322,23 @@ server:
     - name: trpc.test.helloworld.Greeter
       ip: 127.0.0.1
       port: 0
+    - name: trpc.test.http_hello.Http
+      protocol: http
+      ip: 127.0.0.1
+      port: 0
 )",
                                      "bench_test.yaml", &config, &err))
         << err;
     ASSERT_TRUE(runtime::Start(config.global.threadmodel, &err)) << err;
     server_ = new Server(config.server);
     server_->RegisterService("trpc.test.helloworld.Greeter", std::make_shared<TestGreeter>());
+    server_->RegisterService("trpc.test.http_hello.Http", MakeHttpService());
     ASSERT_TRUE(server_->Start(&err)) << err;
     NetAddress addr;
     ASSERT_TRUE(server_->GetAddress("trpc.test.helloworld.Greeter", &addr));
     target_ = addr.ToString();
+    ASSERT_TRUE(server_->GetAddress("trpc.test.http_hello.Http", &addr));
+    http_target_ = addr.ToString();
   }
 
   static void TearDownTestSuite() {
@@ -310,9 +353,16 @@ server:
     args.insert(args.end(), more.begin(), more.end());
     return args;
   }
+  static std::vector<std::string> HttpArgs(std::vector<std::string> more,
+                                           const std::string& target = http_target_) {
+    std::vector<std::string> args = {"--protocol", "http", "--target", target, "--quiet"};
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  }
 
   static inline Server* server_ = nullptr;
   static inline std::string target_;
+  static inline std::string http_target_;
 };
 
 // The open loop keeps its rate: trpc_bench reports 5000 QPS within 1%, and the server counted
@@ -459,9 +509,117 @@ TEST_F(TrpcBenchTest, ErrorsAndTimeoutsAreCountedByCode) {
   EXPECT_LT(j.num("uncorrected_latency_us.max"), 20'000 + 5'000) << slow.output;
 }
 
+// --protocol http against the HttpService: GET / pipelined 4 deep on 4 connections, every
+// request answered once and counted.
+TEST_F(TrpcBenchTest, HttpClosedLoopPipelined) {
+  uint64_t before = g_http_calls.load();
+  BenchRun run = RunBench(HttpArgs({"--requests", "2000", "--warmup", "0", "--connections", "4",
+                                    "--inflight", "4"}),
+                          30);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const Json& j = run.json;
+  EXPECT_EQ(j.num("requests"), 2000);
+  EXPECT_EQ(j.num("ok"), 2000) << run.output;
+  EXPECT_TRUE(j.at("errors").object.empty()) << run.output;
+  EXPECT_EQ(j.at("settings.protocol").string, "http");
+  EXPECT_EQ(j.at("settings.http.method").string, "GET");
+  EXPECT_EQ(j.at("settings.http.path").string, "/");
+  EXPECT_EQ(j.num("settings.payload_size"), 0);
+  EXPECT_EQ(g_http_calls.load() - before, 2000u);
+}
+
+// POST carries the payload as its body; an unknown path counts its status as the error code.
+TEST_F(TrpcBenchTest, HttpPostBodyAndErrorsByStatus) {
+  uint64_t bytes_before = g_echo_bytes.load();
+  BenchRun post = RunBench(HttpArgs({"--http-method", "POST", "--http-path", "/echo",
+                                     "--payload-size", "100", "--requests", "300", "--warmup",
+                                     "0", "--connections", "3"}),
+                           30);
+  ASSERT_EQ(post.exit_code, 0) << post.output;
+  EXPECT_EQ(post.json.num("ok"), 300) << post.output;
+  EXPECT_EQ(post.json.num("settings.payload_size"), 100);
+  EXPECT_EQ(g_echo_bytes.load() - bytes_before, 300u * 100);
+
+  BenchRun missing = RunBench(HttpArgs({"--http-path", "/no/such/page", "--requests", "50",
+                                        "--warmup", "0", "--connections", "2"}),
+                              30);
+  ASSERT_EQ(missing.exit_code, 0) << missing.output;
+  EXPECT_EQ(missing.json.num("ok"), 0);
+  EXPECT_EQ(missing.json.at("errors").object.size(), 1u) << missing.output;
+  EXPECT_EQ(missing.json.num("errors.http:404"), 50) << missing.output;
+}
+
+// The tail tag over HTTP: the X-Trpc-Bench-Tail header, honoured by the server, and the tagged
+// requests reported apart.
+TEST_F(TrpcBenchTest, HttpTailRequestsAreTaggedByHeader) {
+  uint64_t tagged_before = g_http_tagged.load();
+  BenchRun run = RunBench(HttpArgs({"--qps", "200", "--duration", "2", "--warmup", "0.3",
+                                    "--connections", "8", "--tail-ratio", "0.1",
+                                    "--tail-delay", "5ms"}),
+                          30);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const Json& j = run.json;
+  ASSERT_FALSE(j.at("tail").is_null()) << run.output;
+  double tail = j.num("tail.requests");
+  EXPECT_EQ(j.num("requests"), 400);
+  EXPECT_NEAR(tail / 400, 0.10, 0.02);
+  EXPECT_GE(j.num("tail.latency_us.p50"), 5000);
+  EXPECT_LT(j.num("latency_us.p50"), 2500);
+  EXPECT_GE(g_http_tagged.load() - tagged_before, static_cast<uint64_t>(tail));
+}
+
+// HTTP has no request ids: a timed-out request's late response must not be taken for the next
+// one's. Tagged requests sleep 50 ms on the only worker, past the 20 ms timeout.
+TEST_F(TrpcBenchTest, HttpTimeoutsNeverTakeALateReply) {
+  BenchRun slow = RunBench(HttpArgs({"--qps", "200", "--duration", "2", "--warmup", "0",
+                                     "--connections", "16", "--timeout", "20", "--tail-ratio",
+                                     "0.02", "--tail-delay", "50ms"}),
+                           30);
+  ASSERT_EQ(slow.exit_code, 0) << slow.output;
+  const Json& j = slow.json;
+  std::printf("http timeouts: %.0f of %.0f requests, %.0f ok, %.0f unsent\n", j.num("timeouts"),
+              j.num("requests"), j.num("ok"), j.num("unsent"));
+  EXPECT_GE(j.num("timeouts"), j.num("tail.requests"));
+  EXPECT_EQ(j.at("errors").object.size(), 1u) << slow.output;
+  EXPECT_EQ(j.num("ok") + j.num("timeouts"), j.num("requests"));
+  EXPECT_GT(j.num("ok"), 200);
+  EXPECT_LT(j.num("uncorrected_latency_us.max"), 20'000 + 5'000) << slow.output;
+}
+
+// Against the raw-epoll HTTP responder (the baseline wrk is compared on): pipelined closed loop
+// and an open loop that keeps its rate.
+TEST_F(TrpcBenchTest, HttpAgainstRawHttpServer) {
+  test::benchmark_servers::ChildServer raw;
+  std::string target = raw.Start({RAW_HTTP_SERVER_PATH, "--port", "0"});
+  ASSERT_FALSE(target.empty());
+  BenchRun closed = RunBench(HttpArgs({"--requests", "20000", "--warmup", "0", "--connections",
+                                       "8", "--inflight", "16"},
+                                      target),
+                             30);
+  ASSERT_EQ(closed.exit_code, 0) << closed.output;
+  EXPECT_EQ(closed.json.num("requests"), 20000);
+  EXPECT_EQ(closed.json.num("ok"), 20000) << closed.output;
+
+  BenchRun open = RunBench(HttpArgs({"--qps", "3000", "--duration", "2", "--warmup", "0.5",
+                                     "--connections", "10"},
+                                    target),
+                           30);
+  ASSERT_EQ(open.exit_code, 0) << open.output;
+  std::printf("raw_http_server, open loop at 3000: qps %.1f, p99 %.0f us\n", open.json.num("qps"),
+              open.json.num("latency_us.p99"));
+  EXPECT_NEAR(open.json.num("qps"), 3000, 30) << open.output;
+  EXPECT_EQ(open.json.num("requests"), open.json.num("ok"));
+  EXPECT_EQ(open.json.num("unsent"), 0);
+}
+
 TEST_F(TrpcBenchTest, BadUsageExitsWith2AndNoServerExitsWith1) {
   const std::vector<std::vector<std::string>> bad = {
-      {"--protocol", "http"},
+      {"--protocol", "grpc"},
+      {"--http-path", "/x"},
+      {"--protocol", "http", "--func", "/a.B/C"},
+      {"--protocol", "http", "--http-method", "FETCH"},
+      {"--protocol", "http", "--http-path", "no-slash"},
+      {"--protocol", "http", "--http-path", "/a b"},
       {"--connections", "0"},
       {"--duration", "ten"},
       {"--qps", "-1"},
