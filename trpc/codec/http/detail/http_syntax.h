@@ -230,4 +230,47 @@ struct ConnectionOptionsSeen {
   bool Persistent(bool http11) const { return http11 ? !close : keep_alive && !close; }
 };
 
+// The fields that frame a message and say whether its connection persists (RFC 9112 §6, §9.6),
+// gathered over the field lines of one head.
+struct FramingFields {
+  bool has_content_length = false;
+  uint64_t content_length = 0;
+  TransferCodings te;
+  ConnectionOptionsSeen conn;
+
+  // Takes one field line into account (other fields are ignored); null, or why it is malformed.
+  const char* Add(std::string_view name, std::string_view value) {
+    switch (name.size()) {
+      case 10:
+        if (EqualsLower(name, "connection")) conn.Add(value);
+        return nullptr;
+      case 14:
+        return EqualsLower(name, "content-length")
+                   ? ReadContentLength(value, &has_content_length, &content_length)
+                   : nullptr;
+      case 17:
+        return EqualsLower(name, "transfer-encoding") ? te.Add(value) : nullptr;
+      default:
+        return nullptr;
+    }
+  }
+
+  // With a Transfer-Encoding (te.count > 0): null when it is "chunked" alone and there is no
+  // Content-Length, else why not. `*unsupported`: the reason is a coding we do not implement
+  // (the message is not malformed).
+  const char* CheckChunked(bool* unsupported) const {
+    *unsupported = false;
+    // RFC 9112 §6.3 lets Transfer-Encoding win, and calls the pair a sign of smuggling.
+    if (has_content_length) return "both Content-Length and Transfer-Encoding";
+    // The length is unknowable unless chunked comes last.
+    if (!te.last_chunked) return "final transfer-coding is not chunked";
+    if (te.chunked_repeated) return "chunked applied more than once";
+    if (te.count > 1) {
+      *unsupported = true;
+      return "transfer-coding other than chunked not implemented";
+    }
+    return nullptr;
+  }
+};
+
 }  // namespace trpc::http::detail

@@ -113,9 +113,7 @@ void RequestParser::Reset() {
   empty_lines_ = 0;
   field_lines_ = 0;
   host_count_ = 0;
-  has_content_length_ = false;
-  te_ = TransferCodings();
-  conn_ = ConnectionOptionsSeen();
+  framing_ = FramingFields();
   if (state_chunked_) chunked_.Reset();
   state_chunked_ = false;
   if (!body_.empty()) body_.Clear();
@@ -324,21 +322,8 @@ RequestParser::Result RequestParser::ParseFields(const char* p, const char* end)
           head_.expect_continue = true;
         }
         break;
-      case 10:
-        if (EqualsLower(name, "connection")) conn_.Add(value);
-        break;
-      case 14:
-        if (!EqualsLower(name, "content-length")) break;
-        if (const char* why = ReadContentLength(value, &has_content_length_,
-                                                &head_.content_length)) {
-          return Fail(400, why);
-        }
-        break;
-      case 17:
-        if (!EqualsLower(name, "transfer-encoding")) break;
-        if (const char* why = te_.Add(value)) return Fail(400, why);
-        break;
       default:
+        if (const char* why = framing_.Add(name, value)) return Fail(400, why);
         break;
     }
   }
@@ -351,19 +336,19 @@ RequestParser::Result RequestParser::CheckFraming() {
   if (http11 && host_count_ != 1) {
     return Fail(400, host_count_ == 0 ? "missing Host header" : "more than one Host header");
   }
-  if (te_.count > 0) {
+  if (framing_.te.count > 0) {
     if (!http11) return Fail(400, "Transfer-Encoding in an HTTP/1.0 request");
-    if (has_content_length_) return Fail(400, "both Content-Length and Transfer-Encoding");
-    // A request's length is unknowable unless chunked comes last.
-    if (!te_.last_chunked) return Fail(400, "final transfer-coding is not chunked");
-    if (te_.chunked_repeated) return Fail(400, "chunked applied more than once");
-    if (te_.count > 1) return Fail(501, "transfer-coding other than chunked not implemented");
+    bool unsupported = false;
+    if (const char* why = framing_.CheckChunked(&unsupported)) {
+      return Fail(unsupported ? 501 : 400, why);
+    }
     head_.chunked = true;
   }
+  head_.content_length = framing_.content_length;
   if (head_.content_length > limits_.max_body_bytes) {
     return Fail(413, "Content-Length exceeds the body limit");
   }
-  head_.keep_alive = conn_.Persistent(http11);
+  head_.keep_alive = framing_.conn.Persistent(http11);
   head_.expect_continue = head_.expect_continue && http11;
   if (head_.chunked) {
     state_ = State::kChunked;

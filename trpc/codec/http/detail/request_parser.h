@@ -147,9 +147,7 @@ class RequestParser {
 
   // Head parse: the framing headers seen.
   uint32_t host_count_ = 0;
-  bool has_content_length_ = false;
-  TransferCodings te_;
-  ConnectionOptionsSeen conn_;
+  FramingFields framing_;
 
   // Chunked body.
   ChunkedDecoder chunked_;

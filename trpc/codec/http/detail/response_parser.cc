@@ -44,9 +44,7 @@ void ResponseParser::StartHead(size_t at) {
   line_start_ = at;
   status_line_end_ = 0;
   field_lines_ = 0;
-  has_content_length_ = false;
-  te_ = TransferCodings();
-  conn_ = ConnectionOptionsSeen();
+  framing_ = FramingFields();
 }
 
 void ResponseParser::Reset() {
@@ -231,24 +229,7 @@ ResponseParser::Result ResponseParser::ParseFields(const char* p, const char* en
     } else {
       head_.headers.emplace_back(name, value);
     }
-    switch (name.size()) {
-      case 10:
-        if (EqualsLower(name, "connection")) conn_.Add(value);
-        break;
-      case 14:
-        if (!EqualsLower(name, "content-length")) break;
-        if (const char* why =
-                ReadContentLength(value, &has_content_length_, &head_.content_length)) {
-          return Fail(why);
-        }
-        break;
-      case 17:
-        if (!EqualsLower(name, "transfer-encoding")) break;
-        if (const char* why = te_.Add(value)) return Fail(why);
-        break;
-      default:
-        break;
-    }
+    if (const char* why = framing_.Add(name, value)) return Fail(why);
   }
   return Result::kNeedMore;
 }
@@ -256,26 +237,21 @@ ResponseParser::Result ResponseParser::ParseFields(const char* p, const char* en
 // How the body ends (RFC 9112 §6.3), and whether the connection persists.
 ResponseParser::Result ResponseParser::CheckFraming() {
   const bool http11 = head_.version_minor == 1;
-  head_.keep_alive = conn_.Persistent(http11);
+  head_.keep_alive = framing_.conn.Persistent(http11);
   // A HEAD response, 204 and 304 end at their head; their length fields describe another
   // message (the GET's, the cached one's) and frame nothing here.
-  if (head_request_ || head_.status == 204 || head_.status == 304) {
-    head_.content_length = 0;
-    return Complete(head_end_);
-  }
-  if (te_.count > 0) {
+  if (head_request_ || head_.status == 204 || head_.status == 304) return Complete(head_end_);
+  if (framing_.te.count > 0) {
     if (!http11) return Fail("Transfer-Encoding in an HTTP/1.0 response");
-    // RFC 9112 §6.3 lets Transfer-Encoding win, and calls the pair a sign of smuggling.
-    if (has_content_length_) return Fail("both Content-Length and Transfer-Encoding");
-    // Codings other than chunked could only be read until the close, and we cannot undo them.
-    if (!te_.last_chunked) return Fail("final transfer-coding is not chunked");
-    if (te_.chunked_repeated) return Fail("chunked applied more than once");
-    if (te_.count > 1) return Fail("transfer-coding other than chunked not implemented");
+    // (Codings other than chunked could only be read until the close, and we cannot undo them.)
+    bool unsupported = false;
+    if (const char* why = framing_.CheckChunked(&unsupported)) return Fail(why);
     head_.chunked = true;
     state_ = State::kChunked;
     return Result::kNeedMore;
   }
-  if (has_content_length_) {
+  if (framing_.has_content_length) {
+    head_.content_length = framing_.content_length;
     if (head_.content_length > limits_.max_body_bytes) {
       return Fail("Content-Length exceeds the body limit");
     }

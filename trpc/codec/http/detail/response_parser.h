@@ -149,9 +149,7 @@ class ResponseParser {
   std::vector<std::pair<std::string, std::string>> spare_headers_;
 
   // Head parse: the framing fields seen.
-  bool has_content_length_ = false;
-  TransferCodings te_;
-  ConnectionOptionsSeen conn_;
+  FramingFields framing_;
 
   ChunkedDecoder chunked_;
   ChainBuffer body_;
