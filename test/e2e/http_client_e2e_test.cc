@@ -1,8 +1,9 @@
 // End-to-end tests of the HTTP/1.1 client over loopback: a generated GreeterServiceProxy with
 // protocol "http" calling an HttpService that maps Greeter (the REST mapping), with and without
 // pipelining, errors mapped back to framework codes, timeouts, idle connections the server
-// closes, and a raw server that closes connections in the middle of a pipeline (with
-// "Connection: close" and with a bare EOF). The same tests run in each thread model:
+// closes, a raw server that closes connections in the middle of a pipeline (with
+// "Connection: close" and with a bare EOF), and plain requests (HttpGet, HEAD, POST) on the same
+// pool. The same tests run in each thread model:
 // TRPC_E2E_THREAD_MODEL=merge (default) or fiber (ctest runs both).
 
 #include <arpa/inet.h>
@@ -30,6 +31,7 @@
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/client/trpc_client.h"
+#include "trpc/codec/http/http_client.h"
 #include "trpc/codec/http/http_service.h"
 #include "trpc/config/config.h"
 #include "trpc/fiber/fiber.h"
@@ -240,6 +242,15 @@ class HttpClientE2eTest : public ::testing::Test {
     ASSERT_TRUE(runtime::Start(config.global.threadmodel, &err)) << err;
     auto http = std::make_shared<HttpService>();
     http->MapRpc(std::make_shared<TestGreeter>());
+    http->Get("/hello", [](const ServerContextPtr&, const HttpRequest& req, HttpResponse* rsp) {
+      const std::string* who = req.Header("X-Who");
+      rsp->SetBody("Hello, " + (who ? *who : std::string("World")) + "!", "text/plain");
+    });
+    http->Post("/echo", [](const ServerContextPtr&, const HttpRequest& req, HttpResponse* rsp) {
+      rsp->set_status(201);
+      rsp->AddHeader("X-Length", std::to_string(req.body().size()));
+      rsp->SetBody(req.body(), "application/octet-stream");
+    });
     server_ = new Server(config.server);
     ASSERT_TRUE(server_->RegisterService(kServiceName, http));
     ASSERT_TRUE(server_->RegisterService("short_idle", http));
@@ -448,6 +459,70 @@ TEST_F(HttpClientE2eTest, ServerClosingMidPipelineFailsOnlyItsCalls) {
     EXPECT_GT(lost, 0);
     EXPECT_GT(raw.accepted(), 2);  // connections were replaced
     proxy->Stop();
+  }
+}
+
+// Plain HTTP on the same proxy and pool as the RPCs: GET with a header, HEAD (its answer has a
+// Content-Length but no body), POST with a body, a 404 that is a completed call, interleaved with
+// RPCs on pipelined connections.
+TEST_F(HttpClientE2eTest, PlainRequestsShareThePool) {
+  auto proxy = Proxy(/*max_conn_num=*/2, /*depth=*/4);
+  ASSERT_NE(proxy, nullptr);
+  HttpClientResponse rsp;
+  Status st = HttpGet(*proxy, MakeClientContext(), "/hello", &rsp);
+  ASSERT_TRUE(st.OK()) << st.ToString();
+  EXPECT_EQ(rsp.status, 200);
+  EXPECT_EQ(rsp.body.ToString(), "Hello, World!");
+  ASSERT_NE(rsp.Header("content-type"), nullptr);
+  EXPECT_EQ(*rsp.Header("content-type"), "text/plain");
+
+  st = HttpCall(*proxy, MakeClientContext(), HttpMethod::kGet, "/hello", {}, {{"X-Who", "you"}},
+                &rsp);
+  ASSERT_TRUE(st.OK()) << st.ToString();
+  EXPECT_EQ(rsp.body.ToString(), "Hello, you!");
+
+  st = HttpCall(*proxy, MakeClientContext(), HttpMethod::kHead, "/hello", {}, {}, &rsp);
+  ASSERT_TRUE(st.OK()) << st.ToString();
+  EXPECT_EQ(rsp.status, 200);
+  EXPECT_EQ(rsp.body.size(), 0u);
+  ASSERT_NE(rsp.Header("Content-Length"), nullptr);
+  EXPECT_EQ(*rsp.Header("Content-Length"), "13");
+
+  st = HttpPost(*proxy, MakeClientContext(), "/echo", std::string(100'000, 'e'),
+                "application/octet-stream", &rsp);
+  ASSERT_TRUE(st.OK()) << st.ToString();
+  EXPECT_EQ(rsp.status, 201);
+  EXPECT_EQ(*rsp.Header("X-Length"), "100000");
+  EXPECT_EQ(rsp.body.size(), 100'000u);
+
+  st = HttpGet(*proxy, MakeClientContext(), "/no/such/page", &rsp);
+  ASSERT_TRUE(st.OK()) << st.ToString();
+  EXPECT_EQ(rsp.status, 404);
+
+  // A target that would split the request is refused before anything is sent.
+  st = HttpGet(*proxy, MakeClientContext(), "/a b", &rsp);
+  EXPECT_EQ(st.GetFrameworkRetCode(), kClientEncodeErr) << st.ToString();
+
+  // Mixed with RPCs, HEAD among them, pipelined: every reply is its own request's.
+  std::vector<Future<HttpClientResponse>> plain;
+  std::vector<Future<HelloReply>> rpcs;
+  for (int i = 0; i < 300; ++i) {
+    plain.push_back(AsyncHttpCall(*proxy, MakeClientContext(),
+                                  i % 3 == 0 ? HttpMethod::kHead : HttpMethod::kGet, "/hello", {},
+                                  {{"X-Who", std::to_string(i)}}));
+    HelloRequest req;
+    req.set_msg("mix" + std::to_string(i));
+    rpcs.push_back(proxy->AsyncSayHello(MakeClientContext(), req));
+  }
+  auto plain_done = BlockingGet(WhenAll(std::move(plain))).GetValue();
+  auto rpcs_done = BlockingGet(WhenAll(std::move(rpcs))).GetValue();
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE(plain_done[i].IsReady()) << plain_done[i].GetException().ToString();
+    const HttpClientResponse& r = plain_done[i].GetValue();
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body.ToString(), i % 3 == 0 ? "" : "Hello, " + std::to_string(i) + "!");
+    ASSERT_TRUE(rpcs_done[i].IsReady()) << rpcs_done[i].GetException().ToString();
+    EXPECT_EQ(rpcs_done[i].GetValue().msg(), "Hello, mix" + std::to_string(i));
   }
 }
 

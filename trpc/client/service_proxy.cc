@@ -30,6 +30,7 @@ struct ServiceProxy::Call {
   ClientContextPtr ctx;
   google::protobuf::MessageLite* rsp = nullptr;
   Done done;
+  FrameDone frame_done;  // AsyncInvokeFrame: the frame goes back undecoded
 };
 
 ServiceProxy::ServiceProxy(ClientServiceConfig config, ThreadModel* model)
@@ -120,8 +121,10 @@ Reactor* ServiceProxy::PickReactor() {
   return model_->NextReactor();
 }
 
-bool ServiceProxy::Prepare(const ClientContextPtr& ctx, const google::protobuf::MessageLite& req,
-                           uint32_t call_type, Call* call, Status* st) {
+bool ServiceProxy::Prepare(const ClientContextPtr& ctx, RpcRequest* req_in,
+                           const google::protobuf::MessageLite* body_msg, uint32_t call_type,
+                           Call* call, Status* st) {
+  RpcRequest& r = *req_in;
   int64_t now = MonotonicNanos();
   uint32_t timeout_ms = ctx->GetTimeout() > 0 ? ctx->GetTimeout() : config_.timeout;
   int64_t deadline = timeout_ms > 0 ? now + timeout_ms * kNanosPerMilli : 0;
@@ -132,7 +135,6 @@ bool ServiceProxy::Prepare(const ClientContextPtr& ctx, const google::protobuf::
     *st = Status(kClientFullLinkTimeoutErr, "no time left for the call");
     return false;
   }
-  RpcRequest r;
   r.call_type = call_type;
   r.request_id = next_request_id_.fetch_add(1, std::memory_order_relaxed) + 1;
   if (r.request_id == 0) r.request_id = next_request_id_.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -141,7 +143,7 @@ bool ServiceProxy::Prepare(const ClientContextPtr& ctx, const google::protobuf::
                               : 0;
   r.caller = ctx->GetCaller();
   r.callee = config_.name;
-  r.func = ctx->GetFuncName();
+  if (r.func.empty()) r.func = ctx->GetFuncName();
   if (!filters_.Empty() && !RunFilters(FilterPoint::CLIENT_PRE_SEND_MSG, ctx)) {
     *st = ctx->GetStatus();
     return false;
@@ -153,7 +155,7 @@ bool ServiceProxy::Prepare(const ClientContextPtr& ctx, const google::protobuf::
   call->backend = n % backends_.size();
   call->slot = call->backend * conns_per_backend_ + (n / backends_.size()) % conns_per_backend_;
   r.authority = backend_names_[call->backend];
-  if (!codec_->EncodeRequest(&r, &req, &call->request)) {
+  if (!codec_->EncodeRequest(&r, body_msg, &call->request)) {
     *st = Status(kClientEncodeErr, "cannot encode the request");
     return false;
   }
@@ -214,7 +216,9 @@ void ServiceProxy::StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call) {
   auto run = [this, reactor, call]() mutable {
     size_t index = static_cast<size_t>(model_->IndexOf(reactor));
     if (stopped_.load(std::memory_order_acquire)) {
-      if (call->done) call->done(Status(kClientNetworkErr, "proxy stopped"));
+      if (call->done || call->frame_done) {
+        Finish(call.get(), Status(kClientNetworkErr, "proxy stopped"), ChainBuffer());
+      }
       return;
     }
     Call* c = call.get();
@@ -233,7 +237,7 @@ void ServiceProxy::StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call) {
     Status st;
     ClientConnectionPtr conn = GetConnection(index, c->backend, c->slot, &st);
     if (conn == nullptr) {
-      if (c->done) c->done(st);
+      if (c->done || c->frame_done) Finish(c, std::move(st), ChainBuffer());
       return;
     }
     if (c->call_type == kOnewayCall) {
@@ -257,6 +261,11 @@ void ServiceProxy::StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call) {
 }
 
 void ServiceProxy::Finish(Call* call, Status st, ChainBuffer&& frame) {
+  if (call->frame_done) {
+    call->ctx->SetStatus(st);
+    call->frame_done(st, std::move(frame));
+    return;
+  }
   if (st.OK()) {
     RpcResponse rsp;
     std::string err;
@@ -307,7 +316,8 @@ void ServiceProxy::AsyncUnaryInvoke(const ClientContextPtr& ctx,
   }
   auto call = std::make_shared<Call>();
   Status st;
-  if (!Prepare(ctx, req, kUnaryCall, call.get(), &st)) {
+  RpcRequest r;
+  if (!Prepare(ctx, &r, &req, kUnaryCall, call.get(), &st)) {
     ctx->SetStatus(st);
     done(st);
     return;
@@ -350,9 +360,35 @@ Status ServiceProxy::OnewayInvoke(const ClientContextPtr& ctx,
   }
   auto call = std::make_shared<Call>();
   Status st;
-  if (!Prepare(ctx, req, kOnewayCall, call.get(), &st)) return st;
+  RpcRequest r;
+  if (!Prepare(ctx, &r, &req, kOnewayCall, call.get(), &st)) return st;
   StartOnLoop(PickReactor(), std::move(call));
   return Status();
+}
+
+void ServiceProxy::AsyncInvokeFrame(const ClientContextPtr& ctx, RpcRequest&& req,
+                                    FrameDone done) {
+  if (!filters_.Empty()) {
+    ctx->SetStatus(Status());
+    if (!RunFilters(FilterPoint::CLIENT_PRE_RPC_INVOKE, ctx)) {
+      done(ctx->GetStatus(), ChainBuffer());
+      return;
+    }
+    done = [this, ctx, done = std::move(done)](const Status& st, ChainBuffer&& frame) {
+      ctx->SetStatus(st);
+      RunFilters(FilterPoint::CLIENT_POST_RPC_INVOKE, ctx);
+      done(ctx->GetStatus(), std::move(frame));
+    };
+  }
+  auto call = std::make_shared<Call>();
+  Status st;
+  if (!Prepare(ctx, &req, nullptr, kUnaryCall, call.get(), &st)) {
+    ctx->SetStatus(st);
+    done(st, ChainBuffer());
+    return;
+  }
+  call->frame_done = std::move(done);
+  StartOnLoop(PickReactor(), std::move(call));
 }
 
 }  // namespace trpc

@@ -82,12 +82,26 @@ class ServiceProxy {
   /// Sends without waiting for (or getting) a reply.
   Status OnewayInvoke(const ClientContextPtr& ctx, const google::protobuf::MessageLite& req);
 
+  using FrameDone = std::function<void(const Status&, ChainBuffer&& frame)>;
+  /// A call outside the RPC mapping, for a protocol's own API (http_client.h's HttpGet): `req`
+  /// comes built by the caller (body, and the protocol's own part, e.g. an HTTP method and
+  /// path; func defaults to the context's), the proxy fills in the rest (request id, deadline,
+  /// caller, callee, trans_info, backend) and sends it like AsyncUnaryInvoke, with the same
+  /// backends, connections, deadlines and RPC_INVOKE/PRE_SEND_MSG filters. `done` gets the
+  /// response frame as the codec cut it, undecoded (the Status is not OK when the call failed
+  /// in transport: timeout, connect, connection lost), and runs exactly once on a reactor
+  /// thread.
+  void AsyncInvokeFrame(const ClientContextPtr& ctx, RpcRequest&& req, FrameDone done);
+
   const ClientServiceConfig& config() const { return config_; }
+  ThreadModel* thread_model() const { return model_; }
 
  private:
   struct Call;
-  bool Prepare(const ClientContextPtr& ctx, const google::protobuf::MessageLite& req,
-               uint32_t call_type, Call* call, Status* st);
+  // Fills `*r` (what the caller left empty) and encodes it into `call`.
+  bool Prepare(const ClientContextPtr& ctx, RpcRequest* r,
+               const google::protobuf::MessageLite* body_msg, uint32_t call_type, Call* call,
+               Status* st);
   void StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call);
   // Decodes a reply (or takes a failure) into the call's Status and runs its callback.
   void Finish(Call* call, Status st, ChainBuffer&& frame);

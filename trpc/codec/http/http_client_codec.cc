@@ -115,13 +115,6 @@ bool IsJson(std::string_view content_type) {
 
 }  // namespace
 
-const std::string* HttpClientResponse::Header(std::string_view name) const {
-  for (const auto& [n, v] : headers) {
-    if (detail::EqualsIgnoreCase(n, name)) return &v;
-  }
-  return nullptr;
-}
-
 int32_t RetCodeOfHttpStatus(int status) {
   if (status >= 200 && status < 300) return kSuccess;
   switch (status) {
@@ -301,33 +294,6 @@ bool HttpClientCodec::DecodeResponse(ChainBuffer&& frame, RpcResponse* rsp, std:
   rsp->error_msg = !e.message.empty()
                        ? fmt::format("{}: {}", status_line.substr(9), e.message)
                        : std::string(status_line.substr(9));
-  return true;
-}
-
-bool DecodeHttpResponse(ChainBuffer&& frame, HttpClientResponse* out, std::string* err) {
-  std::string scratch;
-  std::string_view head;
-  const size_t head_size = HeadSize(frame, &scratch, &head);
-  if (head_size == 0) {
-    *err = "not an HTTP response frame";
-    return false;
-  }
-  // The head parsed again, as the answer to a HEAD request: it ends at its blank line.
-  ResponseParser parser;
-  parser.set_head_request(true);
-  ChainBuffer head_bytes;
-  head_bytes.Append(head);
-  if (parser.Parse(head_bytes) != ResponseParser::Result::kComplete) {
-    *err = "not an HTTP response frame: " + parser.error();
-    return false;
-  }
-  detail::ResponseHead& h = parser.head();
-  out->status = h.status;
-  out->reason = std::move(h.reason);
-  out->version_minor = h.version_minor;
-  out->headers = std::move(h.headers);
-  frame.Skip(head_size);
-  out->body = std::move(frame);
   return true;
 }
 

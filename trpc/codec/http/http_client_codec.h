@@ -22,18 +22,6 @@ struct HttpClientRequest final : public ProtocolMessage {
   HttpHeaders headers;
 };
 
-/// A response as DecodeHttpResponse reads it.
-struct HttpClientResponse {
-  int status = 0;
-  std::string reason;
-  int version_minor = 1;
-  HttpHeaders headers;  // in order, as sent (the final response's; interim ones are skipped)
-  ChainBuffer body;     // de-chunked
-
-  /// The first header field named `name` (ASCII case-insensitive), or null.
-  const std::string* Header(std::string_view name) const;
-};
-
 /// The client half of HTTP/1.1 (RFC 9112), registered as protocol "http".
 ///
 /// HTTP/1.1 responses carry no request id: they answer a connection's requests in order
@@ -53,7 +41,8 @@ struct HttpClientResponse {
 /// the server reads).
 ///
 /// Responses: Split runs the connection's incremental parser (detail/response_parser.h) and cuts
-/// one frame per final response: its head as received, then its body de-chunked; interim 1xx
+/// one frame per final response (the format http_client.h's DecodeHttpResponse reads): its head
+/// as received, then its body de-chunked; interim 1xx
 /// responses are skipped, a response to HEAD has no body, and a response without a length ends
 /// with the connection. A response that says the connection ends (Connection: close, HTTP/1.0,
 /// a body read until the close) makes the connection close after it. Malformed bytes are an
@@ -86,10 +75,6 @@ class HttpClientCodec final : public ClientCodec {
  private:
   detail::ResponseLimits limits_;
 };
-
-/// Reads a frame cut by HttpClientCodec (the final response's head, then its de-chunked body)
-/// into `*out`, for plain (non-RPC) calls. False with `*err` on a frame that is not one.
-bool DecodeHttpResponse(ChainBuffer&& frame, HttpClientResponse* out, std::string* err);
 
 /// The framework code an HTTP status means when the response carries none (the inverse of the
 /// server's HttpStatusOf where it is one-to-one): 2xx -> 0; 400, 411, 413, 414, 415, 422,
