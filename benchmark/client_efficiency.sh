@@ -9,10 +9,12 @@
 # Both servers are raw-epoll responders of the same shape (read until EAGAIN, one write per
 # batch), so the pair compares the clients. With --protocol http, A is trpc_bench --protocol http
 # against the same raw_http_server as B (`GET /`, the same bytes on the wire as wrk's), and the
-# report goes to benchmark/results/client_efficiency_http.md. Runs alternate A B A B ... (PAIRS pairs per depth,
-# each run WARMUP + DURATION seconds), and the script prints each pair's QPS ratio A/B and the
-# medians; also each client's CPU (trpc_bench reports its own; wrk's is read from /proc/PID/stat)
-# and each server's CPU per request. Writes benchmark/results/client_efficiency.md.
+# report goes to benchmark/results/client_efficiency_http.md. Runs alternate A B A B ... (PAIRS
+# pairs per depth, each run WARMUP + DURATION seconds), and the script prints each pair's QPS
+# ratio A/B and the medians; also each client's CPU (trpc_bench reports its own; wrk's is read
+# from /proc/PID/stat), their ratio per request B/A (the client's own cost, which a busy machine
+# disturbs less than QPS: time the client waits for a core is in neither), and each server's CPU
+# per request. Writes benchmark/results/client_efficiency.md.
 #
 #   benchmark/client_efficiency.sh [--build DIR] [--duration S] [--warmup S] [--pairs N]
 #                                  [--depths "1 16"] [--protocol trpc|http] [--out FILE]
@@ -130,43 +132,48 @@ MD="$TMP/report.md"
 
 for depth in $DEPTHS; do
   log "== depth $depth: A = trpc_bench ($PROTOCOL) -> ${A_SERVER%% *}, B = wrk -> raw_http_server"
-  ratios=() a_qps=() b_qps=() a_cus=() b_cus=()
+  ratios=() cpu_ratios=() a_qps=() b_qps=() a_cus=() b_cus=()
   {
     echo
     echo "## Depth $depth ($CONNECTIONS connections x $depth)"
     echo
     echo "| pair | A trpc_bench QPS | client CPU | client µs/req | server µs/req |" \
-      "B wrk QPS | client CPU | client µs/req | server µs/req | A/B QPS |"
-    echo "|---|---|---|---|---|---|---|---|---|---|"
+      "B wrk QPS | client CPU | client µs/req | server µs/req | A/B QPS | B/A client µs/req |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|"
   } >>"$MD"
   for pair in $(seq "$PAIRS"); do
     a=$(run_trpc_bench "$A_PORT" "$depth" "$A_PID")
     b=$(run_wrk_warm "$HTTP_PORT" "$depth" "$HTTP_PID")
     ratio=$(awk -v a="$(field qps "$a")" -v b="$(field qps "$b")" 'BEGIN {printf "%.3f", a / b}')
     ratios+=("$ratio")
+    cpu_ratio=$(awk -v a="$(client_us "$a")" -v b="$(client_us "$b")" \
+      'BEGIN {printf "%.3f", b / a}')
+    cpu_ratios+=("$cpu_ratio")
     a_qps+=("$(field qps "$a")") b_qps+=("$(field qps "$b")")
     a_cus+=("$(client_us "$a")") b_cus+=("$(client_us "$b")")
     log "  pair $pair: A $a"
     log "          B $b"
-    log "          A/B = $ratio"
+    log "          A/B QPS = $ratio, B/A client CPU per request = $cpu_ratio"
     echo "| $pair | $(field qps "$a") | $(field client_cpu_pct "$a")% | $(client_us "$a") |" \
       "$(field server_us_per_req "$a") | $(field qps "$b") | $(field client_cpu_pct "$b")% |" \
-      "$(client_us "$b") | $(field server_us_per_req "$b") | $ratio |" >>"$MD"
+      "$(client_us "$b") | $(field server_us_per_req "$b") | $ratio | $cpu_ratio |" >>"$MD"
     for r in "$a" "$b"; do
-      [ "$(field errors "$r")" = 0 ] || echo "| | errors: $r | | | | | | | | |" >>"$MD"
+      [ "$(field errors "$r")" = 0 ] || echo "| | errors: $r | | | | | | | | | |" >>"$MD"
     done
   done
   summary="depth $depth: A/B QPS median $(median "${ratios[@]}") (pairs $(spread "${ratios[@]}"));"
   summary+=" A median $(median "${a_qps[@]}") QPS ($(spread "${a_qps[@]}")),"
   summary+=" B median $(median "${b_qps[@]}") QPS ($(spread "${b_qps[@]}"));"
-  summary+=" client µs/request A $(median "${a_cus[@]}") vs B $(median "${b_cus[@]}")"
+  summary+=" client µs/request A $(median "${a_cus[@]}") vs B $(median "${b_cus[@]}"),"
+  summary+=" B/A median $(median "${cpu_ratios[@]}") ($(spread "${cpu_ratios[@]}"))"
   log "$summary"
   {
     echo
     echo "Medians: **A/B QPS $(median "${ratios[@]}")** (pairs: $(spread "${ratios[@]}"));" \
       "A $(median "${a_qps[@]}") QPS ($(spread "${a_qps[@]}")), B $(median "${b_qps[@]}") QPS" \
       "($(spread "${b_qps[@]}")); client CPU per request A $(median "${a_cus[@]}") µs," \
-      "B $(median "${b_cus[@]}") µs."
+      "B $(median "${b_cus[@]}") µs, **B/A $(median "${cpu_ratios[@]}")** (pairs:" \
+      "$(spread "${cpu_ratios[@]}"); above 1: trpc_bench spends less CPU per request)."
   } >>"$MD"
 done
 
