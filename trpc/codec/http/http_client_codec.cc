@@ -32,7 +32,7 @@ class HttpClientConnState final : public FrameCodecState {
 
 // Error bodies longer than this are not read for codes (ours are a few dozen bytes).
 constexpr size_t kMaxErrorBody = 64 * 1024;
-// More than any head the split accepts (ResponseLimits::max_header_bytes plus interim ones).
+// More than any head the split accepts (ResponseLimits::max_header_bytes).
 constexpr size_t kMaxHeadCopy = 1u << 20;
 
 bool ValidTarget(std::string_view s) { return detail::AllIn(s, detail::kTarget); }
@@ -90,7 +90,7 @@ int StatusOf(std::string_view head) {
   return status;
 }
 
-// The value of the first field `lower_name` in a head (after its status line), or null.
+// Finds the first field `lower_name` of a head (after its status line): true with `*value`.
 bool FindField(std::string_view head, std::string_view lower_name, std::string_view* value) {
   size_t line = head.find("\r\n");
   while (line != std::string_view::npos && line + 2 < head.size()) {
