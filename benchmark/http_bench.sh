@@ -3,7 +3,7 @@
 #
 # Servers (each on CPU 1, one thread or worker): raw_http_server (benchmark/baseline, the
 # syscall-path limit), nginx `return 200 '{}'` (benchmark/http/nginx.conf.in, from a private
-# prefix in a temporary directory), and, with --http-hello, the framework's HTTP server.
+# prefix in a temporary directory), and the framework's examples/http_hello in each thread model.
 # Load: one wrk thread on CPU 0, at 1, 10, 100 and 1000 connections, and pipelining depth 16 at
 # 100 connections (benchmark/http/pipeline.lua); each run WARMUP s of wrk not counted, then
 # DURATION s. ROUNDS rounds, each running every setting on every server in turn (A B A B ...);
@@ -21,8 +21,8 @@
 # Writes benchmark/results/http_latest.{md,json}.
 #
 #   benchmark/http_bench.sh [--build DIR] [--duration S] [--warmup S] [--rounds N]
-#       [--connections "1 10 100 1000"] [--servers "raw_http nginx"] [--c10k N]
-#       [--http-hello "BINARY CONFIG_TEMPLATE"] [--out-dir DIR]
+#       [--connections "1 10 100 1000"] [--servers "raw_http nginx http_hello_merge http_hello_fiber"]
+#       [--c10k N] [--out-dir DIR]
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,9 +34,8 @@ ROUNDS=3
 CONNECTIONS="1 10 100 1000"
 PIPELINE_CONNECTIONS=100
 PIPELINE_DEPTH=16
-SERVERS="raw_http nginx"
+SERVERS="raw_http nginx http_hello_merge http_hello_fiber"
 C10K=10000
-HTTP_HELLO=""
 OUT_DIR="$ROOT/benchmark/results"
 # shellcheck source=benchmark/http/pinned_runs.sh
 source "$HTTP_DIR/pinned_runs.sh"
@@ -50,7 +49,6 @@ while [ $# -gt 0 ]; do
     --connections) CONNECTIONS=$2; shift 2 ;;
     --servers) SERVERS=$2; shift 2 ;;
     --c10k) C10K=$2; shift 2 ;;
-    --http-hello) HTTP_HELLO=$2; shift 2 ;;
     --out-dir) OUT_DIR=$2; shift 2 ;;
     *) usage ;;
   esac
@@ -103,31 +101,56 @@ start_nginx() {
   DESCRIPTION[nginx]="$("$bin" -v 2>&1 | sed 's/.*: //'), 1 worker, return 200 '{}' (nginx.conf.in)"
 }
 
-# ---- Hook: the framework's HTTP server (examples/http_hello, not written yet). Started only
-# with --http-hello "BINARY CONFIG_TEMPLATE": the template is the server's YAML config with
-# @PORT@ where its port goes (and one worker); the server runs as `BINARY --config CONFIG` on
-# SERVER_CPU and is measured like the others. Without the option, or without the binary, it is
-# skipped. To add it to the default run, add http_hello to SERVERS.
-start_http_hello() {
-  local bin template port
-  read -r bin template <<<"$HTTP_HELLO"
-  [ -n "$bin" ] && [ -x "$bin" ] && [ -f "$template" ] || {
-    log "http_hello skipped: --http-hello \"BINARY CONFIG_TEMPLATE\" not given or not found"
-    return 1
-  }
+# ---- The framework's HTTP server, examples/http_hello, once per thread model (one worker on
+# SERVER_CPU; the YAML differs only in global.threadmodel). GET / answers "{}".
+http_hello_yaml() {  # model port
+  local tm
+  if [ "$1" = merge ]; then
+    tm="    default:
+      - instance_name: bench
+        io_handle_type: merge
+        io_thread_num: 1"
+  else
+    tm="    fiber:
+      - instance_name: bench
+        concurrency_hint: 1"
+  fi
+  cat <<EOF
+global:
+  threadmodel:
+$tm
+server:
+  app: bench
+  server: http_hello
+  service:
+    - name: trpc.test.http_hello.Http
+      protocol: http
+      ip: 127.0.0.1
+      port: $2
+      max_conn_num: 100000
+      idle_time: 600000
+plugins:
+  log:
+    level: warn
+EOF
+}
+start_http_hello_model() {  # model
+  local name="http_hello_$1" bin="$BUILD/examples/http_hello/http_hello_server" port
+  [ -x "$bin" ] || { log "missing $bin: cmake --build $BUILD --target http_hello_server"; return 1; }
   port=$(free_port)
-  sed "s/@PORT@/$port/g" "$template" >"$TMP/http_hello.yaml"
-  taskset -c "$SERVER_CPU" "$bin" --config "$TMP/http_hello.yaml" >"$TMP/http_hello.out" 2>&1 &
+  http_hello_yaml "$1" "$port" >"$TMP/$name.yaml"
+  taskset -c "$SERVER_CPU" "$bin" --config "$TMP/$name.yaml" >"$TMP/$name.out" 2>&1 &
   local pid=$!
   SERVER_PIDS+=("$pid")
   if ! wait_port "$port" "$pid"; then
-    log "http_hello did not start: $(cat "$TMP/http_hello.out")"
+    log "$name did not start: $(cat "$TMP/$name.out")"
     return 1
   fi
-  PORT[http_hello]=$port PIDS[http_hello]=$pid
-  DESCRIPTION[http_hello]="$bin --config $template"
+  PORT[$name]=$port PIDS[$name]=$pid
+  DESCRIPTION[$name]="examples/http_hello/http_hello_server, $1 model, 1 worker, GET / -> {}"
 }
-if [ -n "$HTTP_HELLO" ] && [[ " $SERVERS " != *" http_hello "* ]]; then SERVERS+=" http_hello"; fi
+start_http_hello_merge() { start_http_hello_model merge; }
+start_http_hello_fiber() { start_http_hello_model fiber; }
 
 MACHINE="$TMP/machine.md"
 machine_md >"$MACHINE"
