@@ -82,10 +82,12 @@ struct Feed {
   std::vector<bool> heads;
   bool eof = false;
   bool fragment = false;
+  bool keep_fields = true;
 };
 
 std::vector<Outcome> ParseStream(std::string_view stream, const Feed& f) {
   ResponseParser p(f.limits);
+  p.set_keep_fields(f.keep_fields);
   ChainBuffer in, spacer;
   std::vector<Outcome> out;
   size_t off = 0;
@@ -356,6 +358,37 @@ TEST(HttpResponseParserTest, PipelinedResponsesUnderEverySplit) {
   EXPECT_EQ(bodies, (std::vector<std::string>{"{}", "abc", "", "error", "the rest"}));
   EXPECT_FALSE(o[4].keep_alive);
   EXPECT_TRUE(o[4].until_close);
+}
+
+// Without the fields kept, the framing is the same and the head carries no fields or reason.
+TEST(HttpResponseParserTest, FramingOnlyWithoutTheFields) {
+  const std::string stream = std::string(kOk) +
+                             "HTTP/1.1 201 Created\r\nX-A: 1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                             "3\r\nabc\r\n0\r\n\r\n"
+                             "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nrest";
+  Feed all;
+  all.eof = true;
+  Feed framing = all;
+  framing.keep_fields = false;
+  std::vector<Outcome> kept = ParseEveryWay(stream, all);
+  std::vector<Outcome> bare = ParseEveryWay(stream, framing);
+  ASSERT_EQ(kept.size(), 3u);
+  ASSERT_EQ(bare.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(bare[i].headers.empty());
+    EXPECT_TRUE(bare[i].reason.empty());
+    Outcome k = kept[i];
+    k.headers.clear();
+    k.reason.clear();
+    EXPECT_EQ(bare[i], k) << i;
+  }
+  EXPECT_FALSE(bare[2].keep_alive);
+  // Malformed fields are still refused.
+  ResponseParser p;
+  p.set_keep_fields(false);
+  ChainBuffer in = Buf("HTTP/1.1 200 OK\r\nA : b\r\n\r\n");
+  EXPECT_EQ(p.Parse(in), Result::kError);
+  EXPECT_EQ(p.error(), "whitespace between field name and colon");
 }
 
 TEST(HttpResponseParserTest, ResetReusesAndForgets) {

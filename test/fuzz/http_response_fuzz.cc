@@ -4,10 +4,12 @@
 //
 // Input: byte 0 picks the limits (bits 6-7), whether the server closes after the last byte
 // (bit 5) and seeds the read sizes (bits 0-4); byte 1 says which responses answer HEAD (bit
-// i % 8 for the i-th); the rest is the stream. The stream is parsed three ways: whole, one byte
-// per call with every byte in its own buffer span, and in pseudo-random reads. Any of these
-// aborts (they cannot be true of a correct parser):
-//   - the three ways disagree on any response's result, head, body, sizes or error;
+// i % 8 for the i-th); the rest is the stream. The stream is parsed four ways: whole, one byte
+// per call with every byte in its own buffer span, in pseudo-random reads, and whole without
+// keeping the fields (set_keep_fields(false), the client codec's way). Any of these aborts (they
+// cannot be true of a correct parser):
+//   - the ways disagree on any response's result, head, body, sizes or error (the fourth has no
+//     fields or reason phrase, and agrees on the rest);
 //   - wire_size() exceeds the bytes buffered, or the head does not lie inside it;
 //   - a final status outside 200..999 (1xx are interim and skipped) or an empty error;
 //   - a body longer than max_body_bytes, a Content-Length body whose size is not the length, a
@@ -102,8 +104,9 @@ Verdict Record(Result r, ResponseParser& p, const ChainBuffer& in, const Respons
 // with `eof`, once more as the server's close.
 template <typename NextRead>
 Run Feed(std::string_view stream, const ResponseLimits& limits, uint8_t heads, bool eof,
-         bool fragment, NextRead next_read) {
+         bool fragment, NextRead next_read, bool keep_fields = true) {
   ResponseParser p(limits);
+  p.set_keep_fields(keep_fields);
   ChainBuffer in, spacer;
   Run run;
   size_t off = 0;
@@ -177,5 +180,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   });
   Check(whole == bytewise);
   Check(whole == random);
+  Run framing = Feed(stream, limits, heads, eof, false, [] { return SIZE_MAX; }, false);
+  Run stripped = whole;
+  for (Verdict& v : stripped.verdicts) {
+    v.headers.clear();
+    v.reason.clear();
+  }
+  Check(framing == stripped);
   return 0;
 }

@@ -23,7 +23,10 @@ using detail::ResponseParser;
 // response has no body), oldest first.
 class HttpClientConnState final : public FrameCodecState {
  public:
-  explicit HttpClientConnState(const detail::ResponseLimits& limits) : parser(limits) {}
+  explicit HttpClientConnState(const detail::ResponseLimits& limits) : parser(limits) {
+    // Frames only: DecodeResponse reads what it needs from the head that stays in the frame.
+    parser.set_keep_fields(false);
+  }
 
   ResponseParser parser;
   std::deque<bool> head_requests;

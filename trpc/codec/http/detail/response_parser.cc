@@ -211,15 +211,17 @@ ResponseParser::Result ResponseParser::ParseStatusLine(std::string_view line) {
       reason.data() + reason.size()) {
     return Fail("control character in reason phrase");
   }
-  head_.reason.assign(reason);
+  if (keep_fields_) head_.reason.assign(reason);
   return Result::kNeedMore;
 }
 
 // Field lines from `p` up to `end`, where the blank line's CRLF stands.
 ResponseParser::Result ResponseParser::ParseFields(const char* p, const char* end) {
-  for (size_t i = 0; p < end; ++i) {
+  while (p < end) {
     std::string_view name, value;
     if (const char* why = ReadFieldLine(&p, end + 2, &name, &value)) return Fail(why);
+    if (const char* why = framing_.Add(name, value)) return Fail(why);
+    if (!keep_fields_) continue;
     if (!spare_headers_.empty()) {  // reuse the strings of an earlier response
       auto field = std::move(spare_headers_.back());
       spare_headers_.pop_back();
@@ -229,7 +231,6 @@ ResponseParser::Result ResponseParser::ParseFields(const char* p, const char* en
     } else {
       head_.headers.emplace_back(name, value);
     }
-    if (const char* why = framing_.Add(name, value)) return Fail(why);
   }
   return Result::kNeedMore;
 }

@@ -71,6 +71,9 @@ class ResponseParser {
   /// The response being parsed answers a HEAD request: it has no body. Set before its first
   /// Parse (Reset clears it).
   void set_head_request(bool head) { head_request_ = head; }
+  /// False: the head's fields and reason phrase are checked but not kept (head().headers and
+  /// head().reason stay empty), for a caller that only frames responses. Default true.
+  void set_keep_fields(bool keep) { keep_fields_ = keep; }
 
   /// `in` holds the connection's unconsumed bytes; the current response starts at offset 0.
   /// Between calls the caller only appends to `in`, until kComplete, when it removes exactly
@@ -128,6 +131,7 @@ class ResponseParser {
   State state_ = State::kHead;
   ResponseHead head_;
   bool head_request_ = false;
+  bool keep_fields_ = true;
   size_t head_offset_ = 0;
   size_t head_end_ = 0;
   size_t wire_size_ = 0;
