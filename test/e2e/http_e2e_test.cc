@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -225,6 +226,19 @@ class HttpE2eTest : public ::testing::Test {
     svc->Get("/throw", [](const ServerContextPtr&, const HttpRequest&, HttpResponse*) {
       throw std::runtime_error("on purpose");
     });
+    // "/later" replies from another thread, 20 ms after its handler returned.
+    svc->Get("/later", [this](const ServerContextPtr& ctx, const HttpRequest&, HttpResponse*) {
+      ctx->SetResponse(false);
+      std::lock_guard lock(later_mu_);
+      later_.emplace_back([ctx] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        auto rsp = std::make_unique<HttpResponse>();
+        rsp->set_status(202);
+        rsp->SetBody("later", "text/plain");
+        ctx->SetProtocolResponse(std::move(rsp));
+        ctx->SendUnaryResponse(Status());
+      });
+    });
     svc->MapRpc(std::make_shared<TestGreeter>());
     server_ = std::make_unique<Server>(config_->server);
     ASSERT_TRUE(server_->RegisterService(kServiceName, svc));
@@ -233,6 +247,10 @@ class HttpE2eTest : public ::testing::Test {
     ASSERT_TRUE(server_->GetAddress(kServiceName, &addr_));
   }
   void TearDown() override {
+    {
+      std::lock_guard lock(later_mu_);
+      for (auto& t : later_) t.join();
+    }
     if (server_) server_->Stop();
   }
 
@@ -261,6 +279,8 @@ class HttpE2eTest : public ::testing::Test {
   static Config* config_;
   std::unique_ptr<Server> server_;
   NetAddress addr_;
+  std::mutex later_mu_;
+  std::vector<std::thread> later_;  // the "/later" repliers
 };
 
 Config* HttpE2eTest::config_ = nullptr;
@@ -401,6 +421,20 @@ TEST_F(HttpE2eTest, PipelinedRepliesKeepRequestOrderBehindASlowHandler) {
     ASSERT_TRUE(c.Read(&r));
     EXPECT_EQ(r.body, "Hello, World!");
   }
+}
+
+// A handler that takes the reply over (SetResponse(false)) answers later from another thread;
+// a pipelined request behind it still gets its reply second.
+TEST_F(HttpE2eTest, DeferredReplyFromAnotherThread) {
+  Response r = RoundTrip("GET /later HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_EQ(r.status, 202);
+  EXPECT_EQ(r.body, "later");
+  RawClient c(addr_);
+  ASSERT_TRUE(c.Send("GET /later HTTP/1.1\r\nHost: t\r\n\r\n" + std::string(kGet)));
+  ASSERT_TRUE(c.Read(&r));
+  EXPECT_EQ(r.body, "later");
+  ASSERT_TRUE(c.Read(&r));
+  EXPECT_EQ(r.body, "{}");
 }
 
 TEST_F(HttpE2eTest, KeepAliveRules) {

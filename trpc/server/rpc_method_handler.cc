@@ -1,6 +1,17 @@
 #include "trpc/server/rpc_method_handler.h"
 
+#include <atomic>
+
 #include "trpc/codec/message_body.h"
+
+namespace trpc {
+
+uint32_t RpcMethodHandler::NextId() {
+  static std::atomic<uint32_t> next{0};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace trpc
 
 namespace trpc::detail {
 

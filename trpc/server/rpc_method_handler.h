@@ -15,10 +15,22 @@ namespace trpc {
 /// many threads at once.
 class RpcMethodHandler {
  public:
+  RpcMethodHandler() : id_(NextId()) {}
   virtual ~RpcMethodHandler() = default;
+  RpcMethodHandler(const RpcMethodHandler&) = delete;
+  RpcMethodHandler& operator=(const RpcMethodHandler&) = delete;
+
+  /// A small number unique in the process (handlers are numbered as they are made): a server
+  /// finds a method's statistics slot by it with an array index instead of a hash.
+  uint32_t id() const { return id_; }
   /// Serves the call in `ctx` and sends its reply through ctx->SendReply(). May throw only what
   /// the user's code throws (the server turns that into ret 31).
   virtual void Handle(const ServerContextPtr& ctx) = 0;
+
+ private:
+  static uint32_t NextId();
+
+  const uint32_t id_;
 };
 
 namespace detail {

@@ -2,6 +2,7 @@
 
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
+#include "trpc/server/detail/method_counters.h"
 #include "trpc/server/server_filter.h"
 
 namespace trpc {
@@ -62,12 +63,15 @@ bool ServerContext::RunFilters(FilterPoint point) {
 void ServerContext::SendReply(const Status& status, const google::protobuf::MessageLite* body) {
   if (replied_) return;
   replied_ = true;
+  // One clock read serves the deadline check and the latency (which therefore ends before the
+  // reply is encoded).
+  int64_t now = deadline_ns_ > 0 || method_counters_ != nullptr ? MonotonicNanos() : 0;
   Status late;
   // A downstream call that timed out because this request's own budget ran out (full-link
   // timeout) is this request's timeout: the caller learns it with the server's code.
   bool downstream_timeout = status.GetFrameworkRetCode() == kClientInvokeTimeoutErr ||
                             status.GetFrameworkRetCode() == kClientFullLinkTimeoutErr;
-  if ((status.OK() || downstream_timeout) && deadline_ns_ > 0 && MonotonicNanos() > deadline_ns_ &&
+  if ((status.OK() || downstream_timeout) && deadline_ns_ > 0 && now > deadline_ns_ &&
       !IsOneway()) {
     // The caller has given up by now, or soon will; say so instead of sending a result it
     // will not use.
@@ -84,6 +88,7 @@ void ServerContext::SendReply(const Status& status, const google::protobuf::Mess
     chosen = &status_;
   }
   if (IsOneway()) {
+    Record(now, chosen->GetFrameworkRetCode(), chosen->GetFuncRetCode());
     QueueOnLoop(conn_, reply_slot_, ChainBuffer(), counted_pending_);
     return;
   }
@@ -117,12 +122,19 @@ void ServerContext::SendReply(const Status& status, const google::protobuf::Mess
     err.content_type = req_.content_type;
     err.request_protocol = req_.protocol.get();
     out.Clear();
+    Record(now, kServerEncodeErr, 0);
     if (!codec_->EncodeResponse(&err, nullptr, &out)) {
       QueueOnLoop(conn_, reply_slot_, ChainBuffer(), counted_pending_);
       return;
     }
+  } else {
+    Record(now, rsp.ret, rsp.func_ret);
   }
   QueueOnLoop(conn_, reply_slot_, std::move(out), counted_pending_);
+}
+
+void ServerContext::Record(int64_t now_ns, int32_t ret, int32_t func_ret) {
+  if (method_counters_ != nullptr) method_counters_->Record(now_ns - recv_ns_, ret, func_ret);
 }
 
 }  // namespace trpc

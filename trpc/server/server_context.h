@@ -17,6 +17,7 @@ namespace detail {
 template <typename Filter, typename ContextPtr>
 class FilterChain;
 using ServerFilterChain = FilterChain<MessageServerFilter, std::shared_ptr<ServerContext>>;
+struct MethodCounters;
 }  // namespace detail
 
 /// Everything a handler knows about the call it serves: who called, what, with which metadata
@@ -94,8 +95,13 @@ class ServerContext : public std::enable_shared_from_this<ServerContext> {
   /// The request was counted with Connection::BeginRequest() (asynchronous dispatch): the reply
   /// (or, for one-way calls and contexts dropped unreplied, the end) ends it on the connection.
   void SetCountedPending() { counted_pending_ = true; }
+  /// The per-method counters the reply is recorded in (latency from GetRecvTimestampNs() to
+  /// SendReply(), and the error code); null records nothing. Must outlive the context.
+  void SetMethodCounters(detail::MethodCounters* counters) { method_counters_ = counters; }
 
  private:
+  void Record(int64_t now_ns, int32_t ret, int32_t func_ret);
+
   ConnectionPtr conn_;
   ServerCodec* codec_;
   RpcRequest req_;
@@ -110,6 +116,7 @@ class ServerContext : public std::enable_shared_from_this<ServerContext> {
   bool framework_replies_ = true;
   bool invoked_ = false;
   const detail::ServerFilterChain* filters_ = nullptr;
+  detail::MethodCounters* method_counters_ = nullptr;
 };
 
 using ServerContextPtr = std::shared_ptr<ServerContext>;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -44,6 +45,12 @@ class Service {
   /// routes with path parameters and 405s) override it; they may record what they matched in
   /// the request's protocol part.
   virtual RpcMethodHandler* Route(ServerContext& ctx) const;
+
+  using MethodVisitor = std::function<void(const std::string& name, const RpcMethodHandler*)>;
+  /// Calls `fn` for every handler Route() can return as a method of this service, with the name
+  /// its statistics are kept under (the server's per-method metrics): the default gives the
+  /// method table in name order. A handler not listed is counted as method "unknown".
+  virtual void ForEachMethod(const MethodVisitor& fn) const;
 
  private:
   struct Hash {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "trpc/base/logging.h"
 #include "trpc/codec/codec.h"
 
@@ -18,6 +20,7 @@ class HttpMethodHandler final : public RpcMethodHandler {
     auto* req = static_cast<HttpRequest*>(ctx->request().protocol.get());
     auto rsp = std::make_unique<HttpResponse>();
     fn_(ctx, *req, rsp.get());
+    if (!ctx->IsResponse()) return;  // taken over (SetResponse(false)): the handler replies
     ctx->SetProtocolResponse(std::move(rsp));
     ctx->SendReply(ctx->GetStatus(), nullptr);
   }
@@ -111,6 +114,28 @@ void HttpService::Handle(HttpMethod method, std::string_view pattern, HttpHandle
 }
 
 void HttpService::MapRpc(ServicePtr service) { rpc_services_.push_back(std::move(service)); }
+
+void HttpService::ForEachMethod(const MethodVisitor& fn) const {
+  auto routes = [&](const std::string& pattern, const RouteEntry& e) {
+    for (size_t i = 0; i < kMethods; ++i) {
+      if (e.handlers[i]) {
+        fn(std::string(HttpMethodName(static_cast<HttpMethod>(i))) + " " + pattern,
+           e.handlers[i].get());
+      }
+    }
+  };
+  std::vector<const std::string*> literals;
+  for (const auto& [path, e] : literal_) literals.push_back(&path);
+  std::sort(literals.begin(), literals.end(), [](auto* a, auto* b) { return *a < *b; });
+  for (const std::string* path : literals) routes(*path, *literal_.at(*path));
+  for (const auto& p : patterns_) {
+    std::string pattern;
+    for (const auto& seg : p->segments) pattern += "/" + seg;
+    routes(pattern, *p);
+  }
+  for (const auto& svc : rpc_services_) svc->ForEachMethod(fn);
+  Service::ForEachMethod(fn);
+}
 
 RpcMethodHandler* HttpService::Pick(const RouteEntry& e, HttpMethod m) const {
   if (auto& h = e.handlers[static_cast<size_t>(m)]) return h.get();

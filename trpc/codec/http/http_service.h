@@ -16,6 +16,11 @@ namespace trpc::http {
 /// A plain HTTP handler: reads the request, fills the response (status 200 unless set). Runs
 /// like an RPC handler: inline on the worker in the merged model, in its own fiber in the fiber
 /// model. A throw becomes 500.
+///
+/// Replying later: a handler that calls ctx->SetResponse(false) takes the reply over — `rsp` is
+/// then ignored, and the handler (or the thread it handed `ctx` to) sends exactly once, from
+/// any thread: ctx->SetProtocolResponse(std::make_unique<HttpResponse>(...)), then
+/// ctx->SendUnaryResponse(Status()). Pipelined replies still leave in request order.
 using HttpHandler =
     std::function<void(const ServerContextPtr& ctx, const HttpRequest& req, HttpResponse* rsp)>;
 
@@ -52,6 +57,8 @@ class HttpService : public Service {
   void MapRpc(ServicePtr service);
 
   RpcMethodHandler* Route(ServerContext& ctx) const override;
+  /// Routes as "GET /users/{id}", then the mapped RPC methods by wire name.
+  void ForEachMethod(const MethodVisitor& fn) const override;
 
  private:
   static constexpr size_t kMethods = 9;

@@ -2,13 +2,28 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <latch>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 
 namespace trpc::detail {
+
+namespace {
+// Method counters live as long as the process (see service_adapter.h): a few hundred bytes per
+// method and reactor, per service start.
+MethodCounters* KeepMethodCounters(size_t n) {
+  static std::mutex mu;
+  static auto* kept = new std::vector<std::unique_ptr<MethodCounters[]>>();
+  std::lock_guard lock(mu);
+  kept->push_back(std::make_unique<MethodCounters[]>(n));
+  return kept->back().get();
+}
+}  // namespace
 
 ServiceAdapter::ServiceAdapter(const ServiceConfig& config, ServicePtr service, ThreadModel* model,
                                std::shared_ptr<ServerCodec> codec,
@@ -20,13 +35,39 @@ ServiceAdapter::ServiceAdapter(const ServiceConfig& config, ServicePtr service, 
       filters_(filters),
       accept_reactor_(model->GetReactor(0)),
       conns_(model->ReactorCount()),
-      counters_(model->ReactorCount()) {
+      counters_(model->ReactorCount()),
+      traffic_(model->ReactorCount()) {
   conn_options_.max_packet_size = config.max_packet_size;
   conn_options_.max_pending_write_bytes = config.max_pending_write_bytes;
   conn_options_.idle_timeout_ms = config.idle_time;
   conn_options_.max_pending_requests = config.max_pending_requests;
   acceptor_ = std::make_unique<Acceptor>(
       accept_reactor_, [this](int fd, const NetAddress& peer) { OnNewConnection(fd, peer); });
+  BuildMethodTable();
+}
+
+void ServiceAdapter::BuildMethodTable() {
+  std::vector<std::pair<std::string, const RpcMethodHandler*>> methods;
+  service_->ForEachMethod([&](const std::string& name, const RpcMethodHandler* handler) {
+    if (handler != nullptr) methods.emplace_back(name, handler);
+  });
+  method_names_ = {"unknown"};
+  if (!methods.empty()) {
+    uint32_t lo = UINT32_MAX, hi = 0;
+    for (const auto& [name, h] : methods) {
+      lo = std::min(lo, h->id());
+      hi = std::max(hi, h->id());
+    }
+    first_handler_id_ = lo;
+    slot_of_handler_.assign(hi - lo + 1, 0);
+    for (const auto& [name, h] : methods) {
+      uint32_t& slot = slot_of_handler_[h->id() - lo];
+      if (slot != 0) continue;  // one handler under two names: the first counts
+      slot = static_cast<uint32_t>(method_names_.size());
+      method_names_.push_back(name);
+    }
+  }
+  method_counters_ = KeepMethodCounters(model_->ReactorCount() * method_names_.size());
 }
 
 ServiceAdapter::~ServiceAdapter() { Stop(); }
@@ -109,6 +150,29 @@ ServiceStats ServiceAdapter::stats() const {
   return s;
 }
 
+void ServiceAdapter::CollectMetrics(ServiceMetrics* out) const {
+  ServiceStats s = stats();
+  out->name = config_.name;
+  out->protocol = config_.protocol;
+  out->connections = connection_count();
+  out->connections_accepted = s.connections_accepted;
+  out->connections_refused = s.connections_refused;
+  out->protocol_errors = s.protocol_errors;
+  for (const TrafficCounters& t : traffic_) {
+    out->bytes_in += t.bytes_in.load(std::memory_order_relaxed);
+    out->bytes_out += t.bytes_out.load(std::memory_order_relaxed);
+  }
+  size_t n = method_names_.size();
+  out->methods.resize(n);
+  for (size_t m = 0; m < n; ++m) {
+    MethodMetrics& mm = out->methods[m];
+    mm.name = method_names_[m];
+    std::array<uint64_t, kErrorSlots> errors{};
+    for (size_t r = 0; r < traffic_.size(); ++r) method_counters_[r * n + m].AddTo(&mm, &errors);
+    MethodCounters::FinishErrors(errors, &mm);
+  }
+}
+
 void ServiceAdapter::OnNewConnection(int fd, const NetAddress& peer) {
   // Counted here, on the accepting thread, so the limit holds before the fd reaches a worker.
   if (conn_count_.load(std::memory_order_relaxed) >= config_.max_conn_num) {
@@ -123,7 +187,9 @@ void ServiceAdapter::OnNewConnection(int fd, const NetAddress& peer) {
   Reactor* r = model_->NextReactor();
   size_t index = static_cast<size_t>(model_->IndexOf(r));
   r->RunInLoop([this, r, index, fd, peer] {
-    auto conn = std::make_shared<Connection>(r, fd, peer, codec_.get(), this, conn_options_);
+    ConnectionOptions options = conn_options_;
+    options.traffic = &traffic_[index];
+    auto conn = std::make_shared<Connection>(r, fd, peer, codec_.get(), this, options);
     conn->set_context(reinterpret_cast<void*>(index));
     conns_[index].emplace(conn.get(), conn);
     conn->Start();
@@ -158,8 +224,13 @@ void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
     timeout_ms = config_.timeout;
   }
   if (timeout_ms > 0) ctx->SetDeadlineNs(recv_ns + timeout_ms * kNanosPerMilli);
-  ReactorCounters& counters = counters_[reinterpret_cast<size_t>(conn->context())];
+  size_t index = reinterpret_cast<size_t>(conn->context());
+  ReactorCounters& counters = counters_[index];
   counters.requests.fetch_add(1, std::memory_order_relaxed);
+  // Routed here, before the filters, so that every reply (a filter's refusal too) is counted
+  // under its method.
+  RpcMethodHandler* method = service_->Route(*ctx);
+  ctx->SetMethodCounters(CountersOf(index, method));
   if (!filters_->Empty()) {
     ctx->SetFilterChain(filters_);
     if (!ctx->RunFilters(FilterPoint::SERVER_POST_RECV_MSG)) {
@@ -169,15 +240,17 @@ void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
     }
   }
   if (model_->HandlesInline()) {
-    HandleRequest(ctx, counters);
+    HandleRequest(ctx, method, counters);
   } else {
     conn->BeginRequest();
     ctx->SetCountedPending();
-    model_->Dispatch(conn->reactor(), [this, ctx, &counters] { HandleRequest(ctx, counters); });
+    model_->Dispatch(conn->reactor(),
+                     [this, ctx, method, &counters] { HandleRequest(ctx, method, counters); });
   }
 }
 
-void ServiceAdapter::HandleRequest(const ServerContextPtr& ctx, ReactorCounters& counters) {
+void ServiceAdapter::HandleRequest(const ServerContextPtr& ctx, RpcMethodHandler* method,
+                                   ReactorCounters& counters) {
   int64_t deadline = ctx->GetDeadlineNs();
   if (deadline > 0 && MonotonicNanos() >= deadline) {
     counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
@@ -185,7 +258,6 @@ void ServiceAdapter::HandleRequest(const ServerContextPtr& ctx, ReactorCounters&
                    nullptr);
     return;
   }
-  RpcMethodHandler* method = service_->Route(*ctx);
   if (method == nullptr) {
     counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
     ctx->SendReply(Status(kServerNoFuncErr, "no such function: " + ctx->GetFuncName()), nullptr);

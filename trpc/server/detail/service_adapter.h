@@ -9,7 +9,9 @@
 #include "trpc/codec/codec.h"
 #include "trpc/config/config.h"
 #include "trpc/runtime/thread_model.h"
+#include "trpc/server/detail/method_counters.h"
 #include "trpc/server/server_context.h"
+#include "trpc/server/server_metrics.h"
 #include "trpc/server/server_filter.h"
 #include "trpc/server/service.h"
 #include "trpc/transport/acceptor.h"
@@ -54,6 +56,10 @@ class ServiceAdapter final : public Connection::Handler {
   /// Sums the counters (any thread; relaxed reads: a snapshot, not a barrier).
   ServiceStats stats() const;
   uint32_t connection_count() const { return conn_count_.load(std::memory_order_relaxed); }
+  /// The service's connection, traffic and per-method counters, summed over the reactors. Any
+  /// thread, even while every worker is busy: relaxed loads only (a snapshot, not a barrier).
+  void CollectMetrics(ServiceMetrics* out) const;
+  ThreadModel* model() const { return model_; }
 
   void OnFrame(Connection* conn, ChainBuffer&& frame) override;
   void OnClose(Connection* conn, const std::string& reason) override;
@@ -67,7 +73,15 @@ class ServiceAdapter final : public Connection::Handler {
   };
 
   void OnNewConnection(int fd, const NetAddress& peer);
-  void HandleRequest(const ServerContextPtr& ctx, ReactorCounters& counters);
+  void HandleRequest(const ServerContextPtr& ctx, RpcMethodHandler* method,
+                     ReactorCounters& counters);
+  void BuildMethodTable();
+  // The counters of `method` (null or not ours: "unknown") on reactor `reactor`.
+  MethodCounters* CountersOf(size_t reactor, const RpcMethodHandler* method) const {
+    uint32_t id = method != nullptr ? method->id() - first_handler_id_ : UINT32_MAX;
+    size_t slot = id < slot_of_handler_.size() ? slot_of_handler_[id] : 0;
+    return &method_counters_[reactor * method_names_.size() + slot];
+  }
   void RunOnEveryReactor(const std::function<void(size_t)>& fn);
 
   ServiceConfig config_;
@@ -81,6 +95,16 @@ class ServiceAdapter final : public Connection::Handler {
   std::vector<std::unordered_map<Connection*, ConnectionPtr>> conns_;  // per reactor
   std::atomic<uint32_t> conn_count_{0};
   std::vector<ReactorCounters> counters_;
+  // Per-method statistics. Slot 0 is "unknown" (no method matched); the others are the
+  // service's methods (Service::ForEachMethod), found from a handler by its id: the id minus
+  // the smallest id among them indexes slot_of_handler_ (0 where no method has that id).
+  // method_counters_ holds ReactorCount() x method_names_.size() entries, reactor-major, and
+  // lives as long as the process: a reply sent after Stop() gave up waiting still records.
+  std::vector<std::string> method_names_;
+  uint32_t first_handler_id_ = 0;
+  std::vector<uint32_t> slot_of_handler_;
+  MethodCounters* method_counters_ = nullptr;
+  std::vector<TrafficCounters> traffic_;  // per reactor; connections add their bytes
   // Written by the accepting thread or on close; rare, so shared.
   std::atomic<uint64_t> connections_accepted_{0};
   std::atomic<uint64_t> connections_refused_{0};

@@ -1,0 +1,68 @@
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace trpc {
+
+/// Upper bounds (ns, inclusive: Prometheus `le`) of the fixed buckets of every per-method latency
+/// histogram, 50 us to 10 s in 1-2.5-5 steps; a last bucket takes what is above 10 s.
+inline constexpr std::array<int64_t, 17> kLatencyBucketBoundsNs = {
+    50'000,      100'000,     250'000,       500'000,       1'000'000,     2'500'000,
+    5'000'000,   10'000'000,  25'000'000,    50'000'000,    100'000'000,   250'000'000,
+    500'000'000, 1'000'000'000, 2'500'000'000, 5'000'000'000, 10'000'000'000};
+inline constexpr size_t kLatencyBuckets = kLatencyBucketBoundsNs.size() + 1;
+
+/// One method of a service, as counted when its replies were sent.
+struct MethodMetrics {
+  /// The wire name ("/package.Service/Method"), an HTTP route ("GET /users/{id}"), or "unknown"
+  /// for requests that matched no method (trpc ret 12; HTTP 404/405/415 answers).
+  std::string name;
+  uint64_t requests = 0;  // replies sent (= the histogram's count)
+  /// Replies with an error, by code: the framework ret ("12", "31", ...), "func" for a
+  /// handler's own code (ret 0, func_ret != 0), "other" for a ret without a slot of its own.
+  /// Only codes seen, in a fixed order.
+  std::vector<std::pair<std::string, uint64_t>> errors;
+  /// Time from reading the request to sending its reply: non-cumulative counts per bucket of
+  /// kLatencyBucketBoundsNs, the last one for what is above the last bound.
+  std::array<uint64_t, kLatencyBuckets> latency_buckets{};
+  uint64_t latency_sum_ns = 0;
+};
+
+/// One listening service.
+struct ServiceMetrics {
+  std::string name;
+  std::string protocol;
+  uint32_t connections = 0;  // open now
+  uint64_t connections_accepted = 0;
+  uint64_t connections_refused = 0;  // over max_conn_num
+  uint64_t protocol_errors = 0;      // connections closed for bytes that did not parse
+  uint64_t bytes_in = 0;             // read from sockets
+  uint64_t bytes_out = 0;            // written to sockets
+  std::vector<MethodMetrics> methods;
+};
+
+/// One thread-model instance serving some of the services.
+struct ThreadModelMetrics {
+  std::string name;
+  std::string type;  // "merge" or "fiber"
+  size_t workers = 0;
+  bool has_fibers = false;       // the fiber fields below mean something
+  uint64_t fibers_alive = 0;     // started and not yet finished (running, runnable or parked)
+  uint64_t run_queue_depth = 0;  // runnable, waiting for a worker
+};
+
+/// What Server::GetMetrics() returns: every service (the admin service last, if it runs) and
+/// the thread models they run on.
+struct ServerMetrics {
+  std::string app;
+  std::string server;
+  std::vector<ServiceMetrics> services;
+  std::vector<ThreadModelMetrics> thread_models;
+};
+
+}  // namespace trpc
