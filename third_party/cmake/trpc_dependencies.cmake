@@ -11,6 +11,10 @@ if(TRPC_BUILD_BENCHMARKS)
   find_package(benchmark REQUIRED)
 endif()
 
+# gperftools' CPU profiler (libgoogle-perftools-dev), for the admin service's /cmds/profile/cpu;
+# without it that endpoint answers 501.
+find_library(TRPC_PROFILER_LIB NAMES profiler)
+
 # protoc's plugin library (for protoc-gen-trpc).
 find_library(TRPC_PROTOC_LIB NAMES protoc)
 

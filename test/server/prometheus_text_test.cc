@@ -1,0 +1,140 @@
+#include "trpc/server/admin/prometheus_text.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+
+#include "trpc/server/admin/stats_json.h"
+
+namespace trpc::admin {
+namespace {
+
+ServerMetrics Sample() {
+  ServerMetrics m;
+  m.app = "app";
+  m.server = "srv";
+  ServiceMetrics& s = m.services.emplace_back();
+  s.name = "trpc.test.Svc";
+  s.protocol = "trpc";
+  s.connections = 2;
+  s.connections_accepted = 3;
+  s.connections_refused = 1;
+  s.bytes_in = 100;
+  s.bytes_out = 200;
+  MethodMetrics& meth = s.methods.emplace_back();
+  meth.name = "/p.S/M";
+  meth.requests = 3;
+  meth.latency_buckets[0] = 1;
+  meth.latency_buckets[3] = 2;  // le="0.0005"
+  meth.latency_sum_ns = 1'500'000;
+  meth.errors = {{"func", 1}};
+  s.methods.emplace_back().name = "GET /a \"b\"";
+  m.thread_models.push_back({"w", "fiber", 2, true, 5, 1});
+  return m;
+}
+
+bool Has(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos;
+}
+
+TEST(PrometheusTextTest, FamiliesAndSamples) {
+  ProcessMetrics p{1.5, 4096};
+  std::string t = PrometheusText(Sample(), &p);
+  std::string m = R"(service="trpc.test.Svc",method="/p.S/M")";
+  EXPECT_TRUE(Has(t, "# TYPE trpc_server_requests_total counter")) << t;
+  EXPECT_TRUE(Has(t, "trpc_server_requests_total{" + m + "} 3")) << t;
+  EXPECT_TRUE(Has(t, "trpc_server_errors_total{" + m + R"(,code="func"} 1)")) << t;
+  EXPECT_TRUE(Has(t, "# TYPE trpc_server_request_duration_seconds histogram")) << t;
+  EXPECT_TRUE(Has(t, "trpc_server_request_duration_seconds_bucket{" + m + R"(,le="0.00005"} 1)"));
+  EXPECT_TRUE(Has(t, "trpc_server_request_duration_seconds_bucket{" + m + R"(,le="0.00025"} 1)"));
+  EXPECT_TRUE(Has(t, "trpc_server_request_duration_seconds_bucket{" + m + R"(,le="0.0005"} 3)"));
+  EXPECT_TRUE(Has(t, "trpc_server_request_duration_seconds_bucket{" + m + R"(,le="+Inf"} 3)"));
+  EXPECT_TRUE(Has(t, "trpc_server_request_duration_seconds_sum{" + m + "} 0.0015")) << t;
+  EXPECT_TRUE(Has(t, "trpc_server_request_duration_seconds_count{" + m + "} 3"));
+  std::string escaped = R"(service="trpc.test.Svc",method="GET /a \"b\"")";
+  EXPECT_TRUE(Has(t, "trpc_server_requests_total{" + escaped + "} 0")) << t;
+  EXPECT_TRUE(Has(t, R"(trpc_server_connections{service="trpc.test.Svc"} 2)"));
+  EXPECT_TRUE(Has(t, R"(trpc_server_connections_refused_total{service="trpc.test.Svc"} 1)"));
+  EXPECT_TRUE(Has(t, R"(trpc_server_received_bytes_total{service="trpc.test.Svc"} 100)"));
+  EXPECT_TRUE(Has(t, R"(trpc_server_sent_bytes_total{service="trpc.test.Svc"} 200)"));
+  EXPECT_TRUE(Has(t, R"(trpc_threadmodel_workers{threadmodel="w",type="fiber"} 2)"));
+  EXPECT_TRUE(Has(t, R"(trpc_fibers_alive{threadmodel="w"} 5)"));
+  EXPECT_TRUE(Has(t, R"(trpc_fiber_run_queue_depth{threadmodel="w"} 1)"));
+  EXPECT_TRUE(Has(t, "process_cpu_seconds_total 1.5"));
+  EXPECT_TRUE(Has(t, "process_resident_memory_bytes 4096"));
+  EXPECT_TRUE(t.starts_with("# HELP trpc_build_info "));
+}
+
+// Every sample follows its own family's HELP and TYPE lines, and each family comes once.
+TEST(PrometheusTextTest, SamplesAreGroupedUnderTheirFamily) {
+  ProcessMetrics p{1.5, 4096};
+  std::istringstream in(PrometheusText(Sample(), &p));
+  std::string line, family, type;
+  std::set<std::string> seen;
+  while (std::getline(in, line)) {
+    ASSERT_FALSE(line.empty());
+    if (line.starts_with("# HELP ")) {
+      family = line.substr(7, line.find(' ', 7) - 7);
+      EXPECT_TRUE(seen.insert(family).second) << "family twice: " << family;
+      continue;
+    }
+    if (line.starts_with("# TYPE ")) {
+      EXPECT_TRUE(line.starts_with("# TYPE " + family + " ")) << line;
+      type = line.substr(line.rfind(' ') + 1);
+      EXPECT_TRUE(type != "counter" || family.ends_with("_total")) << family;
+      continue;
+    }
+    std::string name = line.substr(0, line.find_first_of("{ "));
+    if (type == "histogram") {
+      EXPECT_TRUE(name == family + "_bucket" || name == family + "_sum" ||
+                  name == family + "_count")
+          << line;
+    } else {
+      EXPECT_EQ(name, family) << line;
+    }
+  }
+}
+
+TEST(PrometheusTextTest, MergeModelHasNoFiberFamiliesAndProcessIsOptional) {
+  ServerMetrics m = Sample();
+  m.thread_models = {{"m", "merge", 4, false, 0, 0}};
+  std::string t = PrometheusText(m, nullptr);
+  EXPECT_EQ(t.find("trpc_fiber"), std::string::npos);
+  EXPECT_EQ(t.find("process_"), std::string::npos);
+  EXPECT_TRUE(Has(t, R"(trpc_threadmodel_workers{threadmodel="m",type="merge"} 4)"));
+}
+
+TEST(PrometheusTextTest, LabelEscapesAndBucketBounds) {
+  EXPECT_EQ(EscapeLabelValue("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+  EXPECT_EQ(BucketLe(0), "0.00005");
+  EXPECT_EQ(BucketLe(4), "0.001");
+  EXPECT_EQ(BucketLe(13), "1");
+  EXPECT_EQ(BucketLe(14), "2.5");
+  EXPECT_EQ(BucketLe(kLatencyBuckets - 1), "+Inf");
+}
+
+TEST(StatsJsonTest, SameNumbers) {
+  ProcessMetrics p{1.5, 4096};
+  std::string j = StatsJson(Sample(), &p);
+  EXPECT_TRUE(j.starts_with(R"({"app":"app","server":"srv","services":[{"name":"trpc.test.Svc",)"
+                            R"("protocol":"trpc","connections":2,"connections_accepted_total":3,)"
+                            R"("connections_refused_total":1,"protocol_errors_total":0,)"
+                            R"("received_bytes_total":100,"sent_bytes_total":200,"methods":[)"
+                            R"({"method":"/p.S/M","requests_total":3,"errors_total":{"func":1},)"
+                            R"("latency_seconds":{"sum":0.0015,"count":3,"buckets":{"0.00005":1,)"
+                            R"("0.0001":1,"0.00025":1,"0.0005":3,)"))
+      << j;
+  EXPECT_NE(j.find(R"("+Inf":3}}},{"method":"GET /a \"b\"","requests_total":0,)"),
+            std::string::npos)
+      << j;
+  EXPECT_TRUE(j.ends_with(R"(],"threadmodels":[{"name":"w","type":"fiber","workers":2,)"
+                          R"("fibers_alive":5,"run_queue_depth":1}],)"
+                          R"("process":{"cpu_seconds_total":1.5,"resident_memory_bytes":4096}})"
+                          "\n"))
+      << j;
+  EXPECT_EQ(JsonString("a\"\\\n\x01"), R"("a\"\\\n\u0001")");
+}
+
+}  // namespace
+}  // namespace trpc::admin
