@@ -173,14 +173,32 @@ measure() {  # server connections depth: a warm-up run, then the measured one
   run_wrk "$CLIENT_CPU" "${PORT[$s]}" "$c" "$d" "$DURATION" "${PIDS[$s]}"
 }
 
+# A server that ended during a run: say how (into the report too) and start it again, so one
+# run is lost rather than the rest of the benchmark.
+INCIDENTS="$TMP/incidents.txt"
+: >"$INCIDENTS"
+check_alive() {  # server what-was-running
+  local s=$1 main=${PIDS[$1]%% *} rc=0
+  kill -0 "$main" 2>/dev/null && return 0
+  wait "$main" || rc=$?
+  local line="$s (pid $main) ended during $2 with exit status $rc"
+  line+="$( (tail -3 "$TMP/$s.err" "$TMP/$s.out" 2>/dev/null || true) | tr '\n' ' ')"
+  log "  $line; starting it again"
+  echo "$line" >>"$INCIDENTS"
+  forget_server "$main"
+  "start_$s"
+}
+
 for round in $(seq "$ROUNDS"); do
   log "== round $round of $ROUNDS"
   for setting in "${SETTINGS[@]}"; do
     read -r c d <<<"$setting"
     for s in "${RUNNING[@]}"; do
       r=$(measure "$s" "$c" "$d") || r="failed=1"
+      kill -0 "${PIDS[$s]%% *}" 2>/dev/null || r="failed=1 $r"  # it ended during the run
       log "  $s c=$c depth=$d: $r"
       echo "$s $c $d $round $r" >>"$RUNS"
+      check_alive "$s" "round $round, $c connections, depth $d" || exit 1
     done
   done
 done
@@ -229,12 +247,13 @@ fi
 mkdir -p "$OUT_DIR"
 echo "- Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$MACHINE"
 for s in "${RUNNING[@]}"; do echo "$s ${DESCRIPTION[$s]}"; done >"$TMP/servers.txt"
-python3 - "$RUNS" "$C10K_RUNS" "$MACHINE" "$TMP/servers.txt" "$OUT_DIR" \
+python3 - "$RUNS" "$C10K_RUNS" "$MACHINE" "$TMP/servers.txt" "$INCIDENTS" "$OUT_DIR" \
   "$DURATION" "$WARMUP" "$ROUNDS" "$CLIENT_CPU" "$SERVER_CPU" "$C10K" <<'EOF'
 import json, statistics, sys
 
-runs_path, c10k_path, machine_path, servers_path, out_dir = sys.argv[1:6]
-duration, warmup, rounds, client_cpu, server_cpu, c10k = map(int, sys.argv[6:12])
+runs_path, c10k_path, machine_path, servers_path, incidents_path, out_dir = sys.argv[1:7]
+duration, warmup, rounds, client_cpu, server_cpu, c10k = map(int, sys.argv[7:13])
+incidents = open(incidents_path).read().splitlines()
 
 
 def fields(words):
@@ -268,7 +287,7 @@ summary = []
 for c, d in settings:
     for s in servers:
         rs = [r for r in runs if r["server"] == s and r["connections"] == c and r["depth"] == d
-              and "qps" in r]
+              and "qps" in r and "failed" not in r]
         if not rs:
             continue
         med = lambda k: statistics.median(r[k] for r in rs)
@@ -328,6 +347,9 @@ if c10k_runs:
         md.append(f"| {r['server']} | {int(r['opened'])} | {int(r['alive'])} | "
                   f"{r['rss_before_kb'] / 1024:.1f} | {per:.0f} | {r['qps']:.0f} | {p99} | "
                   f"{r['server_us_per_req']:.2f} | {vs} |")
+if incidents:
+    md += ["", "## Incidents", "", "Servers that ended during a run (the run is left out of the "
+           "medians; the server was started again):", ""] + [f"- {i}" for i in incidents]
 md.append("")
 with open(f"{out_dir}/http_latest.md", "w") as f:
     f.write("\n".join(md))
@@ -335,7 +357,7 @@ result = {"machine": machine, "servers": servers,
           "settings": {"duration_s": duration, "warmup_s": warmup, "rounds": rounds,
                        "client_cpu": client_cpu, "server_cpu": server_cpu, "wrk_threads": 1,
                        "pipeline_depth": 16, "c10k_idle_connections": c10k},
-          "summary": summary, "runs": runs, "c10k": c10k_runs}
+          "summary": summary, "runs": runs, "c10k": c10k_runs, "incidents": incidents}
 with open(f"{out_dir}/http_latest.json", "w") as f:
     json.dump(result, f, indent=1)
 print("\n".join(md))

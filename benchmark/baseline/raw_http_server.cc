@@ -192,7 +192,9 @@ class Loop {
           Accept();
           continue;
         }
-        bool ok = (events[i].events & EPOLLOUT) != 0 ? Flush(fd) : Read(fd);
+        // By what is pending, not by the event's bits: a reset connection reports EPOLLOUT
+        // (with EPOLLERR) even when only EPOLLIN is watched.
+        bool ok = conns_[fd]->out.empty() ? Read(fd) : Flush(fd);
         if (!ok) Close(fd);
       }
     }

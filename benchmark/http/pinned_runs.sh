@@ -29,7 +29,9 @@ begin_runs() {
 cpu_ticks() {
   local pid stat total=0
   for pid in "$@"; do
-    stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+    # (An empty pid would read /proc//stat, which is the system's /proc/stat.)
+    [ -n "$pid" ] || continue
+    stat=$(head -1 "/proc/$pid/stat" 2>/dev/null) || continue
     total=$((total + $(echo "${stat##*) }" | awk '{print $12 + $13}')))
   done
   echo "$total"
@@ -39,6 +41,7 @@ cpu_ticks() {
 vm_rss_kb() {
   local pid total=0 kb
   for pid in "$@"; do
+    [ -n "$pid" ] || continue
     kb=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null) || continue
     total=$((total + ${kb:-0}))
   done
