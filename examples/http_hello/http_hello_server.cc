@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
-#include "trpc/codec/http/http_service.h"
+#include "trpc/codec/http/server/http_service.h"
 #include "trpc/server/trpc_app.h"
 
 namespace {

@@ -12,7 +12,7 @@
 #include "examples/helloworld/helloworld.pb.h"
 #include "trpc/base/status.h"
 #include "trpc/codec/http/detail/error_body.h"
-#include "trpc/codec/http/http_client.h"
+#include "trpc/codec/http/client/http_client.h"
 
 namespace trpc::http {
 namespace {

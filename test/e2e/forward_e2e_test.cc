@@ -22,7 +22,7 @@
 #include "fmt/format.h"
 #include "trpc/client/client_filter.h"
 #include "trpc/client/trpc_client.h"
-#include "trpc/codec/http/http_service.h"
+#include "trpc/codec/http/server/http_service.h"
 #include "trpc/config/config.h"
 #include "trpc/fiber/fiber.h"
 #include "trpc/runtime/runtime.h"

@@ -25,7 +25,7 @@
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
-#include "trpc/codec/http/http_service.h"
+#include "trpc/codec/http/server/http_service.h"
 #include "trpc/config/config.h"
 #include "trpc/fiber/fiber.h"
 #include "trpc/runtime/runtime.h"

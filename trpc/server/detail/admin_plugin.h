@@ -11,7 +11,7 @@ class Server;
 
 namespace trpc::detail {
 
-/// The seam between the server and its admin service. The admin service (trpc/server/admin/)
+/// The seam between the server and its admin service. The admin service (trpc/codec/http/server/admin/)
 /// is built on the HTTP plug-in, which itself sits on the server layer, so the server cannot
 /// name it: the admin library registers a factory from a static initializer (the `trpc` target
 /// links it whole, like the protocol plug-ins) and the server calls it when the admin port is on.

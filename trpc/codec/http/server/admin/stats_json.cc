@@ -1,10 +1,10 @@
-#include "trpc/server/admin/stats_json.h"
+#include "trpc/codec/http/server/admin/stats_json.h"
 
 #include <fmt/format.h>
 
 #include <iterator>
 
-#include "trpc/server/admin/prometheus_text.h"
+#include "trpc/codec/http/server/admin/prometheus_text.h"
 
 namespace trpc::admin {
 

@@ -1,4 +1,4 @@
-#include "trpc/server/admin/admin_service.h"
+#include "trpc/codec/http/server/admin/admin_service.h"
 
 #include <charconv>
 #include <string>
@@ -7,9 +7,9 @@
 #include "trpc/base/logging.h"
 #include "trpc/base/version.h"
 #include "trpc/codec/http/http_codec.h"
-#include "trpc/server/admin/process_metrics.h"
-#include "trpc/server/admin/prometheus_text.h"
-#include "trpc/server/admin/stats_json.h"
+#include "trpc/codec/http/server/admin/process_metrics.h"
+#include "trpc/codec/http/server/admin/prometheus_text.h"
+#include "trpc/codec/http/server/admin/stats_json.h"
 #include "trpc/server/detail/admin_plugin.h"
 #include "trpc/server/server.h"
 

@@ -1,4 +1,4 @@
-#include "trpc/server/admin/cpu_profiler.h"
+#include "trpc/codec/http/server/admin/cpu_profiler.h"
 
 #include <pthread.h>
 #include <stdlib.h>

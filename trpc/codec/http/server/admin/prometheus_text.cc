@@ -1,4 +1,4 @@
-#include "trpc/server/admin/prometheus_text.h"
+#include "trpc/codec/http/server/admin/prometheus_text.h"
 
 #include <fmt/format.h>
 
