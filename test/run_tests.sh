@@ -18,7 +18,7 @@ case "${1:-}" in
   *) echo "usage: $0 [--asan|--tsan]" >&2; exit 2 ;;
 esac
 
-third_party/setup.sh
+third_party/setup.sh --with-test-tools
 jobs=$(nproc)
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$mode" "${dirs[@]}" >/dev/null
 cmake --build "$dir" -j "$jobs"
