@@ -4,9 +4,9 @@
 #include <time.h>
 
 #include <charconv>
-#include <deque>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -34,7 +34,11 @@ class HttpConnState final : public FrameCodecState {
   void OnReadTimeout() override;
 
   RequestParser parser;
-  std::deque<std::unique_ptr<HttpRequest>> heads;
+  // Heads cut but not yet decoded, oldest at heads[heads_front]. A vector with a read index
+  // rather than a std::deque: a deque allocates ~600 bytes up front, per connection, even
+  // while it is empty (a quarter of an idle keep-alive connection's memory).
+  std::vector<std::unique_ptr<HttpRequest>> heads;
+  size_t heads_front = 0;
   int64_t header_timeout_ns;
   bool continue_sent = false;
 };
@@ -331,12 +335,15 @@ bool HttpServerCodec::DecodeRequest(ChainBuffer&& frame, RpcRequest* req, std::s
 bool HttpServerCodec::DecodeRequestWithState(ChainBuffer&& frame, FrameCodecState* state,
                                              RpcRequest* req, std::string* err) {
   auto* st = static_cast<HttpConnState*>(state);
-  if (st == nullptr || st->heads.empty()) {
+  if (st == nullptr || st->heads_front == st->heads.size()) {
     *err = "an HTTP frame without its parsed head";
     return false;
   }
-  std::unique_ptr<HttpRequest> http = std::move(st->heads.front());
-  st->heads.pop_front();
+  std::unique_ptr<HttpRequest> http = std::move(st->heads[st->heads_front++]);
+  if (st->heads_front == st->heads.size()) {  // drained: reuse the storage from the start
+    st->heads.clear();
+    st->heads_front = 0;
+  }
   req->call_type = kUnaryCall;
   req->func = http->path();
   req->content_type = ContentTypeOf(http->Header("content-type"));
