@@ -184,6 +184,7 @@ void Reactor::Iterate(int64_t deadline_ns, const std::atomic<uint32_t>* epoch, u
   sleeping_.store(false, std::memory_order_relaxed);
 
   loop_time_ns_ = MonotonicNanos();
+  recent_ns_ = loop_time_ns_;
   for (int i = 0; i < n; ++i) {
     static_cast<EventHandler*>(events[i].data.ptr)->HandleEvents(events[i].events);
   }

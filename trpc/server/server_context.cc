@@ -66,6 +66,7 @@ void ServerContext::SendReply(const Status& status, const google::protobuf::Mess
   // One clock read serves the deadline check and the latency (which therefore ends before the
   // reply is encoded).
   int64_t now = deadline_ns_ > 0 || method_counters_ != nullptr ? MonotonicNanos() : 0;
+  if (now != 0 && conn_->reactor()->InLoopThread()) conn_->reactor()->NoteTime(now);
   Status late;
   // A downstream call that timed out because this request's own budget ran out (full-link
   // timeout) is this request's timeout: the caller learns it with the server's code.

@@ -73,8 +73,9 @@ class ServiceAdapter final : public Connection::Handler {
   };
 
   void OnNewConnection(int fd, const NetAddress& peer);
+  // `now_ns`: a recent clock reading to check the deadline against, or 0 to read the clock.
   void HandleRequest(const ServerContextPtr& ctx, RpcMethodHandler* method,
-                     ReactorCounters& counters);
+                     ReactorCounters& counters, int64_t now_ns);
   void BuildMethodTable();
   // The counters of `method` (null or not ours: "unknown") on reactor `reactor`.
   MethodCounters* CountersOf(size_t reactor, const RpcMethodHandler* method) const {
