@@ -28,6 +28,23 @@ TEST(ReplySequencerTest, InOrderRepliesPassStraightThrough) {
   EXPECT_EQ(seq.held(), 0u);
 }
 
+TEST(ReplySequencerTest, PassInOrderOnlyForTheNextSlotWithNothingHeld) {
+  ReplySequencer seq;
+  ChainBuffer out;
+  uint64_t a = seq.Take(), b = seq.Take(), c = seq.Take(), d = seq.Take();
+  EXPECT_FALSE(seq.PassInOrder(b));  // a has not gone out
+  EXPECT_TRUE(seq.PassInOrder(a));
+  seq.Put(d, Bytes("D"), &out);      // held behind c
+  EXPECT_TRUE(out.empty());
+  EXPECT_FALSE(seq.PassInOrder(b));  // next, but d is held: Put() must release it
+  seq.Put(b, Bytes("B"), &out);
+  EXPECT_EQ(out.ToString(), "B");
+  seq.Put(c, Bytes("C"), &out);
+  EXPECT_EQ(out.ToString(), "BCD");
+  EXPECT_EQ(seq.held(), 0u);
+  EXPECT_TRUE(seq.PassInOrder(seq.Take()));
+}
+
 TEST(ReplySequencerTest, LaterReplyWaitsForEarlierOne) {
   ReplySequencer seq;
   ChainBuffer out;

@@ -120,9 +120,15 @@ void Connection::HandleRead(bool to_eof) {
     }
     iovec iov[kReadIov];
     size_t n_iov = in_.PrepareWrite(iov, kReadIov, kReadChunk);
+    // While reads come back smaller than one block (request/response traffic), read(2) into
+    // that block: readv(2) would import kReadIov iovecs per call for nothing. A read that fills
+    // the block switches back to the full scatter read for bulk input.
+    if (small_reads_) n_iov = 1;
     size_t want = 0;
     for (size_t i = 0; i < n_iov; ++i) want += iov[i].iov_len;
-    ssize_t n = ::readv(fd_, iov, static_cast<int>(n_iov));
+    ssize_t n = n_iov == 1 ? ::read(fd_, iov[0].iov_base, iov[0].iov_len)
+                           : ::readv(fd_, iov, static_cast<int>(n_iov));
+    if (n > 0) small_reads_ = static_cast<size_t>(n) < iov[0].iov_len;
     if (n > 0) {
       in_.CommitWrite(static_cast<size_t>(n));
       stats_.bytes_in += static_cast<uint64_t>(n);
@@ -231,7 +237,7 @@ void Connection::SendImmediate(uint64_t slot, bool final) {
 }
 
 void Connection::SendInSlot(uint64_t slot, ChainBuffer&& data) {
-  if (slot == 0) {
+  if (slot == 0 || sequencer_.PassInOrder(slot)) {
     if (!data.empty()) SendSoon(std::move(data));
     return;
   }
@@ -353,9 +359,11 @@ void Connection::Flush() {
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = out_.ExportIovecs(iov, kMaxWriteIov);
-    // sendmsg rather than writev: MSG_NOSIGNAL turns a write to a reset peer into EPIPE instead
-    // of a process-killing SIGPIPE.
-    ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+    // sendmsg/send rather than writev/write: MSG_NOSIGNAL turns a write to a reset peer into
+    // EPIPE instead of a process-killing SIGPIPE. One span (most replies and reply batches:
+    // they are appended to one block) goes with send(2), which skips the iovec import.
+    ssize_t n = msg.msg_iovlen == 1 ? ::send(fd_, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL)
+                                    : ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
     if (n > 0) {
       out_.Skip(static_cast<size_t>(n));
       stats_.bytes_out += static_cast<uint64_t>(n);

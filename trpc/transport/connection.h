@@ -194,6 +194,7 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   bool in_batch_ = false;
   bool flush_posted_ = false;  // a loop task will flush out_
   bool reading_paused_ = false;
+  bool small_reads_ = true;  // the last read did not fill its first block: read(2), not readv
   bool peer_closed_ = false;
   bool close_after_flush_ = false;
   bool draining_ = false;      // Shutdown(): input is read and discarded

@@ -21,6 +21,14 @@ class ReplySequencer {
   /// The slot the next Take() returns (the request being read).
   uint64_t Peek() const { return next_slot_; }
 
+  /// The reply of `slot` may go out now, with nothing held back to release after it (the common
+  /// case): counts it as sent and returns true. Otherwise changes nothing; use Put().
+  bool PassInOrder(uint64_t slot) {
+    if (slot != next_send_ || !waiting_.empty()) return false;
+    ++next_send_;
+    return true;
+  }
+
   /// Files the reply of `slot` and appends to `ready` every reply now in order.
   void Put(uint64_t slot, ChainBuffer&& reply, ChainBuffer* ready) {
     if (slot == next_send_ && waiting_.empty()) {  // the common case: in order already
