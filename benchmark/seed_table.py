@@ -297,20 +297,31 @@ def run(args):
             backend.stop()
 
         # 3. Long tail: 2 workers on both CPUs, fixed 10k QPS open loop, A (no tail) then B
-        # (1% tagged, 5 ms sleep or spin); percentiles of untagged requests only.
+        # (1% tagged, 5 ms sleep or spin); percentiles of untagged requests only. The P99s are
+        # ~0.1 ms, where tens of µs of machine noise decide a 20% rise, so the three kinds
+        # alternate for several rounds (none, sleep, spin, none, ...) and each kind reports its
+        # median-P99 round; the rises are between those medians.
         log("== long tail (2 workers, %d QPS, %.0f%% tagged %s)"
             % (TAIL_QPS, TAIL_RATIO * 100, TAIL_DELAY))
-        lt_duration = 4 if args.quick else 6
+        lt_duration = 4
+        lt_rounds = 1 if args.quick else 3
+        res["settings"]["tail_rounds"] = lt_rounds
+        res["settings"]["tail_duration_s"] = lt_duration
         for model in ("merge", "fiber"):
             s = b.start("echo", model, 2, None)
             servers.append(s)
+            runs = {"none": [], "sleep": [], "spin": []}
+            for i in range(lt_rounds):
+                for kind in runs:
+                    tail = {} if kind == "none" else {"tail_ratio": TAIL_RATIO, "tail_kind": kind}
+                    runs[kind].append(b.load(s, f"{model} tail {kind} (round {i + 1})",
+                                             qps=TAIL_QPS, duration=lt_duration, cpus=None,
+                                             **tail))
             entry = {}
-            entry["none"] = b.load(s, f"{model} tail none", qps=TAIL_QPS, duration=lt_duration,
-                                   cpus=None)
-            for kind in ("sleep", "spin"):
-                entry[kind] = b.load(s, f"{model} tail {kind}", qps=TAIL_QPS,
-                                     duration=lt_duration, tail_ratio=TAIL_RATIO,
-                                     tail_kind=kind, cpus=None)
+            for kind, rs in runs.items():
+                ordered = sorted(rs, key=lambda r: r["latency_us"]["p99"])
+                entry[kind] = ordered[len(ordered) // 2]
+                entry[kind + "_p99_rounds"] = [r["latency_us"]["p99"] for r in rs]
             res["longtail"][model] = entry
             s.stop()
     finally:
@@ -370,18 +381,24 @@ def markdown(res):
         out.append(f"| {model} | {mx['qps']:.0f} | {fmt_lat(mx)} | "
                    f"{mx['server']['cpu_us_per_request']:.2f} | {mx['qps']/pure:.0%} |")
     out += ["", "## Long tail (2 workers, 10k QPS; 1% of requests delayed 5 ms by the server)", "",
-            "Percentiles of the untagged requests only (tagged ones are excluded by their tag).",
-            "", "| model | delay kind | avg | P99 | P999 | P99 rise | P999 rise | avg rise |",
-            "|---|---|---|---|---|---|---|---|"]
+            "Percentiles of the untagged requests only (tagged ones are excluded by their tag). "
+            f"{s.get('tail_rounds', 1)} alternating rounds of {s.get('tail_duration_s', 6)} s per "
+            "kind (none, sleep, spin, none, ...); each row is the round with the median P99, and "
+            "the rises compare those rows. The last column lists every round's P99.",
+            "", "| model | delay kind | avg | P99 | P999 | P99 rise | P999 rise | avg rise | "
+            "P99 by round |", "|---|---|---|---|---|---|---|---|---|"]
     for model, e in res["longtail"].items():
         a = e["none"]["latency_us"]
+        by_round = lambda kind: ", ".join(f"{v / 1000:.3f}"
+                                          for v in e.get(kind + "_p99_rounds", []))
         out.append(f"| {model} | none | {a['avg']/1000:.3f} | {a['p99']/1000:.3f} | "
-                   f"{a['p999']/1000:.3f} | | | |")
+                   f"{a['p999']/1000:.3f} | | | | {by_round('none')} |")
         for kind in ("sleep", "spin"):
             bl = e[kind]["latency_us"]
             out.append(f"| {model} | {kind} | {bl['avg']/1000:.3f} | {bl['p99']/1000:.3f} | "
                        f"{bl['p999']/1000:.3f} | {pct(bl['p99'], a['p99']):+.1f}% | "
-                       f"{pct(bl['p999'], a['p999']):+.1f}% | {pct(bl['avg'], a['avg']):+.1f}% |")
+                       f"{pct(bl['p999'], a['p999']):+.1f}% | {pct(bl['avg'], a['avg']):+.1f}% | "
+                       f"{by_round(kind)} |")
     out += ["", "Anchor (seeds/001, 8 EPYC cores): pure fiber 508k / merge 578k QPS; forward "
             "207k both; long tail P99 rise fiber +38.9%, merge +376%.", "",
             "![long-tail latency CDFs](latest_longtail.png)", ""]
