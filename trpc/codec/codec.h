@@ -69,6 +69,13 @@ struct RpcResponse {
   /// Set by a protocol's own handler (an HTTP handler's status, headers and body); when set,
   /// the codec encodes it instead of the neutral fields. Null otherwise.
   std::unique_ptr<ProtocolMessage> protocol;
+  /// The same, borrowed (used when `protocol` is null): a handler's reply that lives on its
+  /// stack until the reply is encoded, so the common synchronous case allocates nothing for it.
+  const ProtocolMessage* protocol_ref = nullptr;
+  /// The protocol-specific reply, owned or borrowed; null if none.
+  const ProtocolMessage* protocol_reply() const {
+    return protocol != nullptr ? protocol.get() : protocol_ref;
+  }
   /// The request's protocol part, for encoding the answer (HTTP: HEAD, version, keep-alive).
   /// Borrowed: valid during EncodeResponse only. Null when the request had none.
   const ProtocolMessage* request_protocol = nullptr;

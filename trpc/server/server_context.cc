@@ -111,7 +111,11 @@ void ServerContext::SendReply(const Status& status, const google::protobuf::Mess
   rsp.trans_info = std::move(req_.trans_info);
   for (auto& [k, v] : rsp_trans_info_) rsp.trans_info[k] = std::move(v);
   rsp.request_protocol = req_.protocol.get();
-  if (st.OK()) rsp.protocol = std::move(protocol_rsp_);
+  if (st.OK()) {
+    rsp.protocol = std::move(protocol_rsp_);
+    rsp.protocol_ref = protocol_rsp_ref_;
+  }
+  protocol_rsp_ref_ = nullptr;  // it lives no longer than this call
 
   ChainBuffer out;
   if (!codec_->EncodeResponse(&rsp, body, &out)) {

@@ -77,6 +77,9 @@ class ServerContext : public std::enable_shared_from_this<ServerContext> {
   /// A protocol's own handler (e.g. an HTTP handler) hands its protocol-specific reply here
   /// before SendReply(); the codec encodes it instead of the neutral reply.
   void SetProtocolResponse(std::unique_ptr<ProtocolMessage> rsp) { protocol_rsp_ = std::move(rsp); }
+  /// Framework use: the same, borrowed; `rsp` must outlive the SendReply() that follows (a
+  /// protocol handler's reply on its own stack). An owned one set above takes precedence.
+  void SetProtocolResponseRef(const ProtocolMessage* rsp) { protocol_rsp_ref_ = rsp; }
 
   // Framework use.
   RpcRequest& request() { return req_; }
@@ -108,6 +111,7 @@ class ServerContext : public std::enable_shared_from_this<ServerContext> {
   TransInfo rsp_trans_info_;
   Status status_;
   std::unique_ptr<ProtocolMessage> protocol_rsp_;
+  const ProtocolMessage* protocol_rsp_ref_ = nullptr;
   int64_t recv_ns_;
   uint64_t reply_slot_;  // Connection::frame_slot() of the request (0: replies carry ids)
   int64_t deadline_ns_ = 0;

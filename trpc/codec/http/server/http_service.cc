@@ -18,10 +18,12 @@ class HttpMethodHandler final : public RpcMethodHandler {
 
   void Handle(const ServerContextPtr& ctx) override {
     auto* req = static_cast<HttpRequest*>(ctx->request().protocol.get());
-    auto rsp = std::make_unique<HttpResponse>();
-    fn_(ctx, *req, rsp.get());
+    // On the stack: it is encoded before SendReply returns (or ignored if the handler takes
+    // the reply over), so no allocation is needed for it.
+    HttpResponse rsp;
+    fn_(ctx, *req, &rsp);
     if (!ctx->IsResponse()) return;  // taken over (SetResponse(false)): the handler replies
-    ctx->SetProtocolResponse(std::move(rsp));
+    ctx->SetProtocolResponseRef(&rsp);
     ctx->SendReply(ctx->GetStatus(), nullptr);
   }
 
