@@ -119,11 +119,12 @@ void Connection::HandleRead(bool to_eof) {
       break;
     }
     iovec iov[kReadIov];
-    size_t n_iov = in_.PrepareWrite(iov, kReadIov, kReadChunk);
     // While reads come back smaller than one block (request/response traffic), read(2) into
-    // that block: readv(2) would import kReadIov iovecs per call for nothing. A read that fills
-    // the block switches back to the full scatter read for bulk input.
-    if (small_reads_) n_iov = 1;
+    // the free space of the current block: readv(2) would import kReadIov iovecs per call (and
+    // PrepareWrite line up that many blocks) for nothing. A read that fills the space switches
+    // back to the full scatter read for bulk input.
+    size_t n_iov = small_reads_ ? in_.PrepareWrite(iov, 1, 1)
+                                : in_.PrepareWrite(iov, kReadIov, kReadChunk);
     size_t want = 0;
     for (size_t i = 0; i < n_iov; ++i) want += iov[i].iov_len;
     ssize_t n = n_iov == 1 ? ::read(fd_, iov[0].iov_base, iov[0].iov_len)
