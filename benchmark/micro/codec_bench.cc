@@ -29,6 +29,22 @@ RpcRequest MakeRequest(uint32_t request_id) {
   return req;
 }
 
+// The header shapes of the *Header benchmarks (their argument).
+enum HeaderShape : int64_t {
+  kEchoHeader = 0,  // MakeRequest(): request_id, timeout, callee, func
+  kFullHeader = 1,  // also caller, message_type and two trans_info entries, as a traced call sends
+};
+
+RpcRequest MakeShapedRequest(int64_t shape) {
+  RpcRequest req = MakeRequest(1);
+  if (shape == kFullHeader) {
+    req.caller = "trpc.test.helloworld.Client";
+    req.message_type = 0x02;
+    req.trans_info = {{"trpc-env", "test"}, {"trpc-trace-id", "4bf92f3577b34da6a3ce929d0e0e4736"}};
+  }
+  return req;
+}
+
 // What the server context fills in from the request.
 RpcResponse MakeResponse(const RpcRequest& req) {
   RpcResponse rsp;
@@ -38,6 +54,7 @@ RpcResponse MakeResponse(const RpcRequest& req) {
   rsp.message_type = req.message_type;
   rsp.content_type = req.content_type;
   rsp.content_encoding = req.content_encoding;
+  rsp.trans_info = req.trans_info;  // the server passes the request's trans_info back
   return rsp;
 }
 
@@ -200,6 +217,74 @@ void BM_SplitDecodeResponse(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * f.response.size()));
 }
 BENCHMARK(BM_SplitDecodeResponse);
+
+// The four codec functions alone, on the header shape given as the argument (HeaderShape):
+// what differs from the echo benchmarks above is that no Split, Peek or body parse is included.
+void BM_EncodeRequestHeader(benchmark::State& state) {
+  TrpcClientCodec client;
+  HelloRequest msg;
+  msg.set_msg(kMsg);
+  for (auto _ : state) {
+    RpcRequest req = MakeShapedRequest(state.range(0));
+    ChainBuffer wire;
+    client.EncodeRequest(&req, &msg, &wire);
+    benchmark::DoNotOptimize(wire.size());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+BENCHMARK(BM_EncodeRequestHeader)->Arg(kEchoHeader)->Arg(kFullHeader);
+
+void BM_EncodeResponseHeader(benchmark::State& state) {
+  TrpcServerCodec server;
+  HelloReply msg;
+  msg.set_msg(kMsg);
+  const RpcRequest req = MakeShapedRequest(state.range(0));
+  for (auto _ : state) {
+    RpcResponse rsp = MakeResponse(req);
+    ChainBuffer wire;
+    server.EncodeResponse(&rsp, &msg, &wire);
+    benchmark::DoNotOptimize(wire.size());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+BENCHMARK(BM_EncodeResponseHeader)->Arg(kEchoHeader)->Arg(kFullHeader);
+
+// Decodes `frame` into a fresh Rpc (RpcRequest / RpcResponse) per iteration with `decode`.
+template <typename Rpc, typename Decode>
+void DecodeEach(benchmark::State& state, const ChainBuffer& frame, Decode decode) {
+  std::string err;
+  for (auto _ : state) {
+    Rpc rpc;
+    if (!decode(frame.Clone(), &rpc, &err)) {
+      state.SkipWithError("decode failed");
+      break;
+    }
+    benchmark::DoNotOptimize(rpc.request_id);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+
+void BM_DecodeRequestHeader(benchmark::State& state) {
+  RpcRequest req = MakeShapedRequest(state.range(0));
+  ChainBuffer frame;
+  TrpcClientCodec().EncodeRequest(&req, nullptr, &frame);
+  TrpcServerCodec server;
+  DecodeEach<RpcRequest>(state, frame, [&server](ChainBuffer&& f, RpcRequest* r, std::string* e) {
+    return server.DecodeRequest(std::move(f), r, e);
+  });
+}
+BENCHMARK(BM_DecodeRequestHeader)->Arg(kEchoHeader)->Arg(kFullHeader);
+
+void BM_DecodeResponseHeader(benchmark::State& state) {
+  RpcResponse rsp = MakeResponse(MakeShapedRequest(state.range(0)));
+  ChainBuffer frame;
+  TrpcServerCodec().EncodeResponse(&rsp, nullptr, &frame);
+  TrpcClientCodec client;
+  DecodeEach<RpcResponse>(state, frame, [&client](ChainBuffer&& f, RpcResponse* r, std::string* e) {
+    return client.DecodeResponse(std::move(f), r, e);
+  });
+}
+BENCHMARK(BM_DecodeResponseHeader)->Arg(kEchoHeader)->Arg(kFullHeader);
 
 // The client's per-frame dispatch step alone.
 void BM_PeekResponseId(benchmark::State& state) {
