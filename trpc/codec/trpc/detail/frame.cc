@@ -6,9 +6,12 @@
 #include <sys/uio.h>
 
 #include <climits>
+#include <string_view>
 #include <utility>
 
 #include "trpc/base/zero_copy_stream.h"
+#include "trpc/codec/codec.h"
+#include "trpc/codec/trpc/detail/header_wire.h"
 
 namespace trpc::detail {
 
@@ -48,36 +51,18 @@ SplitResult SplitTrpcFrames(ChainBuffer* in, std::vector<ChainBuffer>* out, size
   return SplitResult::kOk;
 }
 
-bool ReadTrpcFrameHeader(ChainBuffer* frame, google::protobuf::MessageLite* header,
-                         std::string* err) {
-  // The frame usually comes from SplitTrpcFrames, but it is peer bytes: check it again.
-  if (frame->size() < kTrpcFrameHeaderSize) {
-    *err = fmt::format("frame of {} bytes is shorter than the fixed header", frame->size());
-    return false;
-  }
-  char scratch[kTrpcFrameHeaderSize];
-  TrpcFrameHeader h = LoadTrpcFrameHeader(frame->Peek(kTrpcFrameHeaderSize, scratch));
-  if (!CheckTrpcFrameHeader(h, err)) return false;
-  if (h.total_size != frame->size()) {
-    *err = fmt::format("frame size field {} does not match the {} bytes of the frame", h.total_size,
-                       frame->size());
-    return false;
-  }
-  const size_t end = kTrpcFrameHeaderSize + h.header_size;
-  bool parsed;
-  std::string_view first = frame->FirstSpan();
-  if (first.size() >= end) {
-    parsed = header->ParseFromArray(first.data() + kTrpcFrameHeaderSize, h.header_size);
-  } else {
-    ChainBufferInputStream stream(frame, end);
-    parsed = stream.Skip(kTrpcFrameHeaderSize) && header->ParseFromZeroCopyStream(&stream);
-  }
-  if (!parsed) {
-    *err = fmt::format("cannot parse the {}-byte protobuf header", h.header_size);
-    return false;
-  }
-  frame->Skip(end);
-  return true;
+namespace {
+
+// A header that straddles blocks is copied into contiguous memory: this much on the stack, a
+// larger one (up to 16 + kTrpcMaxHeaderSize bytes) into a per-thread buffer, which keeps the
+// size of the largest seen.
+constexpr size_t kStackScratchSize = 512;
+
+char* Scratch(size_t n, char (&stack)[kStackScratchSize]) {
+  if (n <= kStackScratchSize) return stack;
+  thread_local std::string big;
+  if (big.size() < n) big.resize(n);
+  return big.data();
 }
 
 bool SplitTrpcPayload(ChainBuffer&& payload, uint32_t attachment_size, ChainBuffer* body,
@@ -87,16 +72,58 @@ bool SplitTrpcPayload(ChainBuffer&& payload, uint32_t attachment_size, ChainBuff
                        payload.size());
     return false;
   }
+  if (attachment_size == 0) {  // the usual case, without Cut's bookkeeping
+    *body = std::move(payload);
+    attachment->Clear();
+    return true;
+  }
   *body = payload.Cut(payload.size() - attachment_size);
   *attachment = std::move(payload);
   return true;
 }
 
-bool WriteTrpcFrame(const google::protobuf::MessageLite& header,
-                    const google::protobuf::MessageLite* body_msg, ChainBuffer* body,
-                    ChainBuffer* attachment, ChainBuffer* out, std::string* err) {
-  // ByteSizeLong() also caches the sizes that SerializeWithCachedSizes*() below rely on.
-  const size_t header_size = header.ByteSizeLong();
+template <typename Rpc>
+bool ReadFrame(ChainBuffer&& frame, Rpc* rpc, std::string* err) {
+  // The frame usually comes from SplitTrpcFrames, but it is peer bytes: check it again.
+  if (frame.size() < kTrpcFrameHeaderSize) {
+    *err = fmt::format("frame of {} bytes is shorter than the fixed header", frame.size());
+    return false;
+  }
+  char fixed[kTrpcFrameHeaderSize];
+  TrpcFrameHeader h = LoadTrpcFrameHeader(frame.Peek(kTrpcFrameHeaderSize, fixed));
+  if (!CheckTrpcFrameHeader(h, err)) return false;
+  if (h.total_size != frame.size()) {
+    *err = fmt::format("frame size field {} does not match the {} bytes of the frame", h.total_size,
+                       frame.size());
+    return false;
+  }
+  const size_t end = kTrpcFrameHeaderSize + h.header_size;
+  const char* header;
+  char stack[kStackScratchSize];
+  std::string_view first = frame.FirstSpan();
+  if (first.size() >= end) {
+    header = first.data() + kTrpcFrameHeaderSize;
+  } else {
+    char* copy = Scratch(h.header_size, stack);
+    frame.CopyTo(copy, h.header_size, kTrpcFrameHeaderSize);
+    header = copy;
+  }
+  uint32_t attachment_size;
+  std::string why;
+  if (!DecodeHeader(std::string_view(header, h.header_size), rpc, &attachment_size, &why)) {
+    *err = fmt::format("cannot parse the {}-byte protobuf header: {}", h.header_size, why);
+    return false;
+  }
+  frame.Skip(end);
+  return SplitTrpcPayload(std::move(frame), attachment_size, &rpc->body, &rpc->attachment, err);
+}
+
+template <typename Rpc>
+bool WriteFrame(const Rpc& rpc, const google::protobuf::MessageLite* body_msg, ChainBuffer* body,
+                ChainBuffer* attachment, ChainBuffer* out, std::string* err) {
+  const size_t attachment_size = attachment != nullptr ? attachment->size() : 0;
+  // An attachment too large for the field fails the total size check below.
+  const size_t header_size = EncodedHeaderSize(rpc, static_cast<uint32_t>(attachment_size));
   if (header_size > kTrpcMaxHeaderSize) {
     *err = fmt::format("protobuf header of {} bytes exceeds the {}-byte limit", header_size,
                        kTrpcMaxHeaderSize);
@@ -104,6 +131,7 @@ bool WriteTrpcFrame(const google::protobuf::MessageLite& header,
   }
   size_t body_size = 0;
   if (body_msg != nullptr) {
+    // Also caches the sizes that SerializeWithCachedSizes*() below rely on.
     body_size = body_msg->ByteSizeLong();
     if (body_size > INT_MAX) {
       *err = fmt::format("body message of {} bytes exceeds protobuf's 2 GiB limit", body_size);
@@ -112,7 +140,6 @@ bool WriteTrpcFrame(const google::protobuf::MessageLite& header,
   } else if (body != nullptr) {
     body_size = body->size();
   }
-  const size_t attachment_size = attachment != nullptr ? attachment->size() : 0;
   const uint64_t total = uint64_t{kTrpcFrameHeaderSize} + header_size + body_size + attachment_size;
   if (total > kTrpcMaxFrameSize) {
     *err = fmt::format("frame of {} bytes exceeds the 4 GiB limit of the size field", total);
@@ -122,30 +149,37 @@ bool WriteTrpcFrame(const google::protobuf::MessageLite& header,
   TrpcFrameHeader fixed;
   fixed.total_size = static_cast<uint32_t>(total);
   fixed.header_size = static_cast<uint16_t>(header_size);
-  const size_t serialized = kTrpcFrameHeaderSize + header_size + (body_msg ? body_size : 0);
+  const size_t headers = kTrpcFrameHeaderSize + header_size;
+  const size_t serialized = headers + (body_msg ? body_size : 0);
 
   ChainBuffer frame;
   iovec iov;
   frame.PrepareWrite(&iov, 1, 1);
   if (iov.iov_len >= serialized) {
     // Fast path (small frames): everything fits in the free space of the current write block.
-    auto* p = static_cast<uint8_t*>(iov.iov_base);
-    StoreTrpcFrameHeader(fixed, reinterpret_cast<char*>(p));
-    p = header.SerializeWithCachedSizesToArray(p + kTrpcFrameHeaderSize);
-    if (body_msg != nullptr) p = body_msg->SerializeWithCachedSizesToArray(p);
-    frame.CommitWrite(p - static_cast<uint8_t*>(iov.iov_base));
+    char* p = static_cast<char*>(iov.iov_base);
+    StoreTrpcFrameHeader(fixed, p);
+    p = EncodeHeader(rpc, static_cast<uint32_t>(attachment_size), p + kTrpcFrameHeaderSize);
+    if (body_msg != nullptr) {
+      p = reinterpret_cast<char*>(
+          body_msg->SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(p)));
+    }
+    frame.CommitWrite(p - static_cast<char*>(iov.iov_base));
   } else {
-    char buf[kTrpcFrameHeaderSize];
+    char stack[kStackScratchSize];
+    char* buf = Scratch(headers, stack);
     StoreTrpcFrameHeader(fixed, buf);
-    frame.Append(buf, sizeof(buf));
-    ChainBufferOutputStream stream(&frame);
-    // Its destructor hands the unused tail of the last block back (BackUp).
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    header.SerializeWithCachedSizes(&coded);
-    if (body_msg != nullptr) body_msg->SerializeWithCachedSizes(&coded);
+    EncodeHeader(rpc, static_cast<uint32_t>(attachment_size), buf + kTrpcFrameHeaderSize);
+    frame.Append(buf, headers);
+    if (body_msg != nullptr) {
+      ChainBufferOutputStream stream(&frame);
+      // Its destructor hands the unused tail of the last block back (BackUp).
+      google::protobuf::io::CodedOutputStream coded(&stream);
+      body_msg->SerializeWithCachedSizes(&coded);
+    }
   }
   if (frame.size() != serialized) {
-    // Only possible if a message changed between ByteSizeLong() and serialization.
+    // Only possible if the body message changed between ByteSizeLong() and serialization.
     *err = fmt::format("serialized {} bytes where {} were computed", frame.size(), serialized);
     return false;
   }
@@ -153,6 +187,28 @@ bool WriteTrpcFrame(const google::protobuf::MessageLite& header,
   if (attachment != nullptr) frame.Append(std::move(*attachment));
   out->Append(std::move(frame));
   return true;
+}
+
+}  // namespace
+
+bool ReadTrpcFrame(ChainBuffer&& frame, RpcRequest* req, std::string* err) {
+  return ReadFrame(std::move(frame), req, err);
+}
+
+bool ReadTrpcFrame(ChainBuffer&& frame, RpcResponse* rsp, std::string* err) {
+  return ReadFrame(std::move(frame), rsp, err);
+}
+
+bool WriteTrpcFrame(const RpcRequest& req, const google::protobuf::MessageLite* body_msg,
+                    ChainBuffer* body, ChainBuffer* attachment, ChainBuffer* out,
+                    std::string* err) {
+  return WriteFrame(req, body_msg, body, attachment, out, err);
+}
+
+bool WriteTrpcFrame(const RpcResponse& rsp, const google::protobuf::MessageLite* body_msg,
+                    ChainBuffer* body, ChainBuffer* attachment, ChainBuffer* out,
+                    std::string* err) {
+  return WriteFrame(rsp, body_msg, body, attachment, out, err);
 }
 
 }  // namespace trpc::detail

@@ -12,6 +12,11 @@ namespace google::protobuf {
 class MessageLite;
 }
 
+namespace trpc {
+struct RpcRequest;
+struct RpcResponse;
+}  // namespace trpc
+
 namespace trpc::detail {
 
 // Reading and writing unary trpc frames on ChainBuffers: the parts the server and client codecs
@@ -26,22 +31,21 @@ bool CheckTrpcFrameHeader(const TrpcFrameHeader& h, std::string* err);
 SplitResult SplitTrpcFrames(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
                             std::string* err);
 
-/// Checks the fixed header of one whole frame, parses the protobuf header that follows it into
-/// `header` and drops both from `frame`, which is left holding body + attachment.
-bool ReadTrpcFrameHeader(ChainBuffer* frame, google::protobuf::MessageLite* header,
-                         std::string* err);
+/// Checks the fixed header of one whole frame, decodes the protobuf header that follows it into
+/// the header fields of `*req` (RequestProtocol) or `*rsp` (ResponseProtocol), see header_wire.h,
+/// and cuts the rest of the frame into their body and attachment without copying.
+bool ReadTrpcFrame(ChainBuffer&& frame, RpcRequest* req, std::string* err);
+bool ReadTrpcFrame(ChainBuffer&& frame, RpcResponse* rsp, std::string* err);
 
-/// Cuts a payload into body and attachment (its last `attachment_size` bytes), without copying.
-bool SplitTrpcPayload(ChainBuffer&& payload, uint32_t attachment_size, ChainBuffer* body,
-                      ChainBuffer* attachment, std::string* err);
-
-/// Writes one unary frame: fixed header, `header` (the caller has already set its
-/// attachment_size), the body, then `*attachment` (moved in). The body is `*body_msg` serialized
-/// if it is non-null, else the bytes of `*body` (moved in; may be null for no body). Serializes
-/// straight into blocks; raw bytes are linked, not copied. Appends to `out` only on success;
-/// false (with `*err`) when a size does not fit its field.
-bool WriteTrpcFrame(const google::protobuf::MessageLite& header,
-                    const google::protobuf::MessageLite* body_msg, ChainBuffer* body,
-                    ChainBuffer* attachment, ChainBuffer* out, std::string* err);
+/// Writes one unary frame: fixed header, the protobuf header made of `req`'s / `rsp`'s header
+/// fields with attachment_size = the size of `*attachment`, the body, then `*attachment` (moved
+/// in; null for none). The body is `*body_msg` serialized if it is non-null, else the bytes of
+/// `*body` (moved in; may be null for no body). Writes straight into blocks; raw bytes are
+/// linked, not copied. Appends to `out` only on success; false (with `*err`) when a size does
+/// not fit its field.
+bool WriteTrpcFrame(const RpcRequest& req, const google::protobuf::MessageLite* body_msg,
+                    ChainBuffer* body, ChainBuffer* attachment, ChainBuffer* out, std::string* err);
+bool WriteTrpcFrame(const RpcResponse& rsp, const google::protobuf::MessageLite* body_msg,
+                    ChainBuffer* body, ChainBuffer* attachment, ChainBuffer* out, std::string* err);
 
 }  // namespace trpc::detail
