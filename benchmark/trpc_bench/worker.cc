@@ -209,9 +209,9 @@ void Worker::SendDue() {
   }
 }
 
-void Worker::SendNext(Slot* s) {
+void Worker::SendNext(Slot* s, int64_t now_ns) {
   if (phase_ != Phase::kRunning) return;
-  int64_t now = MonotonicNanos();
+  int64_t now = now_ns != 0 ? now_ns : MonotonicNanos();
   if (now >= schedule_.measure_end_ns) {
     StopSending(/*window_ended=*/true);
     return;
@@ -268,7 +268,10 @@ void Worker::OnDone(Slot* s, Status status, ChainBuffer&& frame) {
     if (status.GetFrameworkRetCode() == kClientInvokeTimeoutErr) EncodeSlot(s);
   }
   Record(*s, ok, code, now);
-  Release(s);
+  // The reply's clock reading doubles as the next request's send time (closed loop): the
+  // request is only queued here and leaves with the read batch's flush anyway, so a second
+  // reading would not be closer to the real send, and it cost ~7% of the client's CPU at depth 16.
+  Release(s, now);
   MaybeFinish();
 }
 
@@ -339,7 +342,7 @@ void Worker::Record(const Slot& s, bool ok, const std::string& code, int64_t now
 }
 
 // Makes an idle slot available again: sends on it (closed loop) or queues it (open loop).
-void Worker::Release(Slot* s) {
+void Worker::Release(Slot* s, int64_t now_ns) {
   if (phase_ != Phase::kRunning || s->busy || s->queued) return;
   Conn& c = *s->conn;
   if (!c.client || !c.client->usable()) {
@@ -353,7 +356,7 @@ void Worker::Release(Slot* s) {
     return;
   }
   if (!o_.open_loop()) {
-    SendNext(s);
+    SendNext(s, now_ns);
     return;
   }
   s->queued = true;

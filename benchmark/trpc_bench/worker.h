@@ -99,14 +99,15 @@ class Worker {
   int64_t Intended(uint64_t j) const;
 
   void SendDue();  // open loop
-  void SendNext(Slot* s);  // closed loop
+  // closed loop; `now_ns`: a fresh clock reading, or 0 to take one
+  void SendNext(Slot* s, int64_t now_ns = 0);
   void Send(Slot* s, int64_t intended_ns, bool measured, int64_t now_ns);
   void OnDone(Slot* s, Status status, ChainBuffer&& frame);
   /// True if the reply is a success; else `*code` says why (ret code, func_ret, decode error;
   /// http: "http:<status>").
   bool CheckReply(Slot* s, ChainBuffer&& frame, std::string* code);
   void Record(const Slot& s, bool ok, const std::string& code, int64_t now_ns);
-  void Release(Slot* s);
+  void Release(Slot* s, int64_t now_ns = 0);
   Slot* PopFree();
   void ArmPacer(int64_t deadline_ns);
   void StopSending(bool window_ended);
