@@ -7,18 +7,11 @@
 #include <cstring>
 #include <type_traits>
 
+#include "trpc/codec/trpc/detail/wire_type.h"
+
 namespace trpc::detail {
 
 namespace {
-
-enum WireType : uint32_t {
-  kVarint = 0,
-  kFixed64 = 1,
-  kLengthDelimited = 2,
-  kStartGroup = 3,
-  kEndGroup = 4,
-  kFixed32 = 5,
-};
 
 constexpr uint32_t Tag(uint32_t field, WireType type) { return field << 3 | type; }
 

@@ -2,6 +2,8 @@
 
 #include <string_view>
 
+#include "trpc/codec/trpc/detail/wire_type.h"
+
 namespace trpc::detail {
 
 namespace {
@@ -77,15 +79,6 @@ bool ReadVarint(ByteCursor* c, int max_bytes, uint64_t* value) {
 constexpr uint32_t kRequestIdField = 3;
 // protobuf's default recursion limit; groups are the only nesting this scan follows.
 constexpr int kMaxGroupDepth = 100;
-
-enum WireType : uint32_t {
-  kVarint = 0,
-  kFixed64 = 1,
-  kLengthDelimited = 2,
-  kStartGroup = 3,
-  kEndGroup = 4,
-  kFixed32 = 5,
-};
 
 }  // namespace
 
