@@ -330,26 +330,8 @@ void ServiceProxy::AsyncUnaryInvoke(const ClientContextPtr& ctx,
 Status ServiceProxy::UnaryInvoke(const ClientContextPtr& ctx,
                                  const google::protobuf::MessageLite& req,
                                  google::protobuf::MessageLite* rsp) {
-  if (!model_->MayBlockCurrentThread()) {
-    Status st(kServerSystemErr,
-              "a synchronous call would block a merge worker thread; use AsyncUnaryInvoke");
-    ctx->SetStatus(st);
-    return st;
-  }
-  // One wait for both callers: a fiber parks (its worker runs other fibers meanwhile), a plain
-  // thread sleeps on a futex. The status is written before Set(), which orders it before Wait()
-  // returns.
-  struct SyncCall {
-    fiber::Event done;
-    Status status;
-  };
-  auto call = std::make_shared<SyncCall>();
-  AsyncUnaryInvoke(ctx, req, rsp, [call](const Status& st) {
-    call->status = st;
-    call->done.Set();
-  });
-  call->done.Wait();
-  return call->status;
+  return WaitFor(ctx, "AsyncUnaryInvoke",
+                 [&](Done done) { AsyncUnaryInvoke(ctx, req, rsp, std::move(done)); });
 }
 
 Status ServiceProxy::OnewayInvoke(const ClientContextPtr& ctx,

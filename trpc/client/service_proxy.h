@@ -4,12 +4,14 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "trpc/client/client_context.h"
 #include "trpc/client/client_filter.h"
 #include "trpc/config/config.h"
+#include "trpc/fiber/event.h"
 #include "trpc/future/future.h"
 #include "trpc/runtime/thread_model.h"
 #include "trpc/transport/client_connection.h"
@@ -53,6 +55,32 @@ class ServiceProxy {
   /// ret 31 on a thread that must not block (a merge worker): use AsyncUnaryInvoke there.
   Status UnaryInvoke(const ClientContextPtr& ctx, const google::protobuf::MessageLite& req,
                      google::protobuf::MessageLite* rsp);
+  /// The waiting half of any synchronous call (UnaryInvoke, http::HttpCall): refused with ret
+  /// 31 where blocking is not allowed (the message names `async_name`, the call to use there);
+  /// otherwise runs `start(done)`, which begins the asynchronous call and makes it call
+  /// `done(status)` exactly once (after writing any reply), and waits for that: a fiber parks
+  /// (its worker runs other fibers meanwhile), a plain thread sleeps on a futex.
+  template <typename Start>
+  Status WaitFor(const ClientContextPtr& ctx, std::string_view async_name, Start&& start) {
+    if (!model_->MayBlockCurrentThread()) {
+      Status st(kServerSystemErr, "a synchronous call would block a merge worker thread; use " +
+                                      std::string(async_name));
+      ctx->SetStatus(st);
+      return st;
+    }
+    // The status is written before Set(), which orders it before Wait() returns.
+    struct SyncCall {
+      fiber::Event done;
+      Status status;
+    };
+    auto call = std::make_shared<SyncCall>();
+    start([call](const Status& st) {
+      call->status = st;
+      call->done.Set();
+    });
+    call->done.Wait();
+    return call->status;
+  }
   /// Returns at once; `done` runs exactly once on a reactor thread. `req` may be destroyed when
   /// this returns; `rsp` and `ctx` must live until `done` runs.
   void AsyncUnaryInvoke(const ClientContextPtr& ctx, const google::protobuf::MessageLite& req,

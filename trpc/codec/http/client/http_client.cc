@@ -5,7 +5,6 @@
 
 #include "trpc/codec/http/detail/http_syntax.h"
 #include "trpc/codec/http/detail/response_parser.h"
-#include "trpc/fiber/event.h"
 
 namespace trpc::http {
 
@@ -86,27 +85,13 @@ Future<HttpClientResponse> AsyncHttpCall(ServiceProxy& proxy, const ClientContex
 Status HttpCall(ServiceProxy& proxy, const ClientContextPtr& ctx, HttpMethod method,
                 std::string target, std::string body, HttpHeaders headers,
                 HttpClientResponse* rsp) {
-  if (!proxy.thread_model()->MayBlockCurrentThread()) {
-    Status st(kServerSystemErr,
-              "a synchronous call would block a merge worker thread; use AsyncHttpCall");
-    ctx->SetStatus(st);
-    return st;
-  }
-  // As ServiceProxy::UnaryInvoke: a fiber parks, a plain thread sleeps; the result is written
-  // before Set(), which orders it before Wait() returns.
-  struct SyncCall {
-    fiber::Event done;
-    Status status;
-  };
-  auto call = std::make_shared<SyncCall>();
-  Send(proxy, ctx, method, std::move(target), std::move(body), std::move(headers),
-       [call, rsp](const Status& st, HttpClientResponse&& r) {
-         call->status = st;
-         if (st.OK()) *rsp = std::move(r);
-         call->done.Set();
-       });
-  call->done.Wait();
-  return call->status;
+  return proxy.WaitFor(ctx, "AsyncHttpCall", [&](ServiceProxy::Done done) {
+    Send(proxy, ctx, method, std::move(target), std::move(body), std::move(headers),
+         [rsp, done = std::move(done)](const Status& st, HttpClientResponse&& r) {
+           if (st.OK()) *rsp = std::move(r);
+           done(st);
+         });
+  });
 }
 
 }  // namespace trpc::http
