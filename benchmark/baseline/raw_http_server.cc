@@ -350,9 +350,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: --port 0..65535, --threads 1..256, --body up to 64 KiB\n", argv[0]);
     return 2;
   }
-  const std::string reply = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                            "Content-Length: " +
-                            std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string reply =
+      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
   signal(SIGPIPE, SIG_IGN);  // a peer that went away is an EPIPE from write(), not a signal
   // The first listener fixes the port (it may pick one); the others share it by SO_REUSEPORT,
   // and the kernel spreads new connections over them.

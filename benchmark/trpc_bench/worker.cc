@@ -66,9 +66,9 @@ Worker::~Worker() = default;
 bool Worker::EncodeHttpRequest(const Options& o, ClientCodec* codec, const std::string* tail_value,
                                ChainBuffer* out) {
   static constexpr std::pair<std::string_view, http::HttpMethod> kMethods[] = {
-      {"GET", http::HttpMethod::kGet},       {"HEAD", http::HttpMethod::kHead},
-      {"POST", http::HttpMethod::kPost},     {"PUT", http::HttpMethod::kPut},
-      {"DELETE", http::HttpMethod::kDelete}, {"PATCH", http::HttpMethod::kPatch},
+      {"GET", http::HttpMethod::kGet},        {"HEAD", http::HttpMethod::kHead},
+      {"POST", http::HttpMethod::kPost},      {"PUT", http::HttpMethod::kPut},
+      {"DELETE", http::HttpMethod::kDelete},  {"PATCH", http::HttpMethod::kPatch},
       {"OPTIONS", http::HttpMethod::kOptions}};
   auto request = std::make_unique<http::HttpClientRequest>();
   for (const auto& [name, method] : kMethods) {
@@ -230,8 +230,7 @@ void Worker::Send(Slot* s, int64_t intended_ns, bool measured, int64_t now_ns) {
   // Every round(1/ratio)-th request on average, deterministically: the n-th send is tagged when
   // floor(n * ratio) steps up.
   uint64_t n = sends_++;
-  s->tagged = o_.tail_on() &&
-              std::floor((n + 1) * o_.tail_ratio) > std::floor(n * o_.tail_ratio);
+  s->tagged = o_.tail_on() && std::floor((n + 1) * o_.tail_ratio) > std::floor(n * o_.tail_ratio);
   s->intended_ns = intended_ns;
   s->sent_ns = now_ns;
   s->measured = measured;

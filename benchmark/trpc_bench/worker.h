@@ -71,8 +71,8 @@ class Worker {
   struct Slot {
     Conn* conn = nullptr;
     uint32_t id = 0;
-    ChainBuffer frame;       // the request, encoded with `id`
-    ChainBuffer tail_frame;  // the same with the tail tag (only with --tail-ratio)
+    ChainBuffer frame;        // the request, encoded with `id`
+    ChainBuffer tail_frame;   // the same with the tail tag (only with --tail-ratio)
     std::string ok_reply[2];  // the last successful reply (plain, tagged); see CheckReply()
     int64_t intended_ns = 0;
     int64_t sent_ns = 0;
@@ -138,12 +138,12 @@ class Worker {
 
   Phase phase_ = Phase::kConnected;
   Schedule schedule_;
-  double period_ns_ = 0;    // of the global plan: 1e9 / qps
-  uint64_t next_j_ = 0;     // this thread's next request of the plan (open loop)
+  double period_ns_ = 0;            // of the global plan: 1e9 / qps
+  uint64_t next_j_ = 0;             // this thread's next request of the plan (open loop)
   uint64_t waited_j_ = UINT64_MAX;  // the last request counted in slot_waits
-  uint64_t sends_ = 0;      // every send, warm-up included (picks the tagged ones)
+  uint64_t sends_ = 0;              // every send, warm-up included (picks the tagged ones)
   uint64_t measured_sent_ = 0;
-  int busy_ = 0;            // slots with a call in flight
+  int busy_ = 0;  // slots with a call in flight
   TimerId pacer_ = 0;
   int64_t last_done_ns_ = 0;
 

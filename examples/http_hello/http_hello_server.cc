@@ -17,8 +17,7 @@ using trpc::http::HttpResponse;
 
 class GreeterImpl final : public trpc::test::helloworld::Greeter {
  public:
-  trpc::Status SayHello(trpc::ServerContextPtr ctx,
-                        const trpc::test::helloworld::HelloRequest* req,
+  trpc::Status SayHello(trpc::ServerContextPtr ctx, const trpc::test::helloworld::HelloRequest* req,
                         trpc::test::helloworld::HelloReply* rsp) override {
     rsp->set_msg("Hello, " + req->msg());
     return trpc::kSuccStatus;

@@ -178,8 +178,8 @@ constexpr char kTailKey[] = "trpc-bench-tail";
 constexpr auto kStall = std::chrono::milliseconds(100);
 
 std::atomic<uint64_t> g_calls{0};
-std::atomic<uint64_t> g_stall_at{0};  // the call with this number blocks the worker kStall
-std::atomic<uint64_t> g_tagged{0};    // calls that carried kTailKey
+std::atomic<uint64_t> g_stall_at{0};    // the call with this number blocks the worker kStall
+std::atomic<uint64_t> g_tagged{0};      // calls that carried kTailKey
 std::atomic<bool> g_fail_tenth{false};  // every 10th call answers func_ret kFuncRet
 constexpr int kFuncRet = 7;
 
@@ -369,9 +369,8 @@ server:
 // as many calls (warm-up included) as the plan holds.
 TEST_F(TrpcBenchTest, OpenLoopKeepsTheTargetRate) {
   uint64_t calls_before = g_calls.load();
-  BenchRun run = RunBench(Args({"--qps", "5000", "--duration", "3", "--warmup", "0.5",
-                                "--connections", "20"}),
-                          30);
+  BenchRun run = RunBench(
+      Args({"--qps", "5000", "--duration", "3", "--warmup", "0.5", "--connections", "20"}), 30);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const Json& j = run.json;
   std::printf("open loop at 5000: qps %.1f, send lateness p50 %.0f p99 %.0f max %.0f us\n",
@@ -406,9 +405,10 @@ TEST_F(TrpcBenchTest, CorrectedLatencyShowsAStallTheUncorrectedHides) {
   const Json& j = run.json;
   double corrected = j.num("latency_us.p999");
   double uncorrected = j.num("uncorrected_latency_us.p999");
-  std::printf("100 ms stall at 2000 QPS: P99.9 corrected %.0f us, uncorrected %.0f us "
-              "(uncorrected max %.0f us)\n",
-              corrected, uncorrected, j.num("uncorrected_latency_us.max"));
+  std::printf(
+      "100 ms stall at 2000 QPS: P99.9 corrected %.0f us, uncorrected %.0f us "
+      "(uncorrected max %.0f us)\n",
+      corrected, uncorrected, j.num("uncorrected_latency_us.max"));
   EXPECT_GE(corrected, 50'000) << run.output;
   EXPECT_LT(uncorrected, 20'000) << run.output;
   // The request that was in flight did see the whole stall.
@@ -420,10 +420,10 @@ TEST_F(TrpcBenchTest, CorrectedLatencyShowsAStallTheUncorrectedHides) {
 // histogram; the main P50 stays far below the delay.
 TEST_F(TrpcBenchTest, TailRequestsAreTaggedAndReportedApart) {
   uint64_t tagged_before = g_tagged.load();
-  BenchRun run = RunBench(Args({"--qps", "200", "--duration", "2", "--warmup", "0.3",
-                                "--connections", "8", "--tail-ratio", "0.1", "--tail-delay",
-                                "5ms"}),
-                          30);
+  BenchRun run =
+      RunBench(Args({"--qps", "200", "--duration", "2", "--warmup", "0.3", "--connections", "8",
+                     "--tail-ratio", "0.1", "--tail-delay", "5ms"}),
+               30);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const Json& j = run.json;
   ASSERT_FALSE(j.at("tail").is_null()) << run.output;
@@ -456,9 +456,8 @@ TEST_F(TrpcBenchTest, RequestsLimitStopsAfterN) {
   // No warm-up: the server saw exactly those.
   EXPECT_EQ(g_calls.load() - calls_before, 500u);
 
-  BenchRun open = RunBench(Args({"--requests", "300", "--qps", "1000", "--warmup", "0.1",
-                                 "--connections", "2"}),
-                           30);
+  BenchRun open = RunBench(
+      Args({"--requests", "300", "--qps", "1000", "--warmup", "0.1", "--connections", "2"}), 30);
   ASSERT_EQ(open.exit_code, 0) << open.output;
   EXPECT_EQ(open.json.num("requests"), 300);
   EXPECT_NEAR(open.json.num("window_s"), 0.3, 0.1);
@@ -481,9 +480,8 @@ TEST_F(TrpcBenchTest, ErrorsAndTimeoutsAreCountedByCode) {
 
   // Successful replies interleaved with failures on the same slots.
   g_fail_tenth.store(true);
-  BenchRun func_ret = RunBench(Args({"--requests", "1000", "--warmup", "0", "--connections",
-                                     "2", "--inflight", "2"}),
-                               30);
+  BenchRun func_ret = RunBench(
+      Args({"--requests", "1000", "--warmup", "0", "--connections", "2", "--inflight", "2"}), 30);
   g_fail_tenth.store(false);
   ASSERT_EQ(func_ret.exit_code, 0) << func_ret.output;
   EXPECT_EQ(func_ret.json.num("ok"), 900);
@@ -491,10 +489,10 @@ TEST_F(TrpcBenchTest, ErrorsAndTimeoutsAreCountedByCode) {
   EXPECT_GT(func_ret.json.num("error_latency_us.max"), 0);
 
   // Tagged calls sleep 50 ms on the only worker, past the 20 ms timeout.
-  BenchRun slow = RunBench(Args({"--qps", "200", "--duration", "2", "--warmup", "0",
-                                 "--connections", "16", "--timeout", "20", "--tail-ratio",
-                                 "0.02", "--tail-delay", "50ms"}),
-                           30);
+  BenchRun slow =
+      RunBench(Args({"--qps", "200", "--duration", "2", "--warmup", "0", "--connections", "16",
+                     "--timeout", "20", "--tail-ratio", "0.02", "--tail-delay", "50ms"}),
+               30);
   ASSERT_EQ(slow.exit_code, 0) << slow.output;
   const Json& j = slow.json;
   std::printf("timeouts: %.0f of %.0f requests (%.0f tagged), %.0f ok\n", j.num("timeouts"),
@@ -513,9 +511,9 @@ TEST_F(TrpcBenchTest, ErrorsAndTimeoutsAreCountedByCode) {
 // request answered once and counted.
 TEST_F(TrpcBenchTest, HttpClosedLoopPipelined) {
   uint64_t before = g_http_calls.load();
-  BenchRun run = RunBench(HttpArgs({"--requests", "2000", "--warmup", "0", "--connections", "4",
-                                    "--inflight", "4"}),
-                          30);
+  BenchRun run = RunBench(
+      HttpArgs({"--requests", "2000", "--warmup", "0", "--connections", "4", "--inflight", "4"}),
+      30);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const Json& j = run.json;
   EXPECT_EQ(j.num("requests"), 2000);
@@ -531,10 +529,10 @@ TEST_F(TrpcBenchTest, HttpClosedLoopPipelined) {
 // POST carries the payload as its body; an unknown path counts its status as the error code.
 TEST_F(TrpcBenchTest, HttpPostBodyAndErrorsByStatus) {
   uint64_t bytes_before = g_echo_bytes.load();
-  BenchRun post = RunBench(HttpArgs({"--http-method", "POST", "--http-path", "/echo",
-                                     "--payload-size", "100", "--requests", "300", "--warmup",
-                                     "0", "--connections", "3"}),
-                           30);
+  BenchRun post =
+      RunBench(HttpArgs({"--http-method", "POST", "--http-path", "/echo", "--payload-size", "100",
+                         "--requests", "300", "--warmup", "0", "--connections", "3"}),
+               30);
   ASSERT_EQ(post.exit_code, 0) << post.output;
   EXPECT_EQ(post.json.num("ok"), 300) << post.output;
   EXPECT_EQ(post.json.num("settings.payload_size"), 100);
@@ -553,10 +551,10 @@ TEST_F(TrpcBenchTest, HttpPostBodyAndErrorsByStatus) {
 // requests reported apart.
 TEST_F(TrpcBenchTest, HttpTailRequestsAreTaggedByHeader) {
   uint64_t tagged_before = g_http_tagged.load();
-  BenchRun run = RunBench(HttpArgs({"--qps", "200", "--duration", "2", "--warmup", "0.3",
-                                    "--connections", "8", "--tail-ratio", "0.1",
-                                    "--tail-delay", "5ms"}),
-                          30);
+  BenchRun run =
+      RunBench(HttpArgs({"--qps", "200", "--duration", "2", "--warmup", "0.3", "--connections", "8",
+                         "--tail-ratio", "0.1", "--tail-delay", "5ms"}),
+               30);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const Json& j = run.json;
   ASSERT_FALSE(j.at("tail").is_null()) << run.output;
@@ -571,10 +569,10 @@ TEST_F(TrpcBenchTest, HttpTailRequestsAreTaggedByHeader) {
 // HTTP has no request ids: a timed-out request's late response must not be taken for the next
 // one's. Tagged requests sleep 50 ms on the only worker, past the 20 ms timeout.
 TEST_F(TrpcBenchTest, HttpTimeoutsNeverTakeALateReply) {
-  BenchRun slow = RunBench(HttpArgs({"--qps", "200", "--duration", "2", "--warmup", "0",
-                                     "--connections", "16", "--timeout", "20", "--tail-ratio",
-                                     "0.02", "--tail-delay", "50ms"}),
-                           30);
+  BenchRun slow =
+      RunBench(HttpArgs({"--qps", "200", "--duration", "2", "--warmup", "0", "--connections", "16",
+                         "--timeout", "20", "--tail-ratio", "0.02", "--tail-delay", "50ms"}),
+               30);
   ASSERT_EQ(slow.exit_code, 0) << slow.output;
   const Json& j = slow.json;
   std::printf("http timeouts: %.0f of %.0f requests, %.0f ok, %.0f unsent\n", j.num("timeouts"),
@@ -592,18 +590,18 @@ TEST_F(TrpcBenchTest, HttpAgainstRawHttpServer) {
   test::benchmark_servers::ChildServer raw;
   std::string target = raw.Start({RAW_HTTP_SERVER_PATH, "--port", "0"});
   ASSERT_FALSE(target.empty());
-  BenchRun closed = RunBench(HttpArgs({"--requests", "20000", "--warmup", "0", "--connections",
-                                       "8", "--inflight", "16"},
-                                      target),
-                             30);
+  BenchRun closed = RunBench(
+      HttpArgs({"--requests", "20000", "--warmup", "0", "--connections", "8", "--inflight", "16"},
+               target),
+      30);
   ASSERT_EQ(closed.exit_code, 0) << closed.output;
   EXPECT_EQ(closed.json.num("requests"), 20000);
   EXPECT_EQ(closed.json.num("ok"), 20000) << closed.output;
 
-  BenchRun open = RunBench(HttpArgs({"--qps", "3000", "--duration", "2", "--warmup", "0.5",
-                                     "--connections", "10"},
-                                    target),
-                           30);
+  BenchRun open = RunBench(
+      HttpArgs({"--qps", "3000", "--duration", "2", "--warmup", "0.5", "--connections", "10"},
+               target),
+      30);
   ASSERT_EQ(open.exit_code, 0) << open.output;
   std::printf("raw_http_server, open loop at 3000: qps %.1f, p99 %.0f us\n", open.json.num("qps"),
               open.json.num("latency_us.p99"));

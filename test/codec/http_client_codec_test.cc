@@ -11,8 +11,8 @@
 
 #include "examples/helloworld/helloworld.pb.h"
 #include "trpc/base/status.h"
-#include "trpc/codec/http/detail/error_body.h"
 #include "trpc/codec/http/client/http_client.h"
+#include "trpc/codec/http/detail/error_body.h"
 
 namespace trpc::http {
 namespace {
@@ -55,7 +55,8 @@ TEST(HttpClientCodecTest, RpcBecomesThePostOfTheRestMapping) {
             "POST /trpc.test.helloworld.Greeter/SayHello HTTP/1.1\r\n"
             "Host: 127.0.0.1:8080\r\n"
             "Content-Type: application/x-protobuf\r\n"
-            "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+            "Content-Length: " +
+                std::to_string(body.size()) + "\r\n\r\n" + body);
   // Without an authority, the callee names the host; a JSON request says so.
   req.authority = {};
   req.content_type = kContentTypeJson;
@@ -76,8 +77,8 @@ TEST(HttpClientCodecTest, RpcBecomesThePostOfTheRestMapping) {
 TEST(HttpClientCodecTest, RefusesWhatWouldSplitTheRequest) {
   HttpClientCodec codec;
   ChainBuffer out;
-  for (std::string func : std::vector<std::string>{"", "no-slash", "/a b", "/a\r\nX: y",
-                                                  std::string("/a\0b", 4)}) {
+  for (std::string func :
+       std::vector<std::string>{"", "no-slash", "/a b", "/a\r\nX: y", std::string("/a\0b", 4)}) {
     RpcRequest req;
     req.func = func;
     EXPECT_FALSE(codec.EncodeRequest(&req, nullptr, &out)) << func;
@@ -224,14 +225,17 @@ TEST(HttpClientDecodeTest, SuccessCarriesTheBody) {
   HelloReply reply;
   reply.set_msg("Hello, world");
   const std::string pb = reply.SerializeAsString();
-  RpcResponse ok = Decode("HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\n"
-                          "Content-Length: " + std::to_string(pb.size()) + "\r\n\r\n" + pb);
+  RpcResponse ok = Decode(
+      "HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\n"
+      "Content-Length: " +
+      std::to_string(pb.size()) + "\r\n\r\n" + pb);
   EXPECT_EQ(ok.ret, 0);
   EXPECT_EQ(ok.func_ret, 0);
   EXPECT_EQ(ok.content_type, kContentTypeProtobuf);
   EXPECT_EQ(ok.body.ToString(), pb);
-  RpcResponse json = Decode("HTTP/1.1 200 OK\r\ncontent-type: Application/JSON; charset=utf-8\r\n"
-                            "Content-Length: 2\r\n\r\n{}");
+  RpcResponse json = Decode(
+      "HTTP/1.1 200 OK\r\ncontent-type: Application/JSON; charset=utf-8\r\n"
+      "Content-Length: 2\r\n\r\n{}");
   EXPECT_EQ(json.content_type, kContentTypeJson);
   EXPECT_EQ(json.body.ToString(), "{}");
   EXPECT_EQ(Decode("HTTP/1.1 204 No Content\r\n\r\n").ret, 0);
@@ -240,11 +244,14 @@ TEST(HttpClientDecodeTest, SuccessCarriesTheBody) {
 
 TEST(HttpClientDecodeTest, ErrorsMapBackToFrameworkCodes) {
   auto json = [](int status, std::string_view body) {
-    return "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Type: application/json\r\n"
-           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + std::string(body);
+    return "HTTP/1.1 " + std::to_string(status) +
+           " X\r\nContent-Type: application/json\r\n"
+           "Content-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + std::string(body);
   };
   // The server's codes win over the status.
-  RpcResponse handler = Decode(json(500, R"({"code":0,"func_code":7,"message":"the handler said no"})"));
+  RpcResponse handler =
+      Decode(json(500, R"({"code":0,"func_code":7,"message":"the handler said no"})"));
   EXPECT_EQ(handler.ret, 0);
   EXPECT_EQ(handler.func_ret, 7);
   EXPECT_EQ(handler.error_msg, "the handler said no");
@@ -267,18 +274,19 @@ TEST(HttpClientDecodeTest, ErrorsMapBackToFrameworkCodes) {
 
 TEST(HttpClientDecodeTest, StatusTable) {
   const std::vector<std::pair<int, int32_t>> table = {
-      {200, 0},   {201, 0},   {299, 0},   {400, 1},   {411, 1},   {413, 1},   {414, 1},
-      {415, 1},   {422, 1},   {431, 1},   {401, 41},  {403, 41},  {404, 12},  {405, 12},
-      {408, 21},  {504, 21},  {429, 23},  {503, 22},  {500, 31},  {501, 31},  {502, 31},
-      {599, 31},  {301, 999}, {304, 999}, {409, 999}, {418, 999}, {600, 999}};
+      {200, 0},  {201, 0},   {299, 0},   {400, 1},   {411, 1},   {413, 1},  {414, 1},
+      {415, 1},  {422, 1},   {431, 1},   {401, 41},  {403, 41},  {404, 12}, {405, 12},
+      {408, 21}, {504, 21},  {429, 23},  {503, 22},  {500, 31},  {501, 31}, {502, 31},
+      {599, 31}, {301, 999}, {304, 999}, {409, 999}, {418, 999}, {600, 999}};
   for (auto [status, code] : table) EXPECT_EQ(RetCodeOfHttpStatus(status), code) << status;
 }
 
 TEST(HttpClientDecodeTest, PlainResponse) {
   HttpClientResponse r;
   std::string err;
-  ChainBuffer frame = Buf("HTTP/1.1 200 OK\r\nX-A: 1\r\ncontent-type: text/plain\r\n"
-                          "Content-Length: 5\r\n\r\n");
+  ChainBuffer frame =
+      Buf("HTTP/1.1 200 OK\r\nX-A: 1\r\ncontent-type: text/plain\r\n"
+          "Content-Length: 5\r\n\r\n");
   frame.Append(Buf("hello"));
   ASSERT_TRUE(DecodeHttpResponse(std::move(frame), &r, &err)) << err;
   EXPECT_EQ(r.status, 200);
@@ -314,10 +322,24 @@ TEST(ErrorBodyTest, ReadsTheServersShapeAndSkipsTheRest) {
 
 TEST(ErrorBodyTest, RefusesAnythingElse) {
   for (std::string_view bad : {
-           "", "null", "[]", "{", "{\"code\":1", "{\"code\":1,}", "{\"code\":\"1\"}",
-           "{\"code\":1.5}", "{\"code\":2147483648}", "{\"code\":1e2}", "{\"message\":3}",
-           "{\"code\":1} x", "{\"message\":\"\\x\"}", "{\"message\":\"\\ud83d\"}",
-           "{\"message\":\"a\nb\"}", "{code:1}", "{\"code\":01}", "{\"a\":tru}",
+           "",
+           "null",
+           "[]",
+           "{",
+           "{\"code\":1",
+           "{\"code\":1,}",
+           "{\"code\":\"1\"}",
+           "{\"code\":1.5}",
+           "{\"code\":2147483648}",
+           "{\"code\":1e2}",
+           "{\"message\":3}",
+           "{\"code\":1} x",
+           "{\"message\":\"\\x\"}",
+           "{\"message\":\"\\ud83d\"}",
+           "{\"message\":\"a\nb\"}",
+           "{code:1}",
+           "{\"code\":01}",
+           "{\"a\":tru}",
            "{\"a\":[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]}",
        }) {
     detail::ErrorBody e;

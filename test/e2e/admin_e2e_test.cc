@@ -271,8 +271,7 @@ class AdminE2eTest : public ::testing::Test {
   std::string Metrics() {
     HttpReply r = Http(admin_, "GET", "/metrics");
     EXPECT_EQ(r.status, 200) << r.head << r.body;
-    EXPECT_NE(r.head.find("Content-Type: text/plain; version=0.0.4"), std::string::npos)
-        << r.head;
+    EXPECT_NE(r.head.find("Content-Type: text/plain; version=0.0.4"), std::string::npos) << r.head;
     return r.body;
   }
 
@@ -308,13 +307,12 @@ TEST_F(AdminE2eTest, MetricsCountRequestsErrorsAndLatency) {
   EXPECT_EQ(Sample(text, "trpc_server_request_duration_seconds_count{" + say + "}"), 8);
   EXPECT_EQ(Sample(text, "trpc_server_request_duration_seconds_bucket{" + say + ",le=\"+Inf\"}"),
             8);
-  EXPECT_EQ(Sample(text, "trpc_server_request_duration_seconds_bucket{" + say + ",le=\"10\"}"),
-            8);
+  EXPECT_EQ(Sample(text, "trpc_server_request_duration_seconds_bucket{" + say + ",le=\"10\"}"), 8);
   EXPECT_GT(Sample(text, "trpc_server_request_duration_seconds_sum{" + say + "}"), 0);
   double previous = 0;
   for (const char* le : {"0.00005", "0.0001", "0.001", "0.01", "0.1", "1", "10"}) {
-    double v = Sample(text, "trpc_server_request_duration_seconds_bucket{" + say + ",le=\"" +
-                                le + "\"}");
+    double v =
+        Sample(text, "trpc_server_request_duration_seconds_bucket{" + say + ",le=\"" + le + "\"}");
     EXPECT_GE(v, previous) << le;
     previous = v;
   }
@@ -328,11 +326,10 @@ TEST_F(AdminE2eTest, MetricsCountRequestsErrorsAndLatency) {
   EXPECT_GE(Sample(text, "process_cpu_seconds_total"), 0);  // clock ticks: 0 early on
   EXPECT_GT(Sample(text, "process_resident_memory_bytes"), 1 << 20);
   std::string model = FiberModel() ? "fiber" : "merge";
-  EXPECT_EQ(Sample(text, "trpc_threadmodel_workers{threadmodel=\"admin_server\",type=\"" +
-                             model + "\"}"),
-            kServerWorkers);
-  EXPECT_EQ(Sample(text, "trpc_threadmodel_workers{threadmodel=\"trpc_admin\",type=\"merge\"}"),
-            1);
+  EXPECT_EQ(
+      Sample(text, "trpc_threadmodel_workers{threadmodel=\"admin_server\",type=\"" + model + "\"}"),
+      kServerWorkers);
+  EXPECT_EQ(Sample(text, "trpc_threadmodel_workers{threadmodel=\"trpc_admin\",type=\"merge\"}"), 1);
   if (FiberModel()) {
     EXPECT_GE(Sample(text, "trpc_fibers_alive{threadmodel=\"admin_server\"}"), 0);
     EXPECT_GE(Sample(text, "trpc_fiber_run_queue_depth{threadmodel=\"admin_server\"}"), 0);
@@ -376,8 +373,7 @@ TEST_F(AdminE2eTest, StatsJsonHasTheSameNumbers) {
       << j;
   EXPECT_NE(j.find(R"("count":4,"buckets":{"0.00005":)"), std::string::npos) << j;
   EXPECT_NE(j.find(R"("+Inf":4}})"), std::string::npos) << j;
-  EXPECT_NE(j.find(R"("connections":1,"connections_accepted_total":1,)"), std::string::npos)
-      << j;
+  EXPECT_NE(j.find(R"("connections":1,"connections_accepted_total":1,)"), std::string::npos) << j;
   EXPECT_NE(j.find(R"("process":{"cpu_seconds_total":)"), std::string::npos) << j;
   EXPECT_EQ(j.find("fibers_alive") != std::string::npos, FiberModel()) << j;
   if (HaveTool("python3")) {  // well-formed JSON
@@ -394,8 +390,8 @@ TEST_F(AdminE2eTest, VersionAndIndex) {
   HttpReply r = Http(admin_, "GET", "/version");
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.body, "{\"version\":\"" + std::string(Version()) + "\",\"build_type\":\"" +
-                        std::string(BuildType()) + "\",\"commit\":\"" +
-                        std::string(BuildCommit()) + "\"}\n");
+                        std::string(BuildType()) + "\",\"commit\":\"" + std::string(BuildCommit()) +
+                        "\"}\n");
   EXPECT_FALSE(Version().empty());
   r = Http(admin_, "GET", "/");
   EXPECT_EQ(r.status, 200);
@@ -494,9 +490,8 @@ TEST_F(AdminE2eTest, CpuProfile) {
 // and its caller gets 503.
 TEST_F(AdminE2eTest, StopCutsAProfileShort) {
   if (!kHaveProfiler) GTEST_SKIP() << "built without gperftools' profiler";
-  auto profile = std::async(std::launch::async, [this] {
-    return Http(admin_, "GET", "/cmds/profile/cpu?seconds=60");
-  });
+  auto profile = std::async(std::launch::async,
+                            [this] { return Http(admin_, "GET", "/cmds/profile/cpu?seconds=60"); });
   ASSERT_TRUE(WaitFor(ProfileFileExists));
   int64_t start = MonotonicMillis();
   server_->Stop();

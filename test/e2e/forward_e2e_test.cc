@@ -524,8 +524,9 @@ TEST(ForwardConfigTest, UnknownFilterStopsStartWithItsLine) {
   c.origin = "client.yaml:3";
   TrpcClient client(ClientConfig{});
   EXPECT_EQ(client.GetProxy<GreeterServiceProxy>("callee", c, &err), nullptr);
-  EXPECT_EQ(err, "client.yaml:3: client callee: no client filter named 'no_such_client_filter' is "
-                 "registered");
+  EXPECT_EQ(err,
+            "client.yaml:3: client callee: no client filter named 'no_such_client_filter' is "
+            "registered");
   client.Stop();
   runtime::Stop();
 }

@@ -280,8 +280,8 @@ class HttpClientE2eTest : public ::testing::Test {
     c.max_conn_num = max_conn_num;
     c.pipeline_depth = depth;
     std::string err;
-    auto proxy = client_->GetProxy<GreeterServiceProxy>(
-        fmt::format("greeter_http_{}", ++proxies_), c, &err);
+    auto proxy =
+        client_->GetProxy<GreeterServiceProxy>(fmt::format("greeter_http_{}", ++proxies_), c, &err);
     EXPECT_NE(proxy, nullptr) << err;
     return proxy;
   }

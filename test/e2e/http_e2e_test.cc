@@ -213,8 +213,7 @@ class HttpE2eTest : public ::testing::Test {
     });
     // "/sleep/N" waits N ms (a fiber sleep in the fiber model, so later pipelined requests of
     // the same connection finish first and must be held back to keep the order).
-    svc->Get("/sleep/{ms}", [](const ServerContextPtr&, const HttpRequest& req,
-                               HttpResponse* rsp) {
+    svc->Get("/sleep/{ms}", [](const ServerContextPtr&, const HttpRequest& req, HttpResponse* rsp) {
       int ms = std::stoi(*req.PathParam("ms"));
       if (FiberModel()) {
         fiber::this_fiber::SleepFor(std::chrono::milliseconds(ms));
@@ -470,8 +469,9 @@ TEST_F(HttpE2eTest, KeepAliveRules) {
 
 TEST_F(HttpE2eTest, ExpectContinueGetsAnInterimAnswer) {
   RawClient c(addr_);
-  ASSERT_TRUE(c.Send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
-                     "Expect: 100-continue\r\n\r\n"));
+  ASSERT_TRUE(
+      c.Send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
+             "Expect: 100-continue\r\n\r\n"));
   Response r;
   ASSERT_TRUE(c.Read(&r));
   EXPECT_EQ(r.status, 100);
@@ -596,8 +596,7 @@ TEST_F(HttpE2eTest, CurlGetsCorrectAnswers) {
                 "'{\"msg\":\"curl\"}' " +
                 base + "/trpc.test.helloworld.Greeter/SayHello 2>&1"),
             R"({"msg":"Hello, curl"})");
-  EXPECT_EQ(run("curl -s -S --max-time 10 -o /dev/null -w '%{http_code}' " + base +
-                "/nope 2>&1"),
+  EXPECT_EQ(run("curl -s -S --max-time 10 -o /dev/null -w '%{http_code}' " + base + "/nope 2>&1"),
             "404");
 }
 

@@ -22,8 +22,8 @@ TEST(ProcessMetricsTest, RejectsTruncatedOrMalformedText) {
   ProcessMetrics m;
   EXPECT_FALSE(ParseProcStat("", 100, 4096, &m));
   EXPECT_FALSE(ParseProcStat("4242 (x) S 1 2 3", 100, 4096, &m));
-  EXPECT_FALSE(ParseProcStat("4242 (x) S 1 4242 4242 0 -1 4194560 1000 0 0 0 2x5 150", 100,
-                             4096, &m));
+  EXPECT_FALSE(
+      ParseProcStat("4242 (x) S 1 4242 4242 0 -1 4194560 1000 0 0 0 2x5 150", 100, 4096, &m));
   EXPECT_FALSE(ParseProcStat(kStat, 0, 4096, &m));
 }
 

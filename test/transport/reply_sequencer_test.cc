@@ -34,7 +34,7 @@ TEST(ReplySequencerTest, PassInOrderOnlyForTheNextSlotWithNothingHeld) {
   uint64_t a = seq.Take(), b = seq.Take(), c = seq.Take(), d = seq.Take();
   EXPECT_FALSE(seq.PassInOrder(b));  // a has not gone out
   EXPECT_TRUE(seq.PassInOrder(a));
-  seq.Put(d, Bytes("D"), &out);      // held behind c
+  seq.Put(d, Bytes("D"), &out);  // held behind c
   EXPECT_TRUE(out.empty());
   EXPECT_FALSE(seq.PassInOrder(b));  // next, but d is held: Put() must release it
   seq.Put(b, Bytes("B"), &out);

@@ -134,8 +134,7 @@ class ServiceProxy {
   // Decodes a reply (or takes a failure) into the call's Status and runs its callback.
   void Finish(Call* call, Status st, ChainBuffer&& frame);
   ClientConnectionPool* GetPool(size_t reactor_index, size_t backend);
-  ClientConnectionPtr GetConnection(size_t reactor_index, size_t backend, size_t slot,
-                                    Status* st);
+  ClientConnectionPtr GetConnection(size_t reactor_index, size_t backend, size_t slot, Status* st);
   ClientConnectionPtr Connect(size_t reactor_index, size_t backend, Status* st);
   Reactor* PickReactor();
   // Runs the filters at `point`; on a REJECT returns false with the reason in ctx's status.

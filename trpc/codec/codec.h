@@ -94,8 +94,8 @@ class ServerCodec : public FrameCodec {
   virtual bool DecodeRequest(ChainBuffer&& frame, RpcRequest* req, std::string* err) = 0;
   /// DecodeRequest() with the connection's split state (null when the codec made none); the
   /// server always calls this one, on the connection's loop thread, for every frame in order.
-  virtual bool DecodeRequestWithState(ChainBuffer&& frame, FrameCodecState* state,
-                                      RpcRequest* req, std::string* err) {
+  virtual bool DecodeRequestWithState(ChainBuffer&& frame, FrameCodecState* state, RpcRequest* req,
+                                      std::string* err) {
     (void)state;
     return DecodeRequest(std::move(frame), req, err);
   }

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "trpc/base/mpsc_queue.h"
+#include "trpc/base/timer_queue.h"
 #include "trpc/reactor/event_handler.h"
 #include "trpc/reactor/poller.h"
-#include "trpc/base/timer_queue.h"
 
 namespace trpc {
 
@@ -72,7 +72,9 @@ class Reactor {
   bool CancelTimer(TimerId id);
 
   Poller& poller() { return poller_; }
-  bool InLoopThread() const { return loop_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id(); }
+  bool InLoopThread() const {
+    return loop_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id();
+  }
   void AssertInLoopThread() const;
   /// The reactor whose loop runs on the calling thread, or nullptr.
   static Reactor* Current();

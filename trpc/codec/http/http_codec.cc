@@ -1,5 +1,6 @@
 #include "trpc/codec/http/http_codec.h"
 
+#include <fmt/format.h>
 #include <strings.h>
 #include <time.h>
 
@@ -8,8 +9,6 @@
 #include <functional>
 #include <memory>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "trpc/base/clock.h"
 #include "trpc/base/status.h"
@@ -226,23 +225,33 @@ uint32_t ContentTypeOf(const std::string* ct) {
 
 int HttpStatusOf(int32_t ret, int32_t func_ret) {
   switch (ret) {
-    case kSuccess: return func_ret == 0 ? 200 : 500;
-    case kServerDecodeErr: return 400;
+    case kSuccess:
+      return func_ret == 0 ? 200 : 500;
+    case kServerDecodeErr:
+      return 400;
     case kServerNoServiceErr:
-    case kServerNoFuncErr: return 404;
+    case kServerNoFuncErr:
+      return 404;
     case kServerTimeoutErr:
     case kServerFullLinkTimeoutErr:
     case kClientInvokeTimeoutErr:
-    case kClientFullLinkTimeoutErr: return 504;
-    case kServerOverloadErr: return 503;
-    case kServerLimitedErr: return 429;
-    case kServerAuthErr: return 401;
-    case kServerValidateErr: return 400;
+    case kClientFullLinkTimeoutErr:
+      return 504;
+    case kServerOverloadErr:
+      return 503;
+    case kServerLimitedErr:
+      return 429;
+    case kServerAuthErr:
+      return 401;
+    case kServerValidateErr:
+      return 400;
     case kClientConnectErr:
     case kClientNetworkErr:
     case kClientReadFrameErr:
-    case kClientDecodeErr: return 502;
-    default: return 500;
+    case kClientDecodeErr:
+      return 502;
+    default:
+      return 500;
   }
 }
 
@@ -259,9 +268,8 @@ std::shared_ptr<ServerCodec> HttpServerCodec::WithOptions(
       {"max_header_bytes", 256, 16u << 20, [&](uint64_t v) { o.max_header_bytes = v; }},
       {"max_header_count", 1, 10000, [&](uint64_t v) { o.max_header_count = v; }},
       {"max_body_bytes", 0, 1ull << 40, [&](uint64_t v) { o.max_body_bytes = v; }},
-      {"header_timeout_ms", 0, 3'600'000, [&](uint64_t v) {
-         o.header_timeout_ms = static_cast<int64_t>(v);
-       }},
+      {"header_timeout_ms", 0, 3'600'000,
+       [&](uint64_t v) { o.header_timeout_ms = static_cast<int64_t>(v); }},
   };
   for (const auto& [name, value] : options) {
     const Field* f = nullptr;
@@ -270,8 +278,9 @@ std::shared_ptr<ServerCodec> HttpServerCodec::WithOptions(
     }
     *key = name;
     if (f == nullptr) {
-      *err = "unknown http option (known: max_request_line, max_header_bytes, "
-             "max_header_count, max_body_bytes, header_timeout_ms)";
+      *err =
+          "unknown http option (known: max_request_line, max_header_bytes, "
+          "max_header_count, max_body_bytes, header_timeout_ms)";
       return nullptr;
     }
     uint64_t v = 0;
