@@ -9,9 +9,23 @@ namespace trpc {
 
 void Service::AddRpcServiceMethod(std::string func, std::unique_ptr<RpcMethodHandler> handler) {
   methods_[std::move(func)] = std::move(handler);
+  // The map's nodes do not move, so the views stay valid; rebuilt whole because a name may
+  // have been registered again with a new handler.
+  small_table_.clear();
+  if (methods_.size() <= kSmallTableMax) {
+    for (const auto& [name, h] : methods_) small_table_.push_back({name, h.get()});
+  }
 }
 
 RpcMethodHandler* Service::FindMethod(std::string_view func) const {
+  if (!small_table_.empty()) {
+    // Most names differ in length, so most entries cost one comparison; string_view's == checks
+    // the size before it compares bytes.
+    for (const MethodEntry& e : small_table_) {
+      if (e.name == func) return e.handler;
+    }
+    return nullptr;
+  }
   auto it = methods_.find(func);
   return it == methods_.end() ? nullptr : it->second.get();
 }

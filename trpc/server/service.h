@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "trpc/server/rpc_method_handler.h"
 
@@ -59,6 +60,15 @@ class Service {
   };
   std::unordered_map<std::string, std::unique_ptr<RpcMethodHandler>, Hash, std::equal_to<>>
       methods_;
+  // The same table as a flat list while it is small (empty otherwise): a per-request lookup
+  // among a few names is cheaper by comparing them than by hashing a 30-40 byte name (about
+  // 180 instructions per echo request under callgrind).
+  struct MethodEntry {
+    std::string_view name;  // a key of methods_
+    RpcMethodHandler* handler;
+  };
+  static constexpr size_t kSmallTableMax = 16;
+  std::vector<MethodEntry> small_table_;
 };
 
 using ServicePtr = std::shared_ptr<Service>;
