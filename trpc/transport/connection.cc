@@ -408,7 +408,12 @@ void Connection::EndRequest() {
     if (pending_requests_ == 0) Flush();  // the last reply is queued: finish the close
     return;
   }
-  if (!reading_paused_) return;
+  // Every request read so far is answered, so no later reply can join the ones queued: send
+  // them now rather than at the posted flush, which runs only when the worker next polls its
+  // IO (after up to a poll interval of other fibers, and in two pieces when a poll falls in
+  // the middle of a pipelined batch).
+  if (pending_requests_ == 0 && flush_posted_ && !out_.empty()) Flush();
+  if (closed_ || !reading_paused_) return;
   if (out_.size() <= options_.max_pending_write_bytes / 2 &&
       pending_requests_ < options_.max_pending_requests) {
     ResumeReadingSoon();
