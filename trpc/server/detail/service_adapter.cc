@@ -246,8 +246,13 @@ void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
   } else {
     conn->BeginRequest();
     ctx->SetCountedPending();
-    model_->Dispatch(conn->reactor(),
-                     [this, ctx, method, &counters] { HandleRequest(ctx, method, counters, 0); });
+    Reactor* r = conn->reactor();
+    model_->Dispatch(r, [this, ctx, method, &counters, r] {
+      // On the connection's own worker (the usual case) the reactor's recent time serves the
+      // "too late to start" check as it does inline: at most one reply old, and a late start
+      // is still caught when the reply is sent. Elsewhere, a clock read.
+      HandleRequest(ctx, method, counters, r->InLoopThread() ? r->RecentTimeNs() : 0);
+    });
   }
 }
 
