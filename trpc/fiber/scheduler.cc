@@ -262,7 +262,7 @@ FiberEntity* Worker::FindWork(bool allow_remote) {
   if (FiberEntity* f = local_.Steal()) return f;
   if (FiberEntity* f = group_->PopShared()) return f;
   if (FiberEntity* f = group_->StealFromWorkers(this, NextRandom(&rng_))) {
-    steals_.fetch_add(1, std::memory_order_relaxed);
+    Bump(steals_);
     return f;
   }
   if (allow_remote && sched_->groups_.size() > 1) {
@@ -274,7 +274,7 @@ FiberEntity* Worker::FindWork(bool allow_remote) {
       FiberEntity* f = g->PopShared();
       if (f == nullptr) f = g->StealFromWorkers(nullptr, NextRandom(&rng_));
       if (f != nullptr) {
-        remote_steals_.fetch_add(1, std::memory_order_relaxed);
+        Bump(remote_steals_);
         return f;
       }
     }
@@ -329,7 +329,7 @@ void Worker::ParkUntilWork() {
   }
   // (Stopping: Loop() gets here only with timers pending, so the wait below is bounded by the
   // next one; a Stop() that began after the check in Loop() has bumped our epoch.)
-  parks_.fetch_add(1, std::memory_order_relaxed);
+  Bump(parks_);
   int64_t deadline = timers_.NextDeadline();
   if (io_) {
     io_->Wait(deadline, &epoch_, token);
@@ -426,7 +426,7 @@ void Worker::RunFiber(FiberEntity* f) {
 #endif
       stacks_.Put(f->stack);
       delete f;
-      finished_.fetch_add(1, std::memory_order_relaxed);
+      Bump(finished_);
       break;
     case AfterRun::kNone:
       TRPC_CHECK(false, "a fiber switched back without saying why");
@@ -786,7 +786,7 @@ void Scheduler::SpawnEntity(std::function<void()> fn, detail::JoinState* join, i
   if (worker_index >= 0) {
     Worker* target = workers_[static_cast<size_t>(worker_index) % workers_.size()];
     f->group = target->group();
-    if (on_worker) w->started_.fetch_add(1, std::memory_order_relaxed);
+    if (on_worker) Worker::Bump(w->started_);
     else external_started_.fetch_add(1, std::memory_order_relaxed);
     // Once queued, `f` may be stolen, run and freed at once: touch only locals after the push.
     SchedulingGroup* g = f->group;
@@ -800,7 +800,7 @@ void Scheduler::SpawnEntity(std::function<void()> fn, detail::JoinState* join, i
   }
   if (on_worker) {
     f->group = w->group();
-    w->started_.fetch_add(1, std::memory_order_relaxed);
+    Worker::Bump(w->started_);
     w->PushLocal(f);
     w->group()->SignalWork();
     return;
