@@ -807,8 +807,11 @@ void Scheduler::SpawnEntity(std::function<void()> fn, detail::JoinState* join, i
   if (worker_index >= 0) {
     Worker* target = workers_[static_cast<size_t>(worker_index) % workers_.size()];
     f->group = target->group();
-    if (on_worker) Worker::Bump(w->started_);
-    else external_started_.fetch_add(1, std::memory_order_relaxed);
+    if (on_worker) {
+      Worker::Bump(w->started_);
+    } else {
+      external_started_.fetch_add(1, std::memory_order_relaxed);
+    }
     // Once queued, `f` may be stolen, run and freed at once: touch only locals after the push.
     SchedulingGroup* g = f->group;
     if (w == target) {
