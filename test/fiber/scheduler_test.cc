@@ -1,6 +1,8 @@
 #include "trpc/fiber/scheduler.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
 
 #include <atomic>
 #include <chrono>
@@ -201,6 +203,35 @@ TEST_F(SchedulerTest, StopRunsQueuedAndSleepingFibers) {
   }
   sched_->Stop();
   EXPECT_EQ(ran.load(), 100);
+}
+
+// A worker's signal stack is its own to unmap, once. Under ASan the runtime unmaps whatever
+// alternate stack a thread has when it exits; the worker used to leave its own installed and
+// unmap it again in ~Worker(), by then maybe another mapping's range. Here the test maps
+// regions of that size between Stop() (the threads exit) and the destructor, where the kernel
+// hands out the freed ranges, and checks that they are still mapped afterwards.
+TEST(SchedulerAltStackTest, DestroyingWorkersUnmapsNothingMappedSince) {
+  const size_t size = SIGSTKSZ * 4;
+  for (int round = 0; round < 20; ++round) {
+    auto sched = std::make_unique<Scheduler>(Options(2));
+    std::string err;
+    ASSERT_TRUE(sched->Start(&err)) << err;
+    sched->Stop();
+    std::vector<void*> mine;
+    for (int i = 0; i < 8; ++i) {
+      void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      ASSERT_NE(p, MAP_FAILED);
+      mine.push_back(p);
+    }
+    sched.reset();
+    for (void* p : mine) {
+      std::vector<unsigned char> pages(size / 4096 + 2);
+      // mincore fails with ENOMEM for a range that is not mapped.
+      EXPECT_EQ(::mincore(p, size, pages.data()), 0)
+          << "round " << round << ": " << p << " was unmapped";
+      ::munmap(p, size);
+    }
+  }
 }
 
 TEST(UsableCpuCountTest, AtLeastOneAndAtMostOnline) {

@@ -173,7 +173,8 @@ Worker::Worker(Scheduler* sched, SchedulingGroup* group, size_t index, size_t in
       rng_(0x9E3779B97F4A7C15ULL * (index + 1)) {}
 
 Worker::~Worker() {
-  if (alt_stack_ != nullptr) ::munmap(alt_stack_, SIGSTKSZ * 4);
+  // Only if the thread never got to RemoveAltStack(); then no thread uses it.
+  if (alt_stack_ != nullptr) ::munmap(alt_stack_, alt_stack_size_);
 }
 
 __attribute__((noinline)) Worker* Worker::Current() {
@@ -193,6 +194,7 @@ void Worker::Start() {
     if (io_) io_->OnStart();
     Loop();
     if (io_) io_->OnStop();
+    RemoveAltStack();
     tls_worker = nullptr;
   });
 }
@@ -209,11 +211,26 @@ void Worker::InstallAltStack() {
   stack_t ss{};
   ss.ss_sp = p;
   ss.ss_size = size;
-  if (sigaltstack(&ss, nullptr) != 0) {
+  if (sigaltstack(&ss, &prev_alt_stack_) != 0) {
     ::munmap(p, size);
     return;
   }
   alt_stack_ = p;
+  alt_stack_size_ = size;
+}
+
+void Worker::RemoveAltStack() {
+  // Put back the stack that was there before ours, on this thread, before it exits. ASan
+  // unmaps whatever alternate stack a thread has when it exits: with ours left installed, it
+  // unmapped our stack and ~Worker() unmapped the same range again, by then possibly reused by
+  // another mapping (seen once as a SEGV inside ASan's own stack depot, in forward_e2e_test).
+  if (alt_stack_ == nullptr) return;
+  stack_t prev = prev_alt_stack_;
+  prev.ss_flags = (prev.ss_flags & SS_DISABLE) != 0 ? SS_DISABLE : 0;
+  if (sigaltstack(&prev, nullptr) == 0) ::munmap(alt_stack_, alt_stack_size_);
+  // (If it could not be put back, ours stays installed and is left mapped: whoever unmaps a
+  // thread's stack at its exit owns it now.)
+  alt_stack_ = nullptr;
 }
 
 void Worker::PushLocal(FiberEntity* f) {

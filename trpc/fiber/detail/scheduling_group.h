@@ -1,8 +1,10 @@
 #pragma once
 
+#include <signal.h>
+
 #include <atomic>
-#include <deque>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -83,6 +85,7 @@ class Worker {
   void RunTimers();
   void ApplyTimerCancels();
   void InstallAltStack();
+  void RemoveAltStack();
 
   Scheduler* sched_;
   SchedulingGroup* group_;
@@ -108,6 +111,8 @@ class Worker {
   bool shared_first_ = false;  // set by a yield: the next pick tries the group queue first
   uint64_t rng_;
   void* alt_stack_ = nullptr;
+  size_t alt_stack_size_ = 0;
+  stack_t prev_alt_stack_{};  // the thread's alternate stack before ours (ASan installs one)
 
  public:
   // Park word: a waker bumps it, then FutexWake()s it (or calls io_->Wake()).
