@@ -237,17 +237,19 @@ void Worker::PushLocal(FiberEntity* f) {
   if (!local_.Push(f)) group_->PushShared(f);
 }
 
-bool Worker::ShouldWakeSiblingForNewFiber() const {
+void Worker::PushLocalAndWake(FiberEntity* f) {
   // In the scheduler's own context (the reactor dispatching what it just read, a reply or a
   // timer waking a fiber) with nothing queued, this worker runs the new fiber itself as soon
-  // as that returns. Waking a parked
-  // sibling for it only has the sibling find nothing, spin and park again: with two workers
-  // at 10k echo requests/s the server used 71 us of CPU per request (perf: SpinForWork 43% of
-  // the samples), 55 us without these wake-ups, with the same latency percentiles (6 pairs
-  // of runs). A second fiber queued behind it, a fiber spawning another, or a
-  // full deque still wakes a sibling to steal. Size() is exact for the owner or an
-  // over-estimate (a thief's steal not yet seen), which only errs towards waking.
-  return running_ != nullptr || local_.Size() != 0;
+  // as that returns. Waking a parked sibling for it only has the sibling find nothing, spin
+  // and park again: with two workers at 10k echo requests/s the server used 71 us of CPU per
+  // request (perf: SpinForWork 43% of the samples), 55 us without these wake-ups, with the
+  // same latency percentiles (6 pairs of runs). A second fiber queued behind it, a fiber
+  // spawning another, or a full deque still wakes a sibling to steal. Size() is exact for the
+  // owner or an over-estimate (a thief's steal not yet seen), which only errs towards waking.
+  bool wake = running_ != nullptr || local_.Size() != 0;
+  PushLocal(f);
+  // `f` may be stolen and finished by now: only our own fields from here.
+  if (wake) group_->SignalWork();
 }
 
 void Worker::Unpark() {
@@ -511,9 +513,7 @@ SchedulingGroup::~SchedulingGroup() = default;
 void SchedulingGroup::Ready(FiberEntity* f) {
   Worker* w = Worker::Current();
   if (w != nullptr && w->scheduler() == sched_) {
-    bool wake = w->ShouldWakeSiblingForNewFiber();
-    w->PushLocal(f);
-    if (wake) w->group()->SignalWork();
+    w->PushLocalAndWake(f);
     return;
   }
   PushShared(f);
@@ -841,9 +841,7 @@ void Scheduler::SpawnEntity(std::function<void()> fn, detail::JoinState* join, i
     // Once queued, `f` may be stolen, run and freed at once: touch only locals after the push.
     SchedulingGroup* g = f->group;
     if (w == target) {
-      bool wake = w->ShouldWakeSiblingForNewFiber();
-      w->PushLocal(f);
-      if (wake) g->SignalWork();
+      w->PushLocalAndWake(f);
     } else {
       g->PushShared(f);
     }
@@ -852,9 +850,7 @@ void Scheduler::SpawnEntity(std::function<void()> fn, detail::JoinState* join, i
   if (on_worker) {
     f->group = w->group();
     Worker::Bump(w->started_);
-    bool wake = w->ShouldWakeSiblingForNewFiber();
-    w->PushLocal(f);
-    if (wake) w->group()->SignalWork();
+    w->PushLocalAndWake(f);
     return;
   }
   external_started_.fetch_add(1, std::memory_order_relaxed);

@@ -42,9 +42,9 @@ class Worker {
 
   /// Queues a runnable fiber on this worker (owner thread only).
   void PushLocal(FiberEntity* f);
-  /// Owner thread only, just before PushLocal() of a new or woken fiber: whether a parked
-  /// sibling should be woken to steal it (false when this worker will run it next anyway).
-  bool ShouldWakeSiblingForNewFiber() const;
+  /// Owner thread only: queues a new or woken fiber here and wakes a parked sibling to steal
+  /// it, unless this worker will run it next anyway.
+  void PushLocalAndWake(FiberEntity* f);
   /// Any thread: asks this worker to cancel timer `id` (see CancelWorkerTimer()).
   void PostTimerCancel(uint64_t id);
   /// Wakes the worker if it is parked (any thread).
