@@ -7,7 +7,9 @@
 # Load: one wrk thread on CPU 0, at 1, 10, 100 and 1000 connections, and pipelining depth 16 at
 # 100 connections (benchmark/http/pipeline.lua); each run WARMUP s of wrk not counted, then
 # DURATION s. ROUNDS rounds, each running every setting on every server in turn (A B A B ...);
-# the report gives medians and the QPS spread. Reported: QPS, wrk's P99 (indicative only: wrk
+# the report gives medians and the QPS spread. The CPU ratios to raw_http and nginx are medians
+# of per-round ratios: runs seconds apart share the machine's state, and a shared VM here
+# switches between speed levels ~25% apart every few seconds, which moves every server alike. Reported: QPS, wrk's P99 (indicative only: wrk
 # adds synthetic samples to its histogram, BENCHMARK.md), and the server's CPU µs per request
 # (utime+stime of all its processes from /proc/PID/stat before and after the run / requests).
 #
@@ -28,9 +30,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 HTTP_DIR="$ROOT/benchmark/http"
 BUILD="$ROOT/build"
-DURATION=5
+DURATION=2
 WARMUP=1
-ROUNDS=3
+ROUNDS=7
 CONNECTIONS="1 10 100 1000"
 PIPELINE_CONNECTIONS=100
 PIPELINE_DEPTH=16
@@ -311,21 +313,42 @@ md = ["# HTTP benchmark: wrk against our HTTP servers and their peers", "",
       "rounds, QPS spread as min-max. Pipelining: `-s benchmark/http/pipeline.lua -- 16` (16 "
       "requests per write, the next 16 when all are answered).",
       "- Server CPU per request: utime+stime of all the server's processes from /proc/PID/stat "
-      "just before and after the measured run, over the requests wrk completed (10 ms ticks).",
+      "just before and after the measured run, over the requests wrk completed (10 ms ticks). "
+      "The CPU ratios to raw_http and nginx are medians of the per-round ratios (each round "
+      "runs the servers seconds apart, so they share the machine's state), not ratios of the "
+      "medians.",
       "- P99 is wrk's: indicative only (wrk adds synthetic samples to its histogram). With "
       "pipelining it times a batch of 16 from its first request's send, and some runs print 0: "
       "those are left out of the median (n/a when all are).", "", "Servers:", ""]
 md += [f"- `{s}`: {desc}" for s, desc in servers.items()]
 md += ["", "| connections | depth | server | QPS (median) | QPS min-max | P99 ms | server µs/req "
-       "| vs raw_http (CPU) | wrk CPU | errors |", "|---|---|---|---|---|---|---|---|---|---|"]
-base = {(e["connections"], e["depth"]): e for e in summary if e["server"] == "raw_http"}
+       "| CPU vs raw_http | CPU vs nginx | wrk CPU | errors |",
+       "|---|---|---|---|---|---|---|---|---|---|---|"]
+
+
+def cpu_ratio(e, other):
+    """Median over the rounds of e's server CPU per request / other's in the same round."""
+    def per_round(s):
+        return {r["round"]: r["server_us_per_req"] for r in runs
+                if r["server"] == s and r["connections"] == e["connections"]
+                and r["depth"] == e["depth"] and "qps" in r and "failed" not in r
+                and r.get("server_us_per_req")}
+    mine, theirs = per_round(e["server"]), per_round(other)
+    ratios = [mine[k] / theirs[k] for k in mine if k in theirs]
+    return round(statistics.median(ratios), 3) if ratios else None
+
+
+def times(x):
+    return f"{x:.2f}x" if x is not None else ""
+
+
 for e in summary:
-    b = base.get((e["connections"], e["depth"]))
-    vs = (f"{e['server_us_per_request'] / b['server_us_per_request']:.2f}x"
-          if b and b["server_us_per_request"] else "")
+    e["cpu_vs_raw_http"] = cpu_ratio(e, "raw_http")
+    e["cpu_vs_nginx"] = cpu_ratio(e, "nginx")
     p99 = f"{e['p99_us'] / 1000:.2f}" if e["p99_us"] else "n/a"
     md.append(f"| {e['connections']} | {e['depth']} | {e['server']} | {e['qps']} | "
-              f"{e['qps_min']}-{e['qps_max']} | {p99} | {e['server_us_per_request']:.2f} | {vs} | "
+              f"{e['qps_min']}-{e['qps_max']} | {p99} | {e['server_us_per_request']:.2f} | "
+              f"{times(e['cpu_vs_raw_http'])} | {times(e['cpu_vs_nginx'])} | "
               f"{e['client_cpu_percent']}% | {e['errors']} |")
 if c10k_runs:
     md += ["", f"## C10K: {c10k} idle keep-alive connections, then wrk at 100 connections", "",
@@ -350,6 +373,34 @@ if c10k_runs:
         md.append(f"| {r['server']} | {int(r['opened'])} | {int(r['alive'])} | "
                   f"{r['rss_before_kb'] / 1024:.1f} | {per:.0f} | {r['qps']:.0f} | {p99} | "
                   f"{r['server_us_per_req']:.2f} | {vs} |")
+# The targets of the HTTP work (docs/benchmark.md), for the framework's servers.
+checks = []
+for e in summary:
+    if not e["server"].startswith("http_hello"):
+        continue
+    if (e["connections"], e["depth"]) == (100, 1):
+        checks.append((e["server"], "100 connections: CPU/request <= nginx's", e["cpu_vs_nginx"],
+                       1.0))
+        checks.append((e["server"], "100 connections: CPU/request <= 1.3x raw_http's",
+                       e["cpu_vs_raw_http"], 1.3))
+    if (e["connections"], e["depth"]) == (100, 16):
+        checks.append((e["server"], "pipelined x16: CPU/request <= 2x raw_http's",
+                       e["cpu_vs_raw_http"], 2.0))
+for r in c10k_runs:
+    if r["server"].startswith("http_hello") and "rss_per_idle_connection_bytes" in r:
+        checks.append((r["server"], "C10K: RSS per idle connection <= 8 KiB (bytes)",
+                       r["rss_per_idle_connection_bytes"], 8192))
+        checks.append((r["server"], "C10K: idle connections alive at the end (of opened)",
+                       int(r["alive"]), int(r["opened"])))
+if checks:
+    md += ["", "## Targets", "", "| server | target | measured | bound | met |", "|---|---|---|---|---|"]
+    for server, what, got, bound in checks:
+        if "alive" in what:
+            met = got == bound
+        else:
+            met = got is not None and got <= bound
+        shown = "n/a" if got is None else (f"{got:.2f}x" if isinstance(got, float) else str(got))
+        md.append(f"| {server} | {what} | {shown} | {bound} | {'yes' if met else '**no**'} |")
 if incidents:
     md += ["", "## Incidents", "", "Servers that ended during a run (the run is left out of the "
            "medians; the server was started again):", ""] + [f"- {i}" for i in incidents]

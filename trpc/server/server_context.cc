@@ -18,15 +18,12 @@ void QueueOnLoop(const ConnectionPtr& conn, uint64_t slot, ChainBuffer&& out, bo
   if (out.empty() && slot == 0 && !end_request) return;
   Reactor* r = conn->reactor();
   if (r->InLoopThread()) {
-    conn->SendInSlot(slot, std::move(out));
-    if (end_request) conn->EndRequest();
+    conn->SendReply(slot, std::move(out), end_request);
     return;
   }
-  r->Post(
-      [conn, slot, buf = std::make_shared<ChainBuffer>(std::move(out)), end_request]() mutable {
-        conn->SendInSlot(slot, std::move(*buf));
-        if (end_request) conn->EndRequest();
-      });
+  r->Post([conn, slot, buf = std::make_shared<ChainBuffer>(std::move(out)), end_request]() mutable {
+    conn->SendReply(slot, std::move(*buf), end_request);
+  });
 }
 }  // namespace
 

@@ -237,14 +237,41 @@ void Connection::SendImmediate(uint64_t slot, bool final) {
   if (!ready.empty()) Send(std::move(ready));
 }
 
-void Connection::SendInSlot(uint64_t slot, ChainBuffer&& data) {
-  if (slot == 0 || sequencer_.PassInOrder(slot)) {
-    if (!data.empty()) SendSoon(std::move(data));
-    return;
-  }
+bool Connection::QueueReply(uint64_t slot, ChainBuffer&& data) {
+  if (slot == 0 || sequencer_.PassInOrder(slot)) return Queue(std::move(data));
   ChainBuffer ready;
   sequencer_.Put(slot, std::move(data), &ready);
-  if (!ready.empty()) SendSoon(std::move(ready));
+  return Queue(std::move(ready));
+}
+
+bool Connection::Queue(ChainBuffer&& data) {
+  if (data.empty() || closed_ || write_shut_) return false;
+  out_.Append(std::move(data));
+  return true;
+}
+
+void Connection::SendReply(uint64_t slot, ChainBuffer&& data, bool ends_request) {
+  const bool queued = QueueReply(slot, std::move(data));
+  if (!ends_request) {
+    if (queued) PostFlush();
+    return;
+  }
+  if (pending_requests_ > 0) --pending_requests_;
+  if (closed_ || in_batch_) return;  // (in a batch, the batch's own flush sends it)
+  if (pending_requests_ == 0) {
+    // Every request read so far is answered, so no later reply can join the ones queued: send
+    // them now. A posted flush would run only when the worker next polls its IO (after up to a
+    // poll interval of other fibers, and in two pieces when a poll falls in the middle of a
+    // pipelined batch), and posting it costs a task per reply at pipelining depth 1.
+    if (queued || close_after_flush_ || (flush_posted_ && !out_.empty())) Flush();
+  } else if (queued) {
+    PostFlush();
+  }
+  if (closed_ || close_after_flush_ || !reading_paused_) return;
+  if (out_.size() <= options_.max_pending_write_bytes / 2 &&
+      pending_requests_ < options_.max_pending_requests) {
+    ResumeReadingSoon();
+  }
 }
 
 void Connection::ArmReadTimer(int64_t deadline_ns) {
@@ -340,8 +367,10 @@ void Connection::Send(ChainBuffer&& data) {
 }
 
 void Connection::SendSoon(ChainBuffer&& data) {
-  if (closed_ || write_shut_) return;
-  out_.Append(std::move(data));
+  if (Queue(std::move(data))) PostFlush();
+}
+
+void Connection::PostFlush() {
   if (in_batch_ || flush_posted_) return;
   flush_posted_ = true;
   std::weak_ptr<Connection> weak = weak_from_this();
@@ -399,25 +428,6 @@ void Connection::ResumeReadingSoon() {
   reactor_->Post([weak] {
     if (auto self = weak.lock(); self && !self->closed_) self->HandleRead(/*to_eof=*/true);
   });
-}
-
-void Connection::EndRequest() {
-  if (pending_requests_ > 0) --pending_requests_;
-  if (closed_ || in_batch_) return;
-  if (close_after_flush_) {
-    if (pending_requests_ == 0) Flush();  // the last reply is queued: finish the close
-    return;
-  }
-  // Every request read so far is answered, so no later reply can join the ones queued: send
-  // them now rather than at the posted flush, which runs only when the worker next polls its
-  // IO (after up to a poll interval of other fibers, and in two pieces when a poll falls in
-  // the middle of a pipelined batch).
-  if (pending_requests_ == 0 && flush_posted_ && !out_.empty()) Flush();
-  if (closed_ || !reading_paused_) return;
-  if (out_.size() <= options_.max_pending_write_bytes / 2 &&
-      pending_requests_ < options_.max_pending_requests) {
-    ResumeReadingSoon();
-  }
 }
 
 void Connection::StopReading() {

@@ -106,8 +106,10 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   uint64_t frame_slot() const { return frame_slot_; }
   /// SendSoon() for the reply of the frame that had `slot`: with ordered replies it waits until
   /// every earlier frame's reply has gone out. A request that gets no reply must still fill
-  /// its slot, with an empty buffer.
-  void SendInSlot(uint64_t slot, ChainBuffer&& data);
+  /// its slot, with an empty buffer. `ends_request`: the request was counted by BeginRequest()
+  /// and this ends it (as EndRequest()); when it was the last one pending, the queued replies
+  /// are written now instead of by a posted flush.
+  void SendReply(uint64_t slot, ChainBuffer&& data, bool ends_request);
   /// Closes the fd and tells the handler; idempotent.
   void Close(const std::string& reason);
   /// Graceful close: once every queued byte has been written and no request is pending, sends FIN, then closes at the
@@ -118,7 +120,7 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   /// BeginRequest() for a frame it hands to another fiber/thread, and EndRequest() once that
   /// request's reply is queued (or it has none). Reading pauses at max_pending_requests.
   void BeginRequest() { ++pending_requests_; }
-  void EndRequest();
+  void EndRequest() { SendReply(0, ChainBuffer(), /*ends_request=*/true); }
   uint32_t pending_requests() const { return pending_requests_; }
   /// Hands up no more frames (input is read and discarded) but stays open for replies still to
   /// come; Shutdown() or Close() later.
@@ -158,6 +160,11 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   }
   void ResumeReadingSoon();
   void SendImmediate(uint64_t slot, bool final);
+  // Appends `data` to out_ (in `slot`'s order): false when nothing was appended.
+  bool QueueReply(uint64_t slot, ChainBuffer&& data);
+  bool Queue(ChainBuffer&& data);
+  // Posts the loop task that flushes out_, unless one is posted or a read batch will flush.
+  void PostFlush();
   void ArmReadTimer(int64_t deadline_ns);
   void OnReadTimer();
   void FinishInput();
