@@ -12,6 +12,7 @@
 namespace trpc {
 
 class MessageServerFilter;
+class RpcMethodHandler;
 class ServerContext;
 namespace detail {
 template <typename Filter, typename ContextPtr>
@@ -101,6 +102,17 @@ class ServerContext : public std::enable_shared_from_this<ServerContext> {
   /// The per-method counters the reply is recorded in (latency from GetRecvTimestampNs() to
   /// SendReply(), and the error code); null records nothing. Must outlive the context.
   void SetMethodCounters(detail::MethodCounters* counters) { method_counters_ = counters; }
+  /// The connection the request came on.
+  Connection* connection() const { return conn_.get(); }
+  /// The method the request was routed to (null: none), for a dispatched task to call.
+  void SetHandler(RpcMethodHandler* handler) { handler_ = handler; }
+  RpcMethodHandler* handler() const { return handler_; }
+  /// Keeps `self` (a reference to this context) inside the context until TakeParkedRef(): a
+  /// queued task then needs to capture only the raw pointer, which std::function stores
+  /// without allocating, where a captured shared_ptr costs an allocation per request. The
+  /// task must run (it owns the reference); the fiber scheduler runs every queued fiber.
+  void ParkRef(std::shared_ptr<ServerContext> self) { parked_ = std::move(self); }
+  std::shared_ptr<ServerContext> TakeParkedRef() { return std::move(parked_); }
 
  private:
   void Record(int64_t now_ns, int32_t ret, int32_t func_ret);
@@ -121,6 +133,8 @@ class ServerContext : public std::enable_shared_from_this<ServerContext> {
   bool invoked_ = false;
   const detail::ServerFilterChain* filters_ = nullptr;
   detail::MethodCounters* method_counters_ = nullptr;
+  RpcMethodHandler* handler_ = nullptr;
+  std::shared_ptr<ServerContext> parked_;
 };
 
 using ServerContextPtr = std::shared_ptr<ServerContext>;

@@ -40,6 +40,11 @@ class Worker {
   /// must be recomputed after every switch, never cached by the compiler.
   static Worker* Current();
 
+  /// A FiberEntity in its initial state, from this worker's free list when it has one (owner
+  /// thread only); FreeEntity() gives a finished one back (deleted when the list is full).
+  FiberEntity* NewEntity();
+  void FreeEntity(FiberEntity* f);
+
   /// Queues a runnable fiber on this worker (owner thread only).
   void PushLocal(FiberEntity* f);
   /// Owner thread only: queues a new or woken fiber here and wakes a parked sibling to steal
@@ -92,6 +97,9 @@ class Worker {
   size_t index_;
   size_t index_in_group_;
   StackCache stacks_;
+  // Finished fibers' entities, reset, for the next spawn on this thread: saves the allocator a
+  // new/delete pair per fiber (~60 instructions with tcmalloc, a quarter of a spawn).
+  std::vector<FiberEntity*> free_entities_;
   std::unique_ptr<WorkerIo> io_;
   WorkStealingDeque<FiberEntity> local_;
   TimerQueue timers_;

@@ -246,12 +246,19 @@ void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
   } else {
     conn->BeginRequest();
     ctx->SetCountedPending();
-    Reactor* r = conn->reactor();
-    model_->Dispatch(r, [this, ctx, method, &counters, r] {
+    ctx->SetHandler(method);
+    ServerContext* raw = ctx.get();
+    raw->ParkRef(std::move(ctx));
+    // Two pointers: std::function keeps them inline (no allocation per request).
+    model_->Dispatch(conn->reactor(), [this, raw] {
+      ServerContextPtr ctx = raw->TakeParkedRef();
+      Connection* conn = ctx->connection();
+      Reactor* r = conn->reactor();
       // On the connection's own worker (the usual case) the reactor's recent time serves the
       // "too late to start" check as it does inline: at most one reply old, and a late start
       // is still caught when the reply is sent. Elsewhere, a clock read.
-      HandleRequest(ctx, method, counters, r->InLoopThread() ? r->RecentTimeNs() : 0);
+      HandleRequest(ctx, ctx->handler(), counters_[reinterpret_cast<size_t>(conn->context())],
+                    r->InLoopThread() ? r->RecentTimeNs() : 0);
     });
   }
 }
