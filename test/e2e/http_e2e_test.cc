@@ -422,6 +422,27 @@ TEST_F(HttpE2eTest, PipelinedRepliesKeepRequestOrderBehindASlowHandler) {
   }
 }
 
+// Fiber model: the requests of one read start in one fiber, but a request that parks hands
+// the rest over at once, so eight pipelined sleeps overlap instead of queueing (merge: they
+// run one after another on the worker, by design).
+TEST_F(HttpE2eTest, PipelinedSleepsOverlapInTheFiberModel) {
+  if (!FiberModel()) GTEST_SKIP() << "the merge model runs a connection's requests in turn";
+  RawClient c(addr_);
+  std::string batch;
+  for (int i = 0; i < 8; ++i) batch += "GET /sleep/100 HTTP/1.1\r\nHost: t\r\n\r\n";
+  auto begin = std::chrono::steady_clock::now();
+  ASSERT_TRUE(c.Send(batch));
+  Response r;
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(c.Read(&r));
+    EXPECT_EQ(r.body, "slept 100");
+  }
+  auto took = std::chrono::steady_clock::now() - begin;
+  // In turn they would take 800 ms (about 500 with a sibling worker taking some); overlapped,
+  // one sleep (slack for sanitizer builds).
+  EXPECT_LT(took, std::chrono::milliseconds(350));
+}
+
 // A handler that takes the reply over (SetResponse(false)) answers later from another thread;
 // a pipelined request behind it still gets its reply second.
 TEST_F(HttpE2eTest, DeferredReplyFromAnotherThread) {

@@ -13,6 +13,7 @@
 #include "test/fiber/fiber_test_util.h"
 #include "trpc/base/clock.h"
 #include "trpc/fiber/fiber.h"
+#include "trpc/fiber/fiber_local.h"
 
 namespace trpc::fiber {
 namespace {
@@ -261,6 +262,104 @@ TEST(SchedulerDeathTest, StackOverflowIsReportedClearly) {
         f.Join();
       },
       "stack overflow in fiber #[0-9]+");
+}
+
+// this_fiber::OnNextSuspend: the hook runs once, on the fiber, right before it parks or
+// yields, and never when the fiber simply ends; a null hook clears it.
+struct HookLog {
+  std::atomic<int> calls{0};
+  std::atomic<uint64_t> fiber_id{0};
+};
+void CountHook(void* arg) {
+  auto* log = static_cast<HookLog*>(arg);
+  log->fiber_id = this_fiber::GetId();
+  log->calls.fetch_add(1);
+}
+
+TEST_F(SchedulerTest, OnNextSuspendFiresOnceBeforeAParkOrYield) {
+  Start(1);
+  HookLog sleep_log, yield_log, exit_log, cleared_log;
+  uint64_t id = 0;
+  Fiber f(sched_.get(), [&] {
+    id = this_fiber::GetId();
+    this_fiber::OnNextSuspend(&CountHook, &sleep_log);
+    EXPECT_EQ(sleep_log.calls.load(), 0);
+    this_fiber::SleepFor(std::chrono::milliseconds(1));
+    EXPECT_EQ(sleep_log.calls.load(), 1);
+    this_fiber::SleepFor(std::chrono::milliseconds(1));  // one-shot: not again
+    EXPECT_EQ(sleep_log.calls.load(), 1);
+
+    this_fiber::OnNextSuspend(&CountHook, &yield_log);
+    this_fiber::Yield();
+    EXPECT_EQ(yield_log.calls.load(), 1);
+
+    this_fiber::OnNextSuspend(&CountHook, &cleared_log);
+    this_fiber::OnNextSuspend(nullptr, nullptr);
+    this_fiber::Yield();
+
+    this_fiber::OnNextSuspend(&CountHook, &exit_log);  // the fiber ends without parking
+  });
+  f.Join();
+  EXPECT_EQ(sleep_log.calls.load(), 1);
+  EXPECT_EQ(sleep_log.fiber_id.load(), id);
+  EXPECT_EQ(yield_log.calls.load(), 1);
+  EXPECT_EQ(cleared_log.calls.load(), 0);
+  EXPECT_EQ(exit_log.calls.load(), 0);
+  // Off a fiber it is a no-op.
+  this_fiber::OnNextSuspend(&CountHook, &exit_log);
+  EXPECT_EQ(exit_log.calls.load(), 0);
+}
+
+TEST_F(SchedulerTest, ResetLocalsGivesFreshFiberLocals) {
+  Start(1);
+  static FiberLocal<int> local;
+  Fiber f(sched_.get(), [&] {
+    *local = 7;
+    this_fiber::ResetLocals();
+    EXPECT_EQ(*local, 0);
+    *local = 8;
+  });
+  f.Join();
+  this_fiber::ResetLocals();  // off a fiber: nothing happens
+}
+
+TEST_F(SchedulerTest, SiblingWorkerIdleSeesAParkedSibling) {
+  EXPECT_FALSE(SiblingWorkerIdle());  // not a worker
+  Start(2);
+  // Both workers idle: a fiber on one of them sees the other parked (or spinning).
+  std::atomic<bool> seen{false};
+  ASSERT_TRUE(testing::PollFor([&] {
+    Fiber f(sched_.get(), [&] { seen = SiblingWorkerIdle(); });
+    f.Join();
+    return seen.load();
+  }));
+  // Two fibers spinning at once on the two workers: neither sibling is idle.
+  std::atomic<int> arrived{0};
+  std::atomic<int> idle_seen{0};
+  std::vector<Fiber> fs;
+  for (int i = 0; i < 2; ++i) {
+    fs.emplace_back(sched_.get(), [&] {
+      arrived.fetch_add(1);
+      int64_t give_up = MonotonicNanos() + 5'000'000'000;
+      while (arrived.load() < 2 && MonotonicNanos() < give_up) {
+      }
+      if (SiblingWorkerIdle()) idle_seen.fetch_add(1);
+      // Stay busy until both have looked.
+      arrived.fetch_add(1);
+      while (arrived.load() < 4 && MonotonicNanos() < give_up) {
+      }
+    });
+  }
+  for (auto& f : fs) f.Join();
+  EXPECT_EQ(idle_seen.load(), 0);
+}
+
+TEST_F(SchedulerTest, SiblingWorkerIdleIsFalseForALoneWorker) {
+  Start(1);
+  std::atomic<int> seen{-1};
+  Fiber f(sched_.get(), [&] { seen = SiblingWorkerIdle() ? 1 : 0; });
+  f.Join();
+  EXPECT_EQ(seen.load(), 0);
 }
 
 }  // namespace

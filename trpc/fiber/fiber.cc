@@ -92,6 +92,21 @@ uint64_t GetId() {
   return self ? self->id : 0;
 }
 
+void OnNextSuspend(void (*fn)(void*), void* arg) {
+  detail::FiberEntity* self = detail::CurrentFiber();
+  if (self == nullptr) return;
+  self->on_suspend = fn;
+  self->on_suspend_arg = fn != nullptr ? arg : nullptr;
+}
+
+void ResetLocals() {
+  detail::FiberEntity* self = detail::CurrentFiber();
+  if (self == nullptr || self->locals == nullptr) return;
+  void* locals = self->locals;
+  self->locals = nullptr;
+  self->destroy_locals(locals);
+}
+
 }  // namespace this_fiber
 
 }  // namespace trpc::fiber

@@ -15,6 +15,11 @@ bool StartFiberDetached(std::function<void()> fn);
 /// True on a fiber (not on a plain thread, nor on a worker between fibers).
 bool IsFiberContext();
 
+/// True when another worker of the calling worker's scheduling group is idle (spinning or
+/// parked), so a fiber queued now would be picked up at once elsewhere. False off a worker and
+/// for a worker with no sibling. A hint: the answer may be stale by the time it is used.
+bool SiblingWorkerIdle();
+
 /// A joinable fiber, like std::thread: it must be joined or detached before destruction.
 class Fiber {
  public:
@@ -53,6 +58,17 @@ void SleepFor(std::chrono::duration<Rep, Period> d) {
 }
 /// The calling fiber's id (unique in the process), or 0 on a plain thread.
 uint64_t GetId();
+
+/// Runs `fn(arg)` on the calling fiber right before it next parks (waits on a primitive,
+/// sleeps, joins) or yields, once: it is cleared before the call, and a later call replaces
+/// it (null `fn` clears it). A fiber that runs several tasks in turn uses it to hand the tasks
+/// still waiting to a new fiber when one of them blocks. `fn` runs on the fiber's stack and
+/// may spawn fibers, but must not park. Fiber context only (ignored elsewhere).
+void OnNextSuspend(void (*fn)(void*), void* arg);
+
+/// Destroys the calling fiber's FiberLocal values now, as its end would: the next task run by
+/// the same fiber starts with fresh ones. No-op off a fiber.
+void ResetLocals();
 
 }  // namespace this_fiber
 

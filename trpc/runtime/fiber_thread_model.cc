@@ -1,5 +1,7 @@
 #include "trpc/runtime/fiber_thread_model.h"
 
+#include <algorithm>
+
 #include "trpc/fiber/fiber.h"
 
 namespace trpc {
@@ -70,6 +72,56 @@ Reactor* FiberThreadModel::NextReactor() {
 void FiberThreadModel::Dispatch(Reactor* owner, std::function<void()> task) {
   // On the owner's worker (the usual case: the reader dispatches) this queues on its own deque.
   scheduler_->SpawnOn(static_cast<size_t>(std::max(IndexOf(owner), 0)), std::move(task));
+}
+
+void FiberThreadModel::DispatchChain(Reactor* owner, ChainedTask* first) {
+  if (first == nullptr) return;
+  size_t worker = static_cast<size_t>(std::max(IndexOf(owner), 0));
+  if (first->next == nullptr) {
+    scheduler_->SpawnOn(worker, [first] { first->run(first->owner, first->arg); });
+  } else {
+    scheduler_->SpawnOn(worker, [this, first] { RunChain(first); });
+  }
+}
+
+namespace {
+// What a chain's fiber leaves for its suspend hook while it runs one task: the tasks after it.
+struct ChainHandOff {
+  FiberThreadModel* model;
+  ChainedTask* rest;
+  bool handed = false;
+};
+}  // namespace
+
+void FiberThreadModel::RunChain(ChainedTask* t) {
+  while (t != nullptr) {
+    ChainedTask* rest = t->next;
+    t->next = nullptr;
+    if (rest != nullptr && fiber::SiblingWorkerIdle()) {
+      // Someone could run the rest now, in parallel with `t`: let them (they steal the fiber).
+      scheduler_->Spawn([this, rest] { RunChain(rest); });
+      rest = nullptr;
+    }
+    ChainHandOff hand_off{this, rest};
+    if (rest != nullptr) {
+      // If `t` parks, the rest must not wait for it: hand them to a new fiber right then.
+      fiber::this_fiber::OnNextSuspend(
+          [](void* arg) {
+            auto* h = static_cast<ChainHandOff*>(arg);
+            h->handed = true;
+            ChainedTask* r = h->rest;
+            h->model->scheduler_->Spawn([m = h->model, r] { m->RunChain(r); });
+          },
+          &hand_off);
+    }
+    t->run(t->owner, t->arg);  // may free `t`
+    if (rest == nullptr) return;
+    fiber::this_fiber::OnNextSuspend(nullptr, nullptr);
+    if (hand_off.handed) return;
+    // The next request must not see this one's fiber-locals.
+    fiber::this_fiber::ResetLocals();
+    t = rest;
+  }
 }
 
 bool FiberThreadModel::MayBlockCurrentThread() const {

@@ -9,6 +9,16 @@
 
 namespace trpc {
 
+/// A task of a chain given to ThreadModel::DispatchChain(): intrusive, so the owner embeds it
+/// in something it already allocates (a request's context) and a chain costs no allocation.
+/// `run(owner, arg)` runs the task; it may destroy the object holding the ChainedTask.
+struct ChainedTask {
+  ChainedTask* next = nullptr;
+  void (*run)(void* owner, void* arg) = nullptr;
+  void* owner = nullptr;
+  void* arg = nullptr;
+};
+
 /// How a process runs IO and handlers. Implementations: MergeThreadModel (each worker reads,
 /// handles and replies inline) and, later, the fiber model. Chosen by config alone.
 ///
@@ -39,6 +49,17 @@ class ThreadModel {
   virtual bool HandlesInline() const = 0;
   /// Runs a request's handler somewhere other than inline (fiber: in a new fiber).
   virtual void Dispatch(Reactor* owner, std::function<void()> task) = 0;
+  /// Runs the tasks of the chain starting at `first`, in order, as Dispatch() would run each
+  /// (the requests of one read of one connection). This default dispatches each task on its
+  /// own; the fiber model runs a chain in as few fibers as it can (see FiberThreadModel).
+  virtual void DispatchChain(Reactor* owner, ChainedTask* first) {
+    while (first != nullptr) {
+      ChainedTask* t = first;
+      first = t->next;
+      t->next = nullptr;
+      Dispatch(owner, [t] { t->run(t->owner, t->arg); });
+    }
+  }
   /// False on a thread whose blocking would stall IO the caller itself waits for (a merge
   /// worker): synchronous client calls are refused there.
   virtual bool MayBlockCurrentThread() const = 0;

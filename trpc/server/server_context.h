@@ -7,6 +7,7 @@
 #include "trpc/base/filter.h"
 #include "trpc/base/status.h"
 #include "trpc/codec/codec.h"
+#include "trpc/runtime/thread_model.h"
 #include "trpc/transport/connection.h"
 
 namespace trpc {
@@ -113,6 +114,8 @@ class ServerContext : public std::enable_shared_from_this<ServerContext> {
   /// task must run (it owns the reference); the fiber scheduler runs every queued fiber.
   void ParkRef(std::shared_ptr<ServerContext> self) { parked_ = std::move(self); }
   std::shared_ptr<ServerContext> TakeParkedRef() { return std::move(parked_); }
+  /// The link by which a dispatched request joins its read's chain (ThreadModel::DispatchChain).
+  ChainedTask& dispatch_task() { return dispatch_task_; }
 
  private:
   void Record(int64_t now_ns, int32_t ret, int32_t func_ret);
@@ -135,6 +138,7 @@ class ServerContext : public std::enable_shared_from_this<ServerContext> {
   detail::MethodCounters* method_counters_ = nullptr;
   RpcMethodHandler* handler_ = nullptr;
   std::shared_ptr<ServerContext> parked_;
+  ChainedTask dispatch_task_;
 };
 
 using ServerContextPtr = std::shared_ptr<ServerContext>;

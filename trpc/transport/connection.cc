@@ -345,19 +345,25 @@ void Connection::DeliverFrames() {
   // One frame at a time, so the write-queue limit is checked between handlers: a batch of small
   // requests with large replies cannot queue more than one reply beyond the limit.
   if (frames_.empty()) return;
+  bool handed = false;
   while (next_frame_ < frames_.size()) {
     if (options_.pause_reading_when_backlogged && Backlogged()) {
       reading_paused_ = true;
-      return;
+      break;
     }
     frame_slot_ = ordered_ ? sequencer_.Take() : 0;
     handler_->OnFrame(this, std::move(frames_[next_frame_++]));
     frame_slot_ = 0;
-    if (closed_) return;
+    handed = true;
+    if (closed_) break;
   }
-  frames_.clear();
-  next_frame_ = 0;
-  handler_->OnBatchEnd(this);
+  if (next_frame_ == frames_.size()) {
+    frames_.clear();
+    next_frame_ = 0;
+  }
+  // Also when the batch stops early (paused, closed): the handler may hold the frames it was
+  // given until now (the fiber model starts them together).
+  if (handed) handler_->OnBatchEnd(this);
 }
 
 void Connection::Send(ChainBuffer&& data) {

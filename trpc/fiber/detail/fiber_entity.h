@@ -26,6 +26,10 @@ struct FiberEntity {
   void (*destroy_locals)(void*) = nullptr;
   SanitizerContext san;
   void* asan_fake_stack = nullptr;
+  // this_fiber::OnNextSuspend(): called once, on the fiber, right before it next parks or
+  // yields; cleared before the call.
+  void (*on_suspend)(void*) = nullptr;
+  void* on_suspend_arg = nullptr;
 };
 
 struct Waiter;

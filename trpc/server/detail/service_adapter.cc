@@ -36,7 +36,8 @@ ServiceAdapter::ServiceAdapter(const ServiceConfig& config, ServicePtr service, 
       accept_reactor_(model->GetReactor(0)),
       conns_(model->ReactorCount()),
       counters_(model->ReactorCount()),
-      traffic_(model->ReactorCount()) {
+      traffic_(model->ReactorCount()),
+      pending_(model->ReactorCount()) {
   conn_options_.max_packet_size = config.max_packet_size;
   conn_options_.max_pending_write_bytes = config.max_pending_write_bytes;
   conn_options_.idle_timeout_ms = config.idle_time;
@@ -247,20 +248,39 @@ void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
     conn->BeginRequest();
     ctx->SetCountedPending();
     ctx->SetHandler(method);
+    // The context keeps itself alive until its task runs; the task joins this read's chain,
+    // dispatched as a whole by OnBatchEnd (the fiber model starts it in one fiber when it can).
     ServerContext* raw = ctx.get();
     raw->ParkRef(std::move(ctx));
-    // Two pointers: std::function keeps them inline (no allocation per request).
-    model_->Dispatch(conn->reactor(), [this, raw] {
-      ServerContextPtr ctx = raw->TakeParkedRef();
-      Connection* conn = ctx->connection();
-      Reactor* r = conn->reactor();
-      // On the connection's own worker (the usual case) the reactor's recent time serves the
-      // "too late to start" check as it does inline: at most one reply old, and a late start
-      // is still caught when the reply is sent. Elsewhere, a clock read.
-      HandleRequest(ctx, ctx->handler(), counters_[reinterpret_cast<size_t>(conn->context())],
-                    r->InLoopThread() ? r->RecentTimeNs() : 0);
-    });
+    ChainedTask& task = raw->dispatch_task();
+    task.run = &ServiceAdapter::RunDispatched;
+    task.owner = this;
+    task.arg = raw;
+    PendingChain& chain = pending_[index];
+    (chain.tail != nullptr ? chain.tail->next : chain.head) = &task;
+    chain.tail = &task;
   }
+}
+
+void ServiceAdapter::OnBatchEnd(Connection* conn) {
+  PendingChain& chain = pending_[reinterpret_cast<size_t>(conn->context())];
+  ChainedTask* first = chain.head;
+  if (first == nullptr) return;
+  chain = PendingChain();
+  model_->DispatchChain(conn->reactor(), first);
+}
+
+void ServiceAdapter::RunDispatched(void* owner, void* arg) {
+  auto* self = static_cast<ServiceAdapter*>(owner);
+  ServerContextPtr ctx = static_cast<ServerContext*>(arg)->TakeParkedRef();
+  Connection* conn = ctx->connection();
+  Reactor* r = conn->reactor();
+  // On the connection's own worker (the usual case) the reactor's recent time serves the
+  // "too late to start" check as it does inline: at most one reply old, and a late start is
+  // still caught when the reply is sent. Elsewhere, a clock read.
+  self->HandleRequest(ctx, ctx->handler(),
+                      self->counters_[reinterpret_cast<size_t>(conn->context())],
+                      r->InLoopThread() ? r->RecentTimeNs() : 0);
 }
 
 void ServiceAdapter::HandleRequest(const ServerContextPtr& ctx, RpcMethodHandler* method,

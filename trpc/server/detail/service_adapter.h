@@ -62,6 +62,7 @@ class ServiceAdapter final : public Connection::Handler {
   ThreadModel* model() const { return model_; }
 
   void OnFrame(Connection* conn, ChainBuffer&& frame) override;
+  void OnBatchEnd(Connection* conn) override;
   void OnClose(Connection* conn, const std::string& reason) override;
 
  private:
@@ -72,7 +73,17 @@ class ServiceAdapter final : public Connection::Handler {
     std::atomic<uint64_t> failed_requests{0};
   };
 
+  // The requests of the read batch being handed up on one reactor, waiting for OnBatchEnd to
+  // dispatch them together (asynchronous models only).
+  struct alignas(64) PendingChain {
+    ChainedTask* head = nullptr;
+    ChainedTask* tail = nullptr;
+  };
+
   void OnNewConnection(int fd, const NetAddress& peer);
+  // ChainedTask::run of a dispatched request: `owner` is the adapter, `arg` the ServerContext
+  // (holding a parked reference to itself).
+  static void RunDispatched(void* owner, void* arg);
   // `now_ns`: a recent clock reading to check the deadline against, or 0 to read the clock.
   void HandleRequest(const ServerContextPtr& ctx, RpcMethodHandler* method,
                      ReactorCounters& counters, int64_t now_ns);
@@ -106,6 +117,7 @@ class ServiceAdapter final : public Connection::Handler {
   std::vector<uint32_t> slot_of_handler_;
   MethodCounters* method_counters_ = nullptr;
   std::vector<TrafficCounters> traffic_;  // per reactor; connections add their bytes
+  std::vector<PendingChain> pending_;     // per reactor; touched only by its loop thread
   // Written by the accepting thread or on close; rare, so shared.
   std::atomic<uint64_t> connections_accepted_{0};
   std::atomic<uint64_t> connections_refused_{0};

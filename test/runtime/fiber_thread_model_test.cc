@@ -1,0 +1,254 @@
+// FiberThreadModel: Dispatch, and how a chain of requests (one read's pipelined batch) is run:
+// in one fiber while nothing blocks, handed to a new fiber when a request parks, spread over
+// idle workers, each request with fresh fiber-locals.
+#include "trpc/runtime/fiber_thread_model.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "trpc/base/clock.h"
+#include "trpc/fiber/fiber.h"
+#include "trpc/fiber/fiber_local.h"
+#include "trpc/fiber/latch.h"
+
+namespace trpc {
+namespace {
+
+FiberThreadModelConfig Workers(uint32_t n) {
+  FiberThreadModelConfig c;
+  c.instance_name = "test";
+  c.concurrency_hint = n;
+  return c;
+}
+
+// What each task of a test chain records about where and when it ran.
+struct TaskRun {
+  int index = 0;
+  uint64_t fiber_id = 0;
+  std::thread::id thread;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int local_seen = 0;  // the FiberLocal's value when the task started
+};
+
+struct Recorder {
+  std::mutex mu;
+  std::vector<TaskRun> runs;  // in completion order
+  std::atomic<int> left{0};
+  std::promise<void> all_done;
+};
+
+// A task of a test chain: records its run into `rec`, after `body`.
+struct TestTask {
+  ChainedTask task;
+  int index = 0;
+  Recorder* rec = nullptr;
+  std::function<void()> body;
+};
+
+fiber::FiberLocal<int>& Local() {
+  static fiber::FiberLocal<int> local;
+  return local;
+}
+
+void RunTestTask(void* /*owner*/, void* arg) {
+  auto* t = static_cast<TestTask*>(arg);
+  TaskRun r;
+  r.index = t->index;
+  r.fiber_id = fiber::this_fiber::GetId();
+  r.thread = std::this_thread::get_id();
+  r.start_ns = MonotonicNanos();
+  r.local_seen = *Local();
+  *Local() = t->index + 1;  // a later task of the same fiber must not see this
+  if (t->body) t->body();
+  r.end_ns = MonotonicNanos();
+  Recorder* rec = t->rec;
+  {
+    std::lock_guard lock(rec->mu);
+    rec->runs.push_back(r);
+  }
+  if (rec->left.fetch_sub(1) == 1) rec->all_done.set_value();
+}
+
+// n tasks linked in order; body(i) may be empty.
+std::vector<std::unique_ptr<TestTask>> MakeChain(int n, Recorder* rec,
+                                                 const std::function<void(int)>& body = {}) {
+  std::vector<std::unique_ptr<TestTask>> tasks;
+  rec->left = n;
+  for (int i = 0; i < n; ++i) {
+    auto t = std::make_unique<TestTask>();
+    t->index = i;
+    t->rec = rec;
+    if (body) t->body = [body, i] { body(i); };
+    t->task.run = &RunTestTask;
+    t->task.arg = t.get();
+    if (i > 0) tasks.back()->task.next = &t->task;
+    tasks.push_back(std::move(t));
+  }
+  return tasks;
+}
+
+bool WaitDone(Recorder* rec) {
+  return rec->all_done.get_future().wait_for(std::chrono::seconds(20)) ==
+         std::future_status::ready;
+}
+
+// From outside the scheduler a dispatch goes to the owner's group (here: the only one), where
+// any worker may run it; always in a fiber.
+TEST(FiberThreadModelTest, DispatchRunsInAFiberOfTheModel) {
+  FiberThreadModel m(Workers(2));
+  std::string err;
+  ASSERT_TRUE(m.Start(&err)) << err;
+  EXPECT_EQ(m.Type(), "fiber");
+  EXPECT_FALSE(m.HandlesInline());
+  for (size_t i = 0; i < 2; ++i) {
+    std::promise<int> worker;
+    m.Dispatch(m.GetReactor(i), [&] {
+      EXPECT_TRUE(fiber::IsFiberContext());
+      worker.set_value(m.scheduler()->CurrentWorkerIndex());
+    });
+    EXPECT_GE(worker.get_future().get(), 0);
+  }
+  m.Stop();
+}
+
+// Nothing blocks and there is no other worker: the whole chain runs in one fiber, in order,
+// and every task starts with fresh fiber-locals.
+TEST(FiberThreadModelTest, ChainRunsInOneFiberInOrderWithFreshLocals) {
+  FiberThreadModel m(Workers(1));
+  std::string err;
+  ASSERT_TRUE(m.Start(&err)) << err;
+  Recorder rec;
+  auto tasks = MakeChain(16, &rec);
+  m.DispatchChain(m.GetReactor(0), &tasks[0]->task);
+  ASSERT_TRUE(WaitDone(&rec));
+  ASSERT_EQ(rec.runs.size(), 16u);
+  std::set<uint64_t> fibers;
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(rec.runs[i].index, i);
+    EXPECT_EQ(rec.runs[i].local_seen, 0) << "task " << i << " saw an earlier task's local";
+    fibers.insert(rec.runs[i].fiber_id);
+  }
+  EXPECT_EQ(fibers.size(), 1u);
+  EXPECT_EQ(m.scheduler()->Stats().fibers_started, 1u);
+  m.Stop();
+}
+
+// A task that parks hands the rest of the chain to a new fiber at once: the ones behind it
+// run (and finish) while it sleeps, and a second sleeper behind it sleeps at the same time.
+TEST(FiberThreadModelTest, ParkingTaskHandsTheRestToANewFiber) {
+  FiberThreadModel m(Workers(1));
+  std::string err;
+  ASSERT_TRUE(m.Start(&err)) << err;
+  Recorder rec;
+  auto tasks = MakeChain(6, &rec, [](int i) {
+    if (i == 0 || i == 3) fiber::this_fiber::SleepFor(std::chrono::milliseconds(200));
+  });
+  int64_t begin = MonotonicNanos();
+  m.DispatchChain(m.GetReactor(0), &tasks[0]->task);
+  ASSERT_TRUE(WaitDone(&rec));
+  int64_t took_ms = (MonotonicNanos() - begin) / 1'000'000;
+  ASSERT_EQ(rec.runs.size(), 6u);
+  // Completion order: 1, 2, 4, 5 (no sleep) before the two sleepers.
+  std::vector<int> order;
+  for (const TaskRun& r : rec.runs) order.push_back(r.index);
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 4, 5, 0, 3}));
+  // The sleeps overlapped: one sleep's time, not two (generous for slow sanitizer runs).
+  EXPECT_LT(took_ms, 390);
+  std::set<uint64_t> fibers;
+  for (const TaskRun& r : rec.runs) fibers.insert(r.fiber_id);
+  EXPECT_EQ(fibers.size(), 3u);  // 0 | 1 2 3 | 4 5
+  for (const TaskRun& r : rec.runs) EXPECT_EQ(r.local_seen, 0);
+  m.Stop();
+}
+
+// A yield hands the rest over too: the tasks behind it do not wait for the yielder's turn.
+TEST(FiberThreadModelTest, YieldingTaskHandsTheRestOver) {
+  FiberThreadModel m(Workers(1));
+  std::string err;
+  ASSERT_TRUE(m.Start(&err)) << err;
+  Recorder rec;
+  auto tasks = MakeChain(3, &rec, [](int i) {
+    if (i == 0) fiber::this_fiber::Yield();
+  });
+  m.DispatchChain(m.GetReactor(0), &tasks[0]->task);
+  ASSERT_TRUE(WaitDone(&rec));
+  ASSERT_EQ(rec.runs.size(), 3u);
+  EXPECT_NE(rec.runs[0].fiber_id, rec.runs[2].fiber_id);
+  std::set<uint64_t> fibers;
+  for (const TaskRun& r : rec.runs) fibers.insert(r.fiber_id);
+  EXPECT_EQ(fibers.size(), 2u);
+  m.Stop();
+}
+
+// With a sibling idle, the chain spreads: CPU-bound tasks end up on both workers instead of
+// queueing behind each other on the first.
+TEST(FiberThreadModelTest, IdleSiblingTakesPartOfTheChain) {
+  FiberThreadModel m(Workers(2));
+  std::string err;
+  ASSERT_TRUE(m.Start(&err)) << err;
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // both workers park
+  Recorder rec;
+  auto tasks = MakeChain(8, &rec, [](int) {
+    int64_t until = MonotonicNanos() + 5'000'000;  // 5 ms of CPU
+    while (MonotonicNanos() < until) {
+    }
+  });
+  m.DispatchChain(m.GetReactor(0), &tasks[0]->task);
+  ASSERT_TRUE(WaitDone(&rec));
+  std::set<std::thread::id> threads;
+  for (const TaskRun& r : rec.runs) threads.insert(r.thread);
+  EXPECT_EQ(threads.size(), 2u);
+  m.Stop();
+}
+
+// The same chains, many at once from both reactors, some tasks parking: every task runs
+// exactly once (a stress test for the hand-off; run it under the sanitizers).
+TEST(FiberThreadModelTest, ManyChainsEveryTaskRunsOnce) {
+  FiberThreadModel m(Workers(2));
+  std::string err;
+  ASSERT_TRUE(m.Start(&err)) << err;
+  constexpr int kChains = 400;
+  constexpr int kLen = 9;
+  std::vector<std::atomic<int>> ran(kChains * kLen);
+  std::vector<std::vector<std::unique_ptr<TestTask>>> chains(kChains);
+  Recorder rec;
+  rec.left = kChains * kLen;
+  for (int c = 0; c < kChains; ++c) {
+    for (int i = 0; i < kLen; ++i) {
+      auto t = std::make_unique<TestTask>();
+      t->index = c * kLen + i;
+      t->rec = &rec;
+      int slot = t->index;
+      t->body = [&ran, slot, i] {
+        ran[slot].fetch_add(1);
+        if (i % 4 == 1) fiber::this_fiber::SleepFor(std::chrono::microseconds(50));
+        if (i % 4 == 2) fiber::this_fiber::Yield();
+      };
+      t->task.run = &RunTestTask;
+      t->task.arg = t.get();
+      if (i > 0) chains[c].back()->task.next = &t->task;
+      chains[c].push_back(std::move(t));
+    }
+  }
+  // Dispatched from each worker's own loop, as a connection's reader would.
+  for (int c = 0; c < kChains; ++c) {
+    Reactor* r = m.GetReactor(c % 2);
+    ChainedTask* first = &chains[c][0]->task;
+    r->RunInLoop([&m, r, first] { m.DispatchChain(r, first); });
+  }
+  ASSERT_TRUE(WaitDone(&rec));
+  for (int i = 0; i < kChains * kLen; ++i) ASSERT_EQ(ran[i].load(), 1) << "task " << i;
+  for (const TaskRun& r : rec.runs) ASSERT_EQ(r.local_seen, 0);
+  m.Stop();
+}
+
+}  // namespace
+}  // namespace trpc
