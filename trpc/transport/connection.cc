@@ -361,9 +361,10 @@ void Connection::DeliverFrames() {
     frames_.clear();
     next_frame_ = 0;
   }
-  // Also when the batch stops early (paused, closed): the handler may hold the frames it was
-  // given until now (the fiber model starts them together).
-  if (handed) handler_->OnBatchEnd(this);
+  // Also when the pass stops early because reading paused: the handler may hold the frames it
+  // was given until now (the fiber model starts them together). Not once closed: the handler
+  // has had OnClose (and may be gone: a client connection's can die in its own OnFrame).
+  if (handed && !closed_) handler_->OnBatchEnd(this);
 }
 
 void Connection::Send(ChainBuffer&& data) {

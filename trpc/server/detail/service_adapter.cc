@@ -205,6 +205,9 @@ void ServiceAdapter::OnClose(Connection* conn, const std::string& reason) {
                  reason);
   conn_count_.fetch_sub(1, std::memory_order_relaxed);
   size_t index = reinterpret_cast<size_t>(conn->context());
+  // Closed in the middle of a read batch (a request that does not decode): the requests
+  // already chained still run (their replies are dropped), so their contexts are released.
+  OnBatchEnd(conn);
   conns_[index].erase(conn);  // the connection keeps itself alive until its event returns
 }
 
