@@ -96,8 +96,7 @@ std::vector<std::unique_ptr<TestTask>> MakeChain(int n, Recorder* rec,
 }
 
 bool WaitDone(Recorder* rec) {
-  return rec->all_done.get_future().wait_for(std::chrono::seconds(20)) ==
-         std::future_status::ready;
+  return rec->all_done.get_future().wait_for(std::chrono::seconds(20)) == std::future_status::ready;
 }
 
 // From outside the scheduler a dispatch goes to the owner's group (here: the only one), where

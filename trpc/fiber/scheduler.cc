@@ -868,8 +868,7 @@ uint64_t NextFiberId() {
 }
 }  // namespace
 
-void Scheduler::SpawnEntity(std::function<void()>&& fn, detail::JoinState* join,
-                            int worker_index) {
+void Scheduler::SpawnEntity(std::function<void()>&& fn, detail::JoinState* join, int worker_index) {
   TRPC_CHECK(started_ || Worker::Current() != nullptr, "Spawn() on a scheduler that is not running");
   Worker* w = Worker::Current();
   bool on_worker = w != nullptr && w->scheduler() == this;

@@ -112,8 +112,7 @@ class Scheduler {
   void SpawnOn(size_t worker_index, std::function<void()> fn);
   /// Spawn() for the fiber API: `join` (may be null) is signalled when the fiber finishes;
   /// `worker_index` < 0 means "wherever Spawn() would put it".
-  void SpawnEntity(std::function<void()>&& fn, detail::JoinState* join,
-                   int worker_index = -1);
+  void SpawnEntity(std::function<void()>&& fn, detail::JoinState* join, int worker_index = -1);
 
   /// The scheduler of the calling worker thread, else the most recently started one (or null).
   static Scheduler* Current();

@@ -26,8 +26,7 @@ MethodCounters* KeepMethodCounters(size_t n) {
 }  // namespace
 
 ServiceAdapter::ServiceAdapter(const ServiceConfig& config, ServicePtr service, ThreadModel* model,
-                               std::shared_ptr<ServerCodec> codec,
-                               const ServerFilterChain* filters)
+                               std::shared_ptr<ServerCodec> codec, const ServerFilterChain* filters)
     : config_(config),
       service_(std::move(service)),
       model_(model),
