@@ -1,0 +1,81 @@
+// What the fiber thread model spends to start a request's handler: N tasks dispatched one fiber
+// each (ThreadModel::Dispatch) against the same N as one chain (DispatchChain: one fiber that
+// runs them in turn while none parks), as the service adapter does with the requests of one
+// read. The timing loop runs in a fiber on the model's only worker, like a reader would; each
+// iteration dispatches N empty tasks and waits until they have run. Run pinned:
+//   taskset -c 1 build/benchmark/micro/dispatch_bench --benchmark_min_time=0.5
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <vector>
+
+#include "trpc/config/config.h"
+#include "trpc/fiber/latch.h"
+#include "trpc/fiber/thread_bridge.h"
+#include "trpc/runtime/fiber_thread_model.h"
+
+namespace trpc {
+namespace {
+
+void SetTimePerTask(benchmark::State& state, double per_iteration) {
+  state.counters["per_task"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * per_iteration,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+// Starts a one-worker fiber model, runs `body(model)` in a fiber on it, stops it.
+template <typename Body>
+void InModel(benchmark::State& state, Body body) {
+  FiberThreadModelConfig c;
+  c.instance_name = "bench";
+  c.concurrency_hint = 1;
+  FiberThreadModel model(c);
+  std::string err;
+  if (!model.Start(&err)) {
+    state.SkipWithError(err.c_str());
+    return;
+  }
+  fiber::RunInFiber(model.scheduler(), [&] { body(model); });
+  model.Stop();
+}
+
+void CountDown(void* /*owner*/, void* latch) { static_cast<fiber::Latch*>(latch)->count_down(); }
+
+void BM_DispatchEach(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  InModel(state, [&](FiberThreadModel& m) {
+    Reactor* owner = m.GetReactor(0);
+    for (auto _ : state) {
+      fiber::Latch done(n);
+      for (int i = 0; i < n; ++i) m.Dispatch(owner, [&done] { done.count_down(); });
+      done.wait();
+    }
+  });
+  SetTimePerTask(state, n);
+}
+BENCHMARK(BM_DispatchEach)->Arg(1)->Arg(16)->UseRealTime();
+
+void BM_DispatchChain(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  InModel(state, [&](FiberThreadModel& m) {
+    Reactor* owner = m.GetReactor(0);
+    std::vector<ChainedTask> tasks(static_cast<size_t>(n));
+    for (auto _ : state) {
+      fiber::Latch done(n);
+      for (int i = 0; i < n; ++i) {
+        tasks[i].next = i + 1 < n ? &tasks[i + 1] : nullptr;
+        tasks[i].run = &CountDown;
+        tasks[i].arg = &done;
+      }
+      m.DispatchChain(owner, &tasks[0]);
+      done.wait();
+    }
+  });
+  SetTimePerTask(state, n);
+}
+BENCHMARK(BM_DispatchChain)->Arg(1)->Arg(16)->UseRealTime();
+
+}  // namespace
+}  // namespace trpc
+
+BENCHMARK_MAIN();
