@@ -265,11 +265,21 @@ void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
 }
 
 void ServiceAdapter::OnBatchEnd(Connection* conn) {
-  PendingChain& chain = pending_[reinterpret_cast<size_t>(conn->context())];
+  size_t index = reinterpret_cast<size_t>(conn->context());
+  PendingChain& chain = pending_[index];
+  if (chain.head == nullptr || chain.dispatch_posted) return;
+  // Not now: at the end of this loop iteration (a posted task runs after the iteration's
+  // events), so the requests of every connection read in it share one chain. Nothing is
+  // lost by waiting: the worker runs no fiber before its reactor returns anyway.
+  chain.dispatch_posted = true;
+  conn->reactor()->Post([this, index] { DispatchPending(index); });
+}
+
+void ServiceAdapter::DispatchPending(size_t index) {
+  PendingChain& chain = pending_[index];
   ChainedTask* first = chain.head;
-  if (first == nullptr) return;
   chain = PendingChain();
-  model_->DispatchChain(conn->reactor(), first);
+  if (first != nullptr) model_->DispatchChain(model_->GetReactor(index), first);
 }
 
 void ServiceAdapter::RunDispatched(void* owner, void* arg) {

@@ -78,12 +78,15 @@ class ServiceAdapter final : public Connection::Handler {
   struct alignas(64) PendingChain {
     ChainedTask* head = nullptr;
     ChainedTask* tail = nullptr;
+    bool dispatch_posted = false;  // a loop task will dispatch the chain
   };
 
   void OnNewConnection(int fd, const NetAddress& peer);
   // ChainedTask::run of a dispatched request: `owner` is the adapter, `arg` the ServerContext
   // (holding a parked reference to itself).
   static void RunDispatched(void* owner, void* arg);
+  // Dispatches reactor `index`'s pending chain (loop thread).
+  void DispatchPending(size_t index);
   // `now_ns`: a recent clock reading to check the deadline against, or 0 to read the clock.
   void HandleRequest(const ServerContextPtr& ctx, RpcMethodHandler* method,
                      ReactorCounters& counters, int64_t now_ns);
