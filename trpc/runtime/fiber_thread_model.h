@@ -19,8 +19,9 @@ namespace trpc {
 /// back through the connection's write queue: directly when the fiber runs on the connection's
 /// worker, through the reactor's task queue when it was stolen.
 ///
-/// The requests of one read of one connection (a pipelined batch) come as a chain
-/// (DispatchChain) and start in one fiber, which runs them in turn while that costs nobody
+/// The requests read in one iteration of a worker's reactor (a pipelined batch, and those of
+/// other connections read in the same wait) come as a chain (DispatchChain) and start in one
+/// fiber, which runs them in turn while that costs nobody
 /// anything: before each next request it hands the rest of the chain to a new fiber if a
 /// sibling worker is idle (which then steals it), and when a request parks (sleeps, waits,
 /// calls out) the rest moves to a new fiber at that moment (this_fiber::OnNextSuspend). So

@@ -50,7 +50,7 @@ class ThreadModel {
   /// Runs a request's handler somewhere other than inline (fiber: in a new fiber).
   virtual void Dispatch(Reactor* owner, std::function<void()> task) = 0;
   /// Runs the tasks of the chain starting at `first`, in order, as Dispatch() would run each
-  /// (the requests of one read of one connection). This default dispatches each task on its
+  /// (the requests read in one reactor iteration). This default dispatches each task on its
   /// own; the fiber model runs a chain in as few fibers as it can (see FiberThreadModel).
   virtual void DispatchChain(Reactor* owner, ChainedTask* first) {
     while (first != nullptr) {

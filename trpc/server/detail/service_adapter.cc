@@ -250,8 +250,9 @@ void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
     conn->BeginRequest();
     ctx->SetCountedPending();
     ctx->SetHandler(method);
-    // The context keeps itself alive until its task runs; the task joins this read's chain,
-    // dispatched as a whole by OnBatchEnd (the fiber model starts it in one fiber when it can).
+    // The context keeps itself alive until its task runs; the task joins its reactor's chain
+    // for this loop iteration, dispatched as a whole after the iteration's events (OnBatchEnd
+    // posts that; the fiber model starts a chain in one fiber when it can).
     ServerContext* raw = ctx.get();
     raw->ParkRef(std::move(ctx));
     ChainedTask& task = raw->dispatch_task();

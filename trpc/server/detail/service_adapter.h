@@ -73,8 +73,8 @@ class ServiceAdapter final : public Connection::Handler {
     std::atomic<uint64_t> failed_requests{0};
   };
 
-  // The requests of the read batch being handed up on one reactor, waiting for OnBatchEnd to
-  // dispatch them together (asynchronous models only).
+  // The requests read in the current iteration of one reactor, waiting for the task that
+  // OnBatchEnd posts to dispatch them together (asynchronous models only).
   struct alignas(64) PendingChain {
     ChainedTask* head = nullptr;
     ChainedTask* tail = nullptr;
