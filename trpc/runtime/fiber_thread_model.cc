@@ -76,12 +76,12 @@ void FiberThreadModel::Dispatch(Reactor* owner, std::function<void()> task) {
 
 void FiberThreadModel::DispatchChain(Reactor* owner, ChainedTask* first) {
   if (first == nullptr) return;
-  size_t worker = static_cast<size_t>(std::max(IndexOf(owner), 0));
-  if (first->next == nullptr) {
-    scheduler_->SpawnOn(worker, [first] { first->run(first->owner, first->arg); });
-  } else {
-    scheduler_->SpawnOn(worker, [this, first] { RunChain(first); });
-  }
+  scheduler_->SpawnOn(static_cast<size_t>(std::max(IndexOf(owner), 0)),
+                      [this, first] { RunChain(first); });
+}
+
+void FiberThreadModel::SpawnChain(ChainedTask* first) {
+  scheduler_->Spawn([this, first] { RunChain(first); });
 }
 
 namespace {
@@ -99,7 +99,7 @@ void FiberThreadModel::RunChain(ChainedTask* t) {
     t->next = nullptr;
     if (rest != nullptr && fiber::SiblingWorkerIdle()) {
       // Someone could run the rest now, in parallel with `t`: let them (they steal the fiber).
-      scheduler_->Spawn([this, rest] { RunChain(rest); });
+      SpawnChain(rest);
       rest = nullptr;
     }
     ChainHandOff hand_off{this, rest};
@@ -109,8 +109,7 @@ void FiberThreadModel::RunChain(ChainedTask* t) {
           [](void* arg) {
             auto* h = static_cast<ChainHandOff*>(arg);
             h->handed = true;
-            ChainedTask* r = h->rest;
-            h->model->scheduler_->Spawn([m = h->model, r] { m->RunChain(r); });
+            h->model->SpawnChain(h->rest);
           },
           &hand_off);
     }

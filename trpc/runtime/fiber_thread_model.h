@@ -52,6 +52,8 @@ class FiberThreadModel final : public ThreadModel {
   // The body of a chain's fiber: runs `first` and its successors until the chain ends or is
   // handed to another fiber.
   void RunChain(ChainedTask* first);
+  // Runs RunChain(first) in a new fiber, queued on the calling worker.
+  void SpawnChain(ChainedTask* first);
   std::string name_;
   std::vector<std::unique_ptr<Reactor>> reactors_;
   std::unique_ptr<fiber::Scheduler> scheduler_;

@@ -345,26 +345,19 @@ void Connection::DeliverFrames() {
   // One frame at a time, so the write-queue limit is checked between handlers: a batch of small
   // requests with large replies cannot queue more than one reply beyond the limit.
   if (frames_.empty()) return;
-  bool handed = false;
   while (next_frame_ < frames_.size()) {
     if (options_.pause_reading_when_backlogged && Backlogged()) {
       reading_paused_ = true;
-      break;
+      return;
     }
     frame_slot_ = ordered_ ? sequencer_.Take() : 0;
     handler_->OnFrame(this, std::move(frames_[next_frame_++]));
     frame_slot_ = 0;
-    handed = true;
-    if (closed_) break;
+    if (closed_) return;
   }
-  if (next_frame_ == frames_.size()) {
-    frames_.clear();
-    next_frame_ = 0;
-  }
-  // Also when the pass stops early because reading paused: the handler may hold the frames it
-  // was given until now (the fiber model starts them together). Not once closed: the handler
-  // has had OnClose (and may be gone: a client connection's can die in its own OnFrame).
-  if (handed && !closed_) handler_->OnBatchEnd(this);
+  frames_.clear();
+  next_frame_ = 0;
+  handler_->OnBatchEnd(this);
 }
 
 void Connection::Send(ChainBuffer&& data) {

@@ -78,9 +78,7 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
     /// One frame, in arrival order. May Send() and Close(). Frames are handed over one at a
     /// time so the write-queue limit is checked between them.
     virtual void OnFrame(Connection* conn, ChainBuffer&& frame) = 0;
-    /// After the last frame handed up by one pass over a read batch, before the batch's
-    /// replies are flushed: also when the pass stops early because reading paused (if it
-    /// handed up a frame at all). Not after the connection closed: OnClose comes instead.
+    /// After the last frame of a read batch, before the batch's replies are flushed.
     virtual void OnBatchEnd(Connection* conn) { (void)conn; }
     /// An outgoing connection finished connecting.
     virtual void OnConnected(Connection* conn) { (void)conn; }

@@ -204,9 +204,6 @@ void ServiceAdapter::OnClose(Connection* conn, const std::string& reason) {
                  reason);
   conn_count_.fetch_sub(1, std::memory_order_relaxed);
   size_t index = reinterpret_cast<size_t>(conn->context());
-  // Closed in the middle of a read batch (a request that does not decode): the requests
-  // already chained still run (their replies are dropped), so their contexts are released.
-  OnBatchEnd(conn);
   conns_[index].erase(conn);  // the connection keeps itself alive until its event returns
 }
 
@@ -250,9 +247,12 @@ void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
     conn->BeginRequest();
     ctx->SetCountedPending();
     ctx->SetHandler(method);
-    // The context keeps itself alive until its task runs; the task joins its reactor's chain
-    // for this loop iteration, dispatched as a whole after the iteration's events (OnBatchEnd
-    // posts that; the fiber model starts a chain in one fiber when it can).
+    // The context keeps itself alive until its task runs. The task joins its reactor's chain
+    // for this loop iteration; the first one to join posts the task that dispatches the chain,
+    // which runs after the iteration's events, so the requests of every connection read in it
+    // share one chain (the fiber model starts a chain in one fiber when it can). Nothing waits
+    // longer for it: a fiber worker runs no fiber before its reactor returns anyway. A
+    // connection that closes later in the iteration leaves its chained requests to run.
     ServerContext* raw = ctx.get();
     raw->ParkRef(std::move(ctx));
     ChainedTask& task = raw->dispatch_task();
@@ -260,27 +260,20 @@ void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
     task.owner = this;
     task.arg = raw;
     PendingChain& chain = pending_[index];
-    (chain.tail != nullptr ? chain.tail->next : chain.head) = &task;
+    if (chain.head == nullptr) {
+      chain.head = &task;
+      conn->reactor()->Post([this, index] { DispatchPending(index); });
+    } else {
+      chain.tail->next = &task;
+    }
     chain.tail = &task;
   }
 }
 
-void ServiceAdapter::OnBatchEnd(Connection* conn) {
-  size_t index = reinterpret_cast<size_t>(conn->context());
-  PendingChain& chain = pending_[index];
-  if (chain.head == nullptr || chain.dispatch_posted) return;
-  // Not now: at the end of this loop iteration (a posted task runs after the iteration's
-  // events), so the requests of every connection read in it share one chain. Nothing is
-  // lost by waiting: the worker runs no fiber before its reactor returns anyway.
-  chain.dispatch_posted = true;
-  conn->reactor()->Post([this, index] { DispatchPending(index); });
-}
-
 void ServiceAdapter::DispatchPending(size_t index) {
-  PendingChain& chain = pending_[index];
-  ChainedTask* first = chain.head;
-  chain = PendingChain();
-  if (first != nullptr) model_->DispatchChain(model_->GetReactor(index), first);
+  ChainedTask* first = pending_[index].head;
+  pending_[index] = PendingChain();
+  model_->DispatchChain(model_->GetReactor(index), first);
 }
 
 void ServiceAdapter::RunDispatched(void* owner, void* arg) {

@@ -62,7 +62,6 @@ class ServiceAdapter final : public Connection::Handler {
   ThreadModel* model() const { return model_; }
 
   void OnFrame(Connection* conn, ChainBuffer&& frame) override;
-  void OnBatchEnd(Connection* conn) override;
   void OnClose(Connection* conn, const std::string& reason) override;
 
  private:
@@ -73,12 +72,12 @@ class ServiceAdapter final : public Connection::Handler {
     std::atomic<uint64_t> failed_requests{0};
   };
 
-  // The requests read in the current iteration of one reactor, waiting for the task that
-  // OnBatchEnd posts to dispatch them together (asynchronous models only).
+  // The requests read in the current iteration of one reactor, waiting for the task posted
+  // with the first of them to dispatch them together (asynchronous models only). A non-null
+  // head means that task is posted.
   struct alignas(64) PendingChain {
     ChainedTask* head = nullptr;
     ChainedTask* tail = nullptr;
-    bool dispatch_posted = false;  // a loop task will dispatch the chain
   };
 
   void OnNewConnection(int fd, const NetAddress& peer);
