@@ -4,7 +4,8 @@
 # Usage: third_party/setup.sh [--with-clang] [--with-bench] [--with-test-tools]
 #   --with-clang       clang-14 and its runtimes (fuzz targets only)
 #   --with-bench       python3 and gnuplot (the seed-table script and its plot), wrk and nginx
-#                      (benchmark/http_bench.sh, client_efficiency.sh)
+#                      (benchmark/http_bench.sh, client_efficiency.sh), valgrind
+#                      (benchmark/callgrind_per_request.sh)
 #   --with-test-tools  the outside programs some tests drive: curl (HTTP interop), promtool
 #                      (checks /metrics), google-pprof (reads the admin CPU profile); those
 #                      tests skip, saying so, when the program is missing
@@ -16,7 +17,7 @@ pkgs=(libboost-context-dev libprotobuf-dev protobuf-compiler libprotoc-dev
 for arg in "$@"; do
   case "$arg" in
     --with-clang) pkgs+=(clang-14 libclang-rt-14-dev) ;;
-    --with-bench) pkgs+=(python3 gnuplot-nox wrk nginx-light) ;;
+    --with-bench) pkgs+=(python3 gnuplot-nox wrk nginx-light valgrind) ;;
     --with-test-tools) pkgs+=(curl prometheus google-perftools) ;;
     *) echo "usage: $0 [--with-clang] [--with-bench] [--with-test-tools]" >&2; exit 2 ;;
   esac

@@ -21,10 +21,10 @@
 #include <string_view>
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
+#include "trpc/app/trpc_app.h"
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/fiber/fiber.h"
-#include "trpc/server/trpc_app.h"
 
 namespace {
 
@@ -74,8 +74,7 @@ void SpendTail(const Tail& tail) {
 
 class EchoGreeter final : public trpc::test::helloworld::Greeter {
  public:
-  trpc::Status SayHello(trpc::ServerContextPtr ctx,
-                        const trpc::test::helloworld::HelloRequest* req,
+  trpc::Status SayHello(trpc::ServerContextPtr ctx, const trpc::test::helloworld::HelloRequest* req,
                         trpc::test::helloworld::HelloReply* rsp) override {
     const trpc::TransInfo& info = ctx->GetPbReqTransInfo();
     // Untagged requests (nearly all of them) cost one lookup in a usually empty map.

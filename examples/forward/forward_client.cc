@@ -6,8 +6,9 @@
 #include <string>
 
 #include "examples/forward/forward.trpc.pb.h"
+#include "trpc/app/run_in_trpc_runtime.h"
+#include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
-#include "trpc/server/trpc_app.h"
 
 int main(int argc, char** argv) {
   std::string config_path;
@@ -27,7 +28,8 @@ int main(int argc, char** argv) {
   }
   return trpc::RunInTrpcRuntime(config, [&] {
     using trpc::test::forward::ForwardServiceProxy;
-    auto forward = trpc::GetTrpcClient()->GetProxy<ForwardServiceProxy>("trpc.test.forward.Forward");
+    auto forward =
+        trpc::GetTrpcClient()->GetProxy<ForwardServiceProxy>("trpc.test.forward.Forward");
     if (!forward) return 1;
     int failures = 0;
     for (int i = 0; i < count; ++i) {

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "examples/forward/forward_service.h"
-#include "trpc/server/trpc_app.h"
+#include "trpc/app/trpc_app.h"
 
 namespace {
 

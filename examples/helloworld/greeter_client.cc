@@ -8,8 +8,9 @@
 #include <vector>
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
+#include "trpc/app/run_in_trpc_runtime.h"
+#include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
-#include "trpc/server/trpc_app.h"
 
 namespace {
 
@@ -19,7 +20,8 @@ using trpc::test::helloworld::HelloRequest;
 
 int CallGreeter(int count, const std::string& msg) {
   // Created from the `client.service[]` entry of that name.
-  auto greeter = trpc::GetTrpcClient()->GetProxy<GreeterServiceProxy>("trpc.test.helloworld.Greeter");
+  auto greeter =
+      trpc::GetTrpcClient()->GetProxy<GreeterServiceProxy>("trpc.test.helloworld.Greeter");
   if (!greeter) return 1;
   int failures = 0;
   for (int i = 0; i < count; ++i) {
@@ -45,7 +47,8 @@ int CallGreeter(int count, const std::string& msg) {
   auto all = trpc::BlockingGet(trpc::WhenAll(std::move(replies))).GetValue();
   for (int i = 0; i < count; ++i) {
     if (!all[i].IsReady()) {
-      std::fprintf(stderr, "async call %d failed: %s\n", i, all[i].GetException().ToString().c_str());
+      std::fprintf(stderr, "async call %d failed: %s\n", i,
+                   all[i].GetException().ToString().c_str());
       ++failures;
     } else if (all[i].GetValue().msg() != "Hello, " + msg + std::to_string(i)) {
       ++failures;

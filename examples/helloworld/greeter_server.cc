@@ -4,14 +4,13 @@
 #include <cstdio>
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
-#include "trpc/server/trpc_app.h"
+#include "trpc/app/trpc_app.h"
 
 namespace {
 
 class GreeterImpl final : public trpc::test::helloworld::Greeter {
  public:
-  trpc::Status SayHello(trpc::ServerContextPtr ctx,
-                        const trpc::test::helloworld::HelloRequest* req,
+  trpc::Status SayHello(trpc::ServerContextPtr ctx, const trpc::test::helloworld::HelloRequest* req,
                         trpc::test::helloworld::HelloReply* rsp) override {
     rsp->set_msg("Hello, " + req->msg());
     return trpc::kSuccStatus;

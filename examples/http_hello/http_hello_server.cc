@@ -7,8 +7,8 @@
 #include <cstdio>
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
-#include "trpc/codec/http/server/http_service.h"
-#include "trpc/server/trpc_app.h"
+#include "trpc/app/trpc_app.h"
+#include "trpc/server/http/http_service.h"
 
 namespace {
 

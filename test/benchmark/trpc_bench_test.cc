@@ -31,9 +31,9 @@
 #include "fmt/format.h"
 #include "test/benchmark_servers/child_server.h"
 #include "trpc/base/clock.h"
-#include "trpc/codec/http/server/http_service.h"
 #include "trpc/config/config.h"
 #include "trpc/runtime/runtime.h"
+#include "trpc/server/http/http_service.h"
 #include "trpc/server/server.h"
 
 extern char** environ;

@@ -11,7 +11,7 @@
 
 #include "examples/helloworld/helloworld.pb.h"
 #include "trpc/base/status.h"
-#include "trpc/codec/http/client/http_client.h"
+#include "trpc/client/http/http_client.h"
 #include "trpc/codec/http/detail/error_body.h"
 
 namespace trpc::http {

@@ -1,5 +1,5 @@
 // End-to-end tests of the admin service (docs/admin.md): a Server serving Greeter over trpc with
-// its admin endpoints on an ephemeral port (Server::EnableAdmin), driven by a generated proxy and
+// its admin endpoints on an ephemeral port (admin::EnableAdmin), driven by a generated proxy and
 // a minimal HTTP client. Checks /metrics numbers and format (promtool when installed),
 // /cmds/stats, /version, /cmds/loglevel, a CPU profile (google-pprof when installed), and that
 // the admin answers while every worker is blocked in a handler. The same tests run in each
@@ -46,6 +46,7 @@ extern "C" const char* __tsan_default_suppressions() {
 #endif
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
+#include "trpc/admin/admin.h"
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/base/version.h"
@@ -248,12 +249,17 @@ class AdminE2eTest : public ::testing::Test {
 
   void StartServer(const ServerConfig& sc, bool ephemeral_admin) {
     server_ = std::make_unique<Server>(sc);
-    if (ephemeral_admin) server_->EnableAdmin("127.0.0.1", 0);
+    // As TrpcApp does: the admin service on server.admin_port, or on an ephemeral port.
+    if (ephemeral_admin) {
+      ASSERT_TRUE(admin::EnableAdmin(server_.get(), "127.0.0.1", 0));
+    } else {
+      ASSERT_TRUE(admin::EnableAdmin(server_.get()));
+    }
     ASSERT_TRUE(server_->RegisterService(kGreeterName, std::make_shared<TestGreeter>()));
     std::string err;
     ASSERT_TRUE(server_->Start(&err)) << err;
     ASSERT_TRUE(server_->GetAddress(kGreeterName, &greeter_));
-    if (server_->GetAdminAddress(&admin_)) {
+    if (admin::GetAdminAddress(*server_, &admin_)) {
       ASSERT_NE(admin_.port(), 0);
     }
   }
@@ -556,7 +562,7 @@ TEST_F(AdminE2eTest, AdminPortFromConfig) {
   EXPECT_EQ(sc.admin_port, 0);
   StartServer(sc, /*ephemeral_admin=*/false);
   NetAddress addr;
-  EXPECT_FALSE(server_->GetAdminAddress(&addr));
+  EXPECT_FALSE(admin::GetAdminAddress(*server_, &addr));
   server_->Stop();
 
   // A port that was free a moment ago (a race with other processes is possible but unlikely).
@@ -570,7 +576,7 @@ TEST_F(AdminE2eTest, AdminPortFromConfig) {
   ::close(fd);
   sc.admin_port = ntohs(a.sin_port);
   StartServer(sc, /*ephemeral_admin=*/false);
-  ASSERT_TRUE(server_->GetAdminAddress(&addr));
+  ASSERT_TRUE(admin::GetAdminAddress(*server_, &addr));
   EXPECT_EQ(addr.port(), sc.admin_port);
   EXPECT_EQ(Http(addr, "GET", "/version").status, 200);
 }

@@ -20,15 +20,15 @@
 #include "examples/forward/forward_service.h"
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "fmt/format.h"
+#include "trpc/app/trpc_app.h"
 #include "trpc/client/client_filter.h"
 #include "trpc/client/trpc_client.h"
-#include "trpc/codec/http/server/http_service.h"
 #include "trpc/config/config.h"
 #include "trpc/fiber/fiber.h"
 #include "trpc/runtime/runtime.h"
+#include "trpc/server/http/http_service.h"
 #include "trpc/server/server.h"
 #include "trpc/server/server_filter.h"
-#include "trpc/server/trpc_app.h"
 
 namespace trpc::test::forward {
 namespace {

@@ -30,12 +30,12 @@
 #include "fmt/format.h"
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
+#include "trpc/client/http/http_client.h"
 #include "trpc/client/trpc_client.h"
-#include "trpc/codec/http/client/http_client.h"
-#include "trpc/codec/http/server/http_service.h"
 #include "trpc/config/config.h"
 #include "trpc/fiber/fiber.h"
 #include "trpc/runtime/runtime.h"
+#include "trpc/server/http/http_service.h"
 #include "trpc/server/server.h"
 
 namespace trpc::http {

@@ -25,10 +25,10 @@
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
-#include "trpc/codec/http/server/http_service.h"
 #include "trpc/config/config.h"
 #include "trpc/fiber/fiber.h"
 #include "trpc/runtime/runtime.h"
+#include "trpc/server/http/http_service.h"
 #include "trpc/server/server.h"
 
 namespace trpc::http {

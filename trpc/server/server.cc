@@ -11,29 +11,15 @@
 #include "trpc/runtime/fiber_thread_model.h"
 #include "trpc/runtime/merge_thread_model.h"
 #include "trpc/runtime/runtime.h"
-#include "trpc/server/detail/admin_plugin.h"
 #include "trpc/server/detail/service_adapter.h"
 
 namespace trpc {
 
-namespace detail {
 namespace {
-std::atomic<AdminFactory> g_admin_factory{nullptr};
-}  // namespace
-
-void SetAdminFactory(AdminFactory factory) {
-  g_admin_factory.store(factory, std::memory_order_release);
-}
-AdminFactory GetAdminFactory() { return g_admin_factory.load(std::memory_order_acquire); }
-}  // namespace detail
-
-namespace {
+// The admin service's name (trpc/admin/admin.h), which server.admin_port asks for.
 constexpr char kAdminServiceName[] = "trpc.admin";
-constexpr char kAdminThreadModelName[] = "trpc_admin";
-// The admin service's limits: a few operators and scrapers, small requests.
-constexpr uint32_t kAdminMaxConnections = 64;
-constexpr uint32_t kAdminMaxPacketSize = 1 << 20;
-constexpr int64_t kAdminStopWaitMs = 1000;
+// A side service waits at most this long for its calls in flight when the server stops.
+constexpr int64_t kSideStopWaitMs = 1000;
 
 // Filter chains live as long as the process: a reply sent late (after a graceful stop gave up
 // waiting) still reads its service's chain. A few bytes per service start.
@@ -56,73 +42,70 @@ bool Server::RegisterService(const std::string& name, ServicePtr service) {
 }
 
 bool Server::Start(std::string* err) {
-  if (!StartServices(err) || !StartAdmin(err)) {
+  if (!StartServices(err) || !StartSideServices(err)) {
     Stop();  // what did start must not keep listening
     return false;
   }
   return true;
 }
 
-void Server::EnableAdmin(std::string ip, uint16_t port) {
-  admin_forced_ = true;
-  admin_ip_ = std::move(ip);
-  admin_port_ = port;
-}
-
-bool Server::StartAdmin(std::string* err) {
-  if (!admin_forced_ && config_.admin_port == 0) return true;
-  detail::AdminFactory factory = detail::GetAdminFactory();
-  if (factory == nullptr) {
-    *err = "server.admin_port is set but the admin service is not linked (link trpc::trpc)";
+bool Server::AddSideService(SideService side) {
+  if (HasSideService(side.config.name) ||
+      config_.service.end() !=
+          std::find_if(config_.service.begin(), config_.service.end(),
+                       [&](const ServiceConfig& sc) { return sc.name == side.config.name; })) {
     return false;
   }
-  detail::AdminEndpoint admin = factory(this);
-  auto codec = CodecRegistry::Instance().GetServer(admin.protocol);
-  if (!codec) {
-    *err = "admin service: protocol '" + admin.protocol + "' is not linked";
-    return false;
-  }
-  ServiceConfig sc;
-  sc.name = kAdminServiceName;
-  sc.protocol = admin.protocol;
-  sc.ip = admin_forced_ ? admin_ip_ : config_.admin_ip;
-  sc.port = admin_forced_ ? admin_port_ : config_.admin_port;
-  sc.max_conn_num = kAdminMaxConnections;
-  sc.max_packet_size = kAdminMaxPacketSize;
-  sc.timeout = 0;  // a CPU profile takes seconds
-  // Its own thread, so that it answers while every worker of the services is busy.
-  admin_model_ = std::make_unique<MergeThreadModel>(kAdminThreadModelName, 1);
-  if (!admin_model_->Start(err)) return false;
-  static const detail::ServerFilterChain* no_filters =
-      KeepChain(std::make_unique<detail::ServerFilterChain>());
-  auto adapter = std::make_unique<detail::ServiceAdapter>(sc, admin.service, admin_model_.get(),
-                                                          codec, no_filters);
-  admin_before_stop_ = std::move(admin.before_stop);
-  if (!adapter->Start(err)) {
-    *err = "admin service: " + *err;
-    return false;
-  }
-  admin_adapter_ = std::move(adapter);
+  sides_.push_back(RunningSide{std::move(side), nullptr, nullptr});
   return true;
 }
 
-void Server::StopAdmin() {
-  if (admin_before_stop_) admin_before_stop_();
-  admin_before_stop_ = nullptr;
-  if (admin_adapter_) {
-    admin_adapter_->Stop(std::min<int64_t>(config_.stop_max_wait_time, kAdminStopWaitMs));
-    admin_adapter_.reset();
-  }
-  if (admin_model_) {
-    admin_model_->Stop();
-    admin_model_.reset();
-  }
+bool Server::HasSideService(const std::string& name) const {
+  return std::any_of(sides_.begin(), sides_.end(),
+                     [&](const RunningSide& r) { return r.side.config.name == name; });
 }
 
-bool Server::GetAdminAddress(NetAddress* out) const {
-  if (!admin_adapter_) return false;
-  *out = admin_adapter_->address();
+bool Server::StartSideServices(std::string* err) {
+  if (config_.admin_port != 0 && !HasSideService(kAdminServiceName)) {
+    *err =
+        "server.admin_port is set but the admin service was not added: call "
+        "trpc::admin::EnableAdmin(&server) before Start() (TrpcApp does)";
+    return false;
+  }
+  for (RunningSide& r : sides_) {
+    const ServiceConfig& sc = r.side.config;
+    auto codec = CodecRegistry::Instance().GetServer(sc.protocol);
+    if (!codec) {
+      *err = "service " + sc.name + ": protocol '" + sc.protocol + "' is not linked";
+      return false;
+    }
+    // Its own thread, so that it answers while every worker of the services is busy.
+    r.model = std::make_unique<MergeThreadModel>(sc.threadmodel_instance_name, 1);
+    if (!r.model->Start(err)) return false;
+    static const detail::ServerFilterChain* no_filters =
+        KeepChain(std::make_unique<detail::ServerFilterChain>());
+    r.adapter = std::make_unique<detail::ServiceAdapter>(sc, r.side.service, r.model.get(), codec,
+                                                         no_filters);
+    if (!r.adapter->Start(err)) {
+      r.adapter.reset();
+      return false;
+    }
+  }
   return true;
+}
+
+void Server::StopSideServices() {
+  for (RunningSide& r : sides_) {
+    if (r.side.before_stop) r.side.before_stop();
+    if (r.adapter) {
+      r.adapter->Stop(std::min<int64_t>(config_.stop_max_wait_time, kSideStopWaitMs));
+      r.adapter.reset();
+    }
+    if (r.model) {
+      r.model->Stop();
+      r.model.reset();
+    }
+  }
 }
 
 ServerMetrics Server::GetMetrics() const {
@@ -137,7 +120,9 @@ ServerMetrics Server::GetMetrics() const {
     }
   };
   for (const auto& [name, adapter] : adapters_) add(*adapter);
-  if (admin_adapter_) add(*admin_adapter_);
+  for (const RunningSide& r : sides_) {
+    if (r.adapter) add(*r.adapter);
+  }
   for (ThreadModel* model : models) {
     ThreadModelMetrics& t = m.thread_models.emplace_back();
     t.name = model->InstanceName();
@@ -161,8 +146,7 @@ bool Server::StartServices(std::string* err) {
     bool configured = false;
     for (const ServiceConfig& sc : config_.service) configured |= sc.name == name;
     if (!configured) {
-      TRPC_LOG_WARN("service '{}' is registered but not in server.service: it is not served",
-                    name);
+      TRPC_LOG_WARN("service '{}' is registered but not in server.service: it is not served", name);
     }
   }
   for (const ServiceConfig& sc : config_.service) {
@@ -190,8 +174,8 @@ bool Server::StartServices(std::string* err) {
     }
     ThreadModel* model = runtime::GetThreadModel(sc.threadmodel_instance_name);
     if (model == nullptr) {
-      *err = where + "service '" + sc.name + "': no thread model '" +
-             sc.threadmodel_instance_name + "' is running";
+      *err = where + "service '" + sc.name + "': no thread model '" + sc.threadmodel_instance_name +
+             "' is running";
       return false;
     }
     // server.filter first, then the service's own.
@@ -219,8 +203,8 @@ bool Server::StartServices(std::string* err) {
 }
 
 void Server::Stop() {
-  // The admin service first: it reads the adapters below.
-  StopAdmin();
+  // Side services first: the admin service reads the adapters below.
+  StopSideServices();
   // One budget for the whole server: every service stops accepting at once, then each waits
   // for what is left of the time.
   for (auto& [name, adapter] : adapters_) adapter->StopAccepting();
@@ -232,15 +216,18 @@ void Server::Stop() {
 }
 
 bool Server::GetAddress(const std::string& name, NetAddress* out) const {
-  auto it = adapters_.find(name);
-  if (it == adapters_.end()) return false;
-  *out = it->second->address();
+  const detail::ServiceAdapter* adapter = GetAdapter(name);
+  if (adapter == nullptr) return false;
+  *out = adapter->address();
   return true;
 }
 
 const detail::ServiceAdapter* Server::GetAdapter(const std::string& name) const {
-  auto it = adapters_.find(name);
-  return it == adapters_.end() ? nullptr : it->second.get();
+  if (auto it = adapters_.find(name); it != adapters_.end()) return it->second.get();
+  for (const RunningSide& r : sides_) {
+    if (r.side.config.name == name) return r.adapter.get();
+  }
+  return nullptr;
 }
 
 }  // namespace trpc

@@ -4,11 +4,12 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "trpc/base/net_address.h"
 #include "trpc/config/config.h"
 #include "trpc/server/server_metrics.h"
 #include "trpc/server/service.h"
-#include "trpc/base/net_address.h"
 
 namespace trpc {
 
@@ -21,12 +22,23 @@ class ServiceAdapter;
 /// the thread model the config names. Register an implementation for every configured service
 /// name, then Start().
 ///
-/// With `server.admin_port` (or EnableAdmin()), it also serves the admin endpoints (metrics,
-/// stats, version, log level, CPU profile: docs/admin.md) over HTTP on a thread of its own, so
-/// they answer while every worker is busy.
+/// Side services (AddSideService) run beside the configured ones, each on a one-thread merge
+/// model of its own, so they answer while every worker of the configured services is busy: the
+/// admin service (trpc/admin/admin.h) is one.
 ///
 /// Thread contract: all methods from one control thread, except GetMetrics(). The runtime
 /// (thread models) must be started before Start() and stopped after Stop().
+/// A service served outside `server.service[]`, on a thread of its own (Server::AddSideService).
+struct SideService {
+  /// Name, protocol, address and limits; `threadmodel_instance_name` names the service's own
+  /// one-thread model (in metrics), which no configured service can share.
+  ServiceConfig config;
+  ServicePtr service;
+  /// Runs on the control thread before the service stops: ends work of its own that would
+  /// outlive it. May be empty.
+  std::function<void()> before_stop;
+};
+
 class Server {
  public:
   explicit Server(ServerConfig config);
@@ -46,11 +58,11 @@ class Server {
   bool GetAddress(const std::string& name, NetAddress* out) const;
   const detail::ServiceAdapter* GetAdapter(const std::string& name) const;
 
-  /// Serves the admin endpoints on `ip:port` whatever server.admin_port says; port 0 binds an
-  /// ephemeral port (tests), which GetAdminAddress() then tells. Before Start().
-  void EnableAdmin(std::string ip, uint16_t port);
-  /// The admin service's bound address; false when it does not run.
-  bool GetAdminAddress(NetAddress* out) const;
+  /// Serves `side` from Start() on, after the configured services, on a one-thread merge model
+  /// of its own; Stop() stops it after them. Before Start(). False if a service of that name
+  /// is already there.
+  bool AddSideService(SideService side);
+  bool HasSideService(const std::string& name) const;
   /// A snapshot of every service's counters and of the thread models they run on. Safe from
   /// any thread between Start() and Stop(); reads relaxed atomics only, so it neither waits for
   /// the workers nor orders anything (a snapshot, not a barrier).
@@ -59,20 +71,20 @@ class Server {
 
  private:
   bool StartServices(std::string* err);
-  bool StartAdmin(std::string* err);
-  void StopAdmin();
+  bool StartSideServices(std::string* err);
+  void StopSideServices();
 
   ServerConfig config_;
   std::map<std::string, ServicePtr> services_;
   std::map<std::string, std::unique_ptr<detail::ServiceAdapter>> adapters_;
-  // The admin service: its own one-thread merge model (not in the runtime's registry), its
-  // adapter, and the plug-in's stop hook.
-  bool admin_forced_ = false;
-  std::string admin_ip_;
-  uint16_t admin_port_ = 0;
-  std::unique_ptr<ThreadModel> admin_model_;
-  std::unique_ptr<detail::ServiceAdapter> admin_adapter_;
-  std::function<void()> admin_before_stop_;
+  // Side services, each with its own one-thread merge model (not in the runtime's registry)
+  // and adapter once started.
+  struct RunningSide {
+    SideService side;
+    std::unique_ptr<ThreadModel> model;
+    std::unique_ptr<detail::ServiceAdapter> adapter;
+  };
+  std::vector<RunningSide> sides_;
 };
 
 }  // namespace trpc

@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-#include "trpc/codec/http/server/admin/process_metrics.h"
+#include "trpc/admin/process_metrics.h"
 #include "trpc/server/server_metrics.h"
 
 namespace trpc::admin {

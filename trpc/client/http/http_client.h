@@ -52,8 +52,7 @@ Future<HttpClientResponse> AsyncHttpCall(ServiceProxy& proxy, const ClientContex
 
 /// AsyncHttpCall, waiting for the reply.
 Status HttpCall(ServiceProxy& proxy, const ClientContextPtr& ctx, HttpMethod method,
-                std::string target, std::string body, HttpHeaders headers,
-                HttpClientResponse* rsp);
+                std::string target, std::string body, HttpHeaders headers, HttpClientResponse* rsp);
 
 inline Status HttpGet(ServiceProxy& proxy, const ClientContextPtr& ctx, std::string target,
                       HttpClientResponse* rsp) {

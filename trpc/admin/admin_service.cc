@@ -1,16 +1,16 @@
-#include "trpc/codec/http/server/admin/admin_service.h"
+#include "trpc/admin/admin_service.h"
 
 #include <charconv>
 #include <string>
 #include <string_view>
 
+#include "trpc/admin/admin.h"
+#include "trpc/admin/process_metrics.h"
+#include "trpc/admin/prometheus_text.h"
+#include "trpc/admin/stats_json.h"
 #include "trpc/base/logging.h"
 #include "trpc/base/version.h"
 #include "trpc/codec/http/http_codec.h"
-#include "trpc/codec/http/server/admin/process_metrics.h"
-#include "trpc/codec/http/server/admin/prometheus_text.h"
-#include "trpc/codec/http/server/admin/stats_json.h"
-#include "trpc/server/detail/admin_plugin.h"
 #include "trpc/server/server.h"
 
 namespace trpc::admin {
@@ -36,8 +36,8 @@ void JsonError(http::HttpResponse* rsp, int status, std::string_view message) {
 }
 
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' ||
-                        s.front() == '\n')) {
+  while (!s.empty() &&
+         (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n')) {
     s.remove_prefix(1);
   }
   while (!s.empty() &&
@@ -68,14 +68,6 @@ bool LevelFromBody(std::string_view body, std::string* name) {
   return true;
 }
 
-detail::AdminEndpoint MakeAdmin(Server* server) {
-  auto svc = std::make_shared<AdminService>(server);
-  return {svc, std::string(http::kHttpCodecName), [svc] { svc->Stop(); }};
-}
-
-// Registers the admin service with the server (detail/admin_plugin.h) when the library is linked.
-[[maybe_unused]] const bool kRegistered = (detail::SetAdminFactory(&MakeAdmin), true);
-
 }  // namespace
 
 AdminService::AdminService(const Server* server) : server_(server) {
@@ -84,12 +76,10 @@ AdminService::AdminService(const Server* server) : server_(server) {
   Get("/", [](const ServerContextPtr&, const HttpRequest&, HttpResponse* rsp) {
     rsp->SetBody(std::string(kIndex), "text/plain; charset=utf-8");
   });
-  Get("/metrics", [this](const ServerContextPtr&, const HttpRequest&, HttpResponse* rsp) {
-    Metrics(rsp);
-  });
-  Get("/cmds/stats", [this](const ServerContextPtr&, const HttpRequest&, HttpResponse* rsp) {
-    Stats(rsp);
-  });
+  Get("/metrics",
+      [this](const ServerContextPtr&, const HttpRequest&, HttpResponse* rsp) { Metrics(rsp); });
+  Get("/cmds/stats",
+      [this](const ServerContextPtr&, const HttpRequest&, HttpResponse* rsp) { Stats(rsp); });
   Get("/version", [](const ServerContextPtr&, const HttpRequest&, HttpResponse* rsp) {
     rsp->SetBody("{\"version\":" + JsonString(Version()) + ",\"build_type\":" +
                      JsonString(BuildType()) + ",\"commit\":" + JsonString(BuildCommit()) + "}\n",
@@ -102,10 +92,8 @@ AdminService::AdminService(const Server* server) : server_(server) {
   Put("/cmds/loglevel", [this](const ServerContextPtr&, const HttpRequest& req, HttpResponse* rsp) {
     SetLogLevel(req, rsp);
   });
-  Get("/cmds/profile/cpu",
-      [this](const ServerContextPtr& ctx, const HttpRequest& req, HttpResponse* rsp) {
-        Profile(ctx, req, rsp);
-      });
+  Get("/cmds/profile/cpu", [this](const ServerContextPtr& ctx, const HttpRequest& req,
+                                  HttpResponse* rsp) { Profile(ctx, req, rsp); });
 }
 
 AdminService::~AdminService() { profiler_.Stop(); }
@@ -157,8 +145,9 @@ void AdminService::Profile(const ServerContextPtr& ctx, const http::HttpRequest&
   // The reply comes from the profile's thread, seconds later; the admin thread goes on serving.
   ctx->SetResponse(false);
   std::string err;
-  CpuProfiler::StartResult r =
-      profiler_.Start(seconds, [ctx](bool ok, std::string bytes_or_error) {
+  CpuProfiler::StartResult r = profiler_.Start(
+      seconds,
+      [ctx](bool ok, std::string bytes_or_error) {
         auto out = std::make_unique<http::HttpResponse>();
         if (ok) {
           out->AddHeader("Content-Disposition", "attachment; filename=\"cpu.prof\"");
@@ -168,7 +157,8 @@ void AdminService::Profile(const ServerContextPtr& ctx, const http::HttpRequest&
         }
         ctx->SetProtocolResponse(std::move(out));
         ctx->SendUnaryResponse(Status());
-      }, &err);
+      },
+      &err);
   if (r == CpuProfiler::StartResult::kStarted) return;
   ctx->SetResponse(true);  // answered now, by the framework
   switch (r) {
@@ -184,6 +174,37 @@ void AdminService::Profile(const ServerContextPtr& ctx, const http::HttpRequest&
     default:
       JsonError(rsp, 500, err);
   }
+}
+
+}  // namespace trpc::admin
+
+namespace trpc::admin {
+
+bool EnableAdmin(Server* server) {
+  const ServerConfig& c = server->config();
+  if (c.admin_port == 0) return true;
+  return EnableAdmin(server, c.admin_ip, c.admin_port);
+}
+
+bool EnableAdmin(Server* server, std::string ip, uint16_t port) {
+  auto svc = std::make_shared<AdminService>(server);
+  SideService side;
+  side.config.name = kAdminServiceName;
+  side.config.threadmodel_instance_name = "trpc_admin";
+  side.config.protocol = std::string(http::kHttpCodecName);
+  side.config.ip = std::move(ip);
+  side.config.port = port;
+  // A few operators and scrapers, small requests; no timeout: a CPU profile takes seconds.
+  side.config.max_conn_num = kMaxConnections;
+  side.config.max_packet_size = kMaxPacketSize;
+  side.config.timeout = 0;
+  side.service = svc;
+  side.before_stop = [svc] { svc->Stop(); };
+  return server->AddSideService(std::move(side));
+}
+
+bool GetAdminAddress(const Server& server, NetAddress* out) {
+  return server.GetAddress(kAdminServiceName, out);
 }
 
 }  // namespace trpc::admin

@@ -1,10 +1,10 @@
-#include "trpc/codec/http/server/admin/stats_json.h"
+#include "trpc/admin/stats_json.h"
 
 #include <fmt/format.h>
 
 #include <iterator>
 
-#include "trpc/codec/http/server/admin/prometheus_text.h"
+#include "trpc/admin/prometheus_text.h"
 
 namespace trpc::admin {
 
@@ -12,11 +12,21 @@ std::string JsonString(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
@@ -36,8 +46,7 @@ void AppendMethod(const MethodMetrics& m, std::string* out) {
   fmt::format_to(it, R"({{"method":{},"requests_total":{},"errors_total":{{)", JsonString(m.name),
                  m.requests);
   for (size_t k = 0; k < m.errors.size(); ++k) {
-    fmt::format_to(it, "{}{}:{}", k ? "," : "", JsonString(m.errors[k].first),
-                   m.errors[k].second);
+    fmt::format_to(it, "{}{}:{}", k ? "," : "", JsonString(m.errors[k].first), m.errors[k].second);
   }
   fmt::format_to(it, R"(}},"latency_seconds":{{"sum":{},"count":{},"buckets":{{)",
                  static_cast<double>(m.latency_sum_ns) / 1e9, m.requests);
@@ -54,9 +63,8 @@ void AppendService(const ServiceMetrics& s, std::string* out) {
                  R"({{"name":{},"protocol":{},"connections":{},"connections_accepted_total":{},)"
                  R"("connections_refused_total":{},"protocol_errors_total":{},)"
                  R"("received_bytes_total":{},"sent_bytes_total":{},"methods":[)",
-                 JsonString(s.name), JsonString(s.protocol), s.connections,
-                 s.connections_accepted, s.connections_refused, s.protocol_errors, s.bytes_in,
-                 s.bytes_out);
+                 JsonString(s.name), JsonString(s.protocol), s.connections, s.connections_accepted,
+                 s.connections_refused, s.protocol_errors, s.bytes_in, s.bytes_out);
   for (size_t j = 0; j < s.methods.size(); ++j) {
     if (j > 0) *out += ',';
     AppendMethod(s.methods[j], out);
@@ -78,8 +86,8 @@ std::string StatsJson(const ServerMetrics& m, const ProcessMetrics* process) {
   out += R"(],"threadmodels":[)";
   for (size_t i = 0; i < m.thread_models.size(); ++i) {
     const ThreadModelMetrics& t = m.thread_models[i];
-    fmt::format_to(it, R"({}{{"name":{},"type":{},"workers":{})", i ? "," : "",
-                   JsonString(t.name), JsonString(t.type), t.workers);
+    fmt::format_to(it, R"({}{{"name":{},"type":{},"workers":{})", i ? "," : "", JsonString(t.name),
+                   JsonString(t.type), t.workers);
     if (t.has_fibers) {
       fmt::format_to(it, R"(,"fibers_alive":{},"run_queue_depth":{})", t.fibers_alive,
                      t.run_queue_depth);

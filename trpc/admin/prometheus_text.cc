@@ -1,4 +1,4 @@
-#include "trpc/codec/http/server/admin/prometheus_text.h"
+#include "trpc/admin/prometheus_text.h"
 
 #include <fmt/format.h>
 
@@ -97,8 +97,7 @@ std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process
   for (const auto& s : m.services) {
     for (const auto& meth : s.methods) {
       for (const auto& [code, n] : meth.errors) {
-        w.Sample("trpc_server_errors_total", MethodLabels(s, meth) + "," + Label("code", code),
-                 n);
+        w.Sample("trpc_server_errors_total", MethodLabels(s, meth) + "," + Label("code", code), n);
       }
     }
   }
@@ -147,8 +146,8 @@ std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process
 
   w.Family("trpc_threadmodel_workers", "gauge", "Worker threads of each thread-model instance.");
   for (const auto& t : m.thread_models) {
-    w.Sample("trpc_threadmodel_workers",
-             Label("threadmodel", t.name) + "," + Label("type", t.type), t.workers);
+    w.Sample("trpc_threadmodel_workers", Label("threadmodel", t.name) + "," + Label("type", t.type),
+             t.workers);
   }
   bool any_fibers = false;
   for (const auto& t : m.thread_models) any_fibers |= t.has_fibers;

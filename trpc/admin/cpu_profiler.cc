@@ -1,4 +1,4 @@
-#include "trpc/codec/http/server/admin/cpu_profiler.h"
+#include "trpc/admin/cpu_profiler.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -21,8 +21,8 @@ std::atomic<bool> g_profiling{false};
 
 std::string TempProfilePath(std::string* err) {
   const char* dir = ::getenv("TMPDIR");
-  std::string path = std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") +
-                     "/trpc_cpu_profile_XXXXXX";
+  std::string path =
+      std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/trpc_cpu_profile_XXXXXX";
   int fd = ::mkstemp(path.data());
   if (fd < 0) {
     *err = "cannot create a file for the profile in " + path;

@@ -1,4 +1,4 @@
-#include "trpc/codec/http/server/admin/process_metrics.h"
+#include "trpc/admin/process_metrics.h"
 
 #include <fcntl.h>
 #include <unistd.h>

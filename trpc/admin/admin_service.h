@@ -2,8 +2,8 @@
 
 #include <memory>
 
-#include "trpc/codec/http/server/http_service.h"
-#include "trpc/codec/http/server/admin/cpu_profiler.h"
+#include "trpc/admin/cpu_profiler.h"
+#include "trpc/server/http/http_service.h"
 
 namespace trpc {
 class Server;

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 
+#include "trpc/app/run_in_trpc_runtime.h"  // the client programs' entry, for one include
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
 #include "trpc/server/server.h"
@@ -75,12 +76,5 @@ class TrpcApp {
   std::condition_variable cv_;
   bool terminate_ = false;  // guarded by mu_
 };
-
-/// For client programs (tRPC-Cpp's RunInTrpcRuntime): starts the thread models of `config`, sets
-/// up GetTrpcClient() from its `client:` section, runs `fn`, then stops everything and returns
-/// what `fn` returned. In the fiber model `fn` runs in a fiber, so its synchronous calls park
-/// a fiber; in the merged model it runs on the calling thread. Returns 1 (and prints why) if the
-/// runtime cannot start.
-int RunInTrpcRuntime(const Config& config, const std::function<int()>& fn);
 
 }  // namespace trpc

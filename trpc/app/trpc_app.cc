@@ -1,4 +1,4 @@
-#include "trpc/server/trpc_app.h"
+#include "trpc/app/trpc_app.h"
 
 #include <signal.h>
 #include <time.h>
@@ -6,17 +6,14 @@
 #include <cstdio>
 #include <cstring>
 
+#include "trpc/admin/admin.h"
 #include "trpc/base/logging.h"
-#include "trpc/fiber/thread_bridge.h"
-#include "trpc/runtime/fiber_thread_model.h"
 #include "trpc/runtime/runtime.h"
 
 namespace trpc {
 
 namespace {
-void PrintUsage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s --config FILE\n", argv0);
-}
+void PrintUsage(const char* argv0) { std::fprintf(stderr, "usage: %s --config FILE\n", argv0); }
 
 sigset_t StopSignals() {
   sigset_t set;
@@ -88,6 +85,7 @@ bool TrpcApp::StartFromConfig(std::string* err) {
   client_ = std::make_shared<TrpcClient>(config_.client);
   SetTrpcClient(client_);
   server_ = std::make_unique<Server>(config_.server);
+  admin::EnableAdmin(server_.get());  // when server.admin_port asks for it
   if (int rc = Initialize(); rc != 0) {
     *err = config_.path + ": Initialize() failed with " + std::to_string(rc);
     StopAll();
@@ -97,8 +95,8 @@ bool TrpcApp::StartFromConfig(std::string* err) {
     StopAll();
     return false;
   }
-  TRPC_LOG_INFO("{} started ({} services)", config_.server.server.empty() ? "server"
-                                                                          : config_.server.server,
+  TRPC_LOG_INFO("{} started ({} services)",
+                config_.server.server.empty() ? "server" : config_.server.server,
                 config_.server.service.size());
   return true;
 }
@@ -148,29 +146,6 @@ void TrpcApp::StopAll() {
   server_.reset();
   if (runtime_started_) runtime::Stop();
   runtime_started_ = false;
-}
-
-int RunInTrpcRuntime(const Config& config, const std::function<int()>& fn) {
-  log::Level level;
-  if (log::ParseLevel(config.plugins.log.level, &level)) log::SetLevel(level);
-  std::string err;
-  if (!runtime::Start(config.global.threadmodel, &err)) {
-    std::fprintf(stderr, "%s: %s\n", config.path.c_str(), err.c_str());
-    return 1;
-  }
-  auto client = std::make_shared<TrpcClient>(config.client);
-  SetTrpcClient(client);
-  int rc;
-  ThreadModel* model = runtime::GetThreadModel();
-  if (model->Type() == "fiber") {
-    rc = fiber::RunInFiber(static_cast<FiberThreadModel*>(model)->scheduler(), fn);
-  } else {
-    rc = fn();
-  }
-  client->Stop();
-  SetTrpcClient(nullptr);
-  runtime::Stop();
-  return rc;
 }
 
 }  // namespace trpc

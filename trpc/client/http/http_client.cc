@@ -1,4 +1,4 @@
-#include "trpc/codec/http/client/http_client.h"
+#include "trpc/client/http/http_client.h"
 
 #include <memory>
 #include <utility>

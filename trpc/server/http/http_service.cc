@@ -1,4 +1,4 @@
-#include "trpc/codec/http/server/http_service.h"
+#include "trpc/server/http/http_service.h"
 
 #include <fmt/format.h>
 

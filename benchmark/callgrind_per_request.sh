@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Instructions per request of a one-worker server under callgrind (user space only, so the
+# figure does not move with the machine's noise). For each of trpc echo (bench_echo_server,
+# loaded by trpc_bench) and http_hello (loaded by wrk), each thread model and each depth, it
+# starts the server under valgrind, drives a fixed load, stops the server and divides the total
+# Ir by the requests the client completed. Start-up and shutdown are included (a few % of the
+# total at the default request counts).
+#
+#   benchmark/callgrind_per_request.sh [--build DIR] [--seconds S] [--only trpc|http]
+#
+# Prints one markdown table. Installs what it needs (valgrind, wrk) through third_party/setup.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build=build
+seconds=8
+only=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) build=$2; shift 2 ;;
+    --seconds) seconds=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    *) echo "usage: $0 [--build DIR] [--seconds S] [--only trpc|http]" >&2; exit 2 ;;
+  esac
+done
+third_party/setup.sh --with-bench
+
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+
+# The one-worker YAML of `model` (the committed templates), listening on `port`.
+one_worker_yaml() {
+  local template=$1 port=$2 out=$3
+  sed -E "s/port: [0-9]+/port: $port/; s/level: info/level: warn/" "$template" >"$out"
+}
+
+wait_port() {
+  for _ in $(seq 1 200); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "$0: nothing listens on port $1" >&2
+  return 1
+}
+
+# run_one KIND MODEL DEPTH: prints "Ir requests".
+run_one() {
+  local kind=$1 model=$2 depth=$3 port yaml server out requests
+  port=$((20000 + RANDOM % 20000))
+  yaml=$work/$kind-$model.yaml
+  out=$work/callgrind.$kind.$model.$depth
+  if [ "$kind" = trpc ]; then
+    one_worker_yaml "benchmark/servers/echo_$model.yaml" "$port" "$yaml"
+    server=$build/benchmark/servers/bench_echo_server
+  else
+    one_worker_yaml "examples/http_hello/server_$model.yaml" "$port" "$yaml"
+    server=$build/examples/http_hello/http_hello_server
+  fi
+  valgrind --tool=callgrind --callgrind-out-file="$out" "$server" --config "$yaml" \
+    >"$work/server.log" 2>&1 &
+  local pid=$!
+  wait_port "$port"
+  if [ "$kind" = trpc ]; then
+    "$build/benchmark/trpc_bench/trpc_bench" --target "127.0.0.1:$port" --connections 10 \
+      --inflight "$depth" --duration "$seconds" --warmup 0 --timeout 5000 --quiet \
+      --json "$work/bench.json" >/dev/null 2>&1
+    requests=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['ok'])" \
+      "$work/bench.json")
+  else
+    local script=()
+    [ "$depth" -gt 1 ] && script=(-s benchmark/http/pipeline.lua -- "$depth")
+    requests=$(wrk -t1 -c10 -d"${seconds}s" "http://127.0.0.1:$port/" "${script[@]}" |
+      awk '/requests in/ {print $1}')
+  fi
+  kill -TERM "$pid"
+  wait "$pid" || true
+  local ir
+  ir=$(awk '/^summary:/ {print $2}' "$out")
+  echo "$ir $requests"
+}
+
+echo "| server | model | depth | requests | instructions per request |"
+echo "|---|---|---|---|---|"
+for kind in trpc http; do
+  [ -n "$only" ] && [ "$only" != "$kind" ] && continue
+  for model in merge fiber; do
+    for depth in 1 16; do
+      read -r ir requests < <(run_one "$kind" "$model" "$depth")
+      echo "| $kind | $model | $depth | $requests | $((ir / requests)) |"
+    done
+  done
+done

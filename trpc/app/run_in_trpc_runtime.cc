@@ -1,0 +1,38 @@
+#include "trpc/app/run_in_trpc_runtime.h"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "trpc/base/logging.h"
+#include "trpc/client/trpc_client.h"
+#include "trpc/fiber/thread_bridge.h"
+#include "trpc/runtime/fiber_thread_model.h"
+#include "trpc/runtime/runtime.h"
+
+namespace trpc {
+
+int RunInTrpcRuntime(const Config& config, const std::function<int()>& fn) {
+  log::Level level;
+  if (log::ParseLevel(config.plugins.log.level, &level)) log::SetLevel(level);
+  std::string err;
+  if (!runtime::Start(config.global.threadmodel, &err)) {
+    std::fprintf(stderr, "%s: %s\n", config.path.c_str(), err.c_str());
+    return 1;
+  }
+  auto client = std::make_shared<TrpcClient>(config.client);
+  SetTrpcClient(client);
+  int rc;
+  ThreadModel* model = runtime::GetThreadModel();
+  if (model->Type() == "fiber") {
+    rc = fiber::RunInFiber(static_cast<FiberThreadModel*>(model)->scheduler(), fn);
+  } else {
+    rc = fn();
+  }
+  client->Stop();
+  SetTrpcClient(nullptr);
+  runtime::Stop();
+  return rc;
+}
+
+}  // namespace trpc
