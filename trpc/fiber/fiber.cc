@@ -75,8 +75,8 @@ void SleepUntil(std::chrono::steady_clock::time_point deadline) {
     return;
   }
   // steady_clock and MonotonicNanos() both read CLOCK_MONOTONIC.
-  int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch())
-                   .count();
+  int64_t ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count();
   if (ns <= MonotonicNanos()) {
     detail::YieldCurrent();
     return;

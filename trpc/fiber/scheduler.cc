@@ -98,8 +98,9 @@ void OnSegv(int sig, siginfo_t* info, void* uctx) {
     WriteStderr(FormatU64(f->id, id + sizeof(id)));
     WriteStderr(" (its stack is ");
     WriteStderr(FormatU64(f->stack.size, size + sizeof(size)));
-    WriteStderr(" bytes; the fault hit the guard page below it). Raise fiber_stack_size or "
-                "move large buffers off the stack. Aborting.\n");
+    WriteStderr(
+        " bytes; the fault hit the guard page below it). Raise fiber_stack_size or "
+        "move large buffers off the stack. Aborting.\n");
     ::signal(SIGABRT, SIG_DFL);
     ::abort();
   }
@@ -347,8 +348,7 @@ bool Worker::SpinForWork(FiberEntity** out) {
   // A lone worker has no sibling whose work it could pick up while spinning (its own IO is not
   // polled here; other threads' pushes wake it anyway): spinning would only burn the CPU time
   // a request costs at moderate load.
-  if (sched_->oversubscribed_ ||
-      (group_->workers().size() == 1 && sched_->groups_.size() == 1)) {
+  if (sched_->oversubscribed_ || (group_->workers().size() == 1 && sched_->groups_.size() == 1)) {
     return false;
   }
   if (sched_->groups_.size() == 1) {
@@ -363,8 +363,8 @@ bool Worker::SpinForWork(FiberEntity** out) {
   int spinning = group_->spinning_.load(std::memory_order_relaxed);
   do {
     if (spinning >= kMaxSpinners) return false;
-  } while (!group_->spinning_.compare_exchange_weak(spinning, spinning + 1,
-                                                    std::memory_order_seq_cst));
+  } while (
+      !group_->spinning_.compare_exchange_weak(spinning, spinning + 1, std::memory_order_seq_cst));
   int64_t until = MonotonicNanos() + kSpinNanos;
   FiberEntity* f = nullptr;
   for (int i = 0;; ++i) {
@@ -776,14 +776,14 @@ bool Scheduler::Start(std::string* err) {
   size_t gsize = options_.scheduling_group_size;
   for (size_t i = 0; i < n; ++i) {
     if (i % gsize == 0) {
-      groups_.push_back(std::make_unique<SchedulingGroup>(this, groups_.size(),
-                                                          options_.fiber_run_queue_size));
+      groups_.push_back(
+          std::make_unique<SchedulingGroup>(this, groups_.size(), options_.fiber_run_queue_size));
     }
     SchedulingGroup* g = groups_.back().get();
     std::unique_ptr<WorkerIo> io;
     if (options_.worker_io_factory) io = options_.worker_io_factory(i);
-    g->workers().push_back(std::make_unique<Worker>(this, g, i, g->workers().size(),
-                                                    stacks_.get(), std::move(io)));
+    g->workers().push_back(
+        std::make_unique<Worker>(this, g, i, g->workers().size(), stacks_.get(), std::move(io)));
     workers_.push_back(g->workers().back().get());
   }
   started_ = true;
@@ -869,7 +869,8 @@ uint64_t NextFiberId() {
 }  // namespace
 
 void Scheduler::SpawnEntity(std::function<void()>&& fn, detail::JoinState* join, int worker_index) {
-  TRPC_CHECK(started_ || Worker::Current() != nullptr, "Spawn() on a scheduler that is not running");
+  TRPC_CHECK(started_ || Worker::Current() != nullptr,
+             "Spawn() on a scheduler that is not running");
   Worker* w = Worker::Current();
   bool on_worker = w != nullptr && w->scheduler() == this;
   FiberEntity* f = on_worker ? w->NewEntity() : new FiberEntity;
