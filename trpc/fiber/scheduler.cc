@@ -39,8 +39,7 @@ std::atomic<uint64_t> g_next_fiber_id{1};
 // the worker has fibers to run. Each poll is an epoll_wait(2) and runs the posted reply
 // flushes, so a short interval costs syscalls: at 16, a worker serving 16-deep pipelined HTTP
 // polled once and sent about twice per batch (a poll fell inside most batches); at 64 it
-// polls once per four batches and sends about once per batch, 1.3-1.5 -> 1.0 us of server CPU
-// per request (http_hello, fiber model, wrk 100 connections x 16).
+// polls once per four batches and sends about once per batch.
 constexpr int kFibersPerIoPoll = 64;
 // How long a worker spins looking for work before it parks.
 constexpr int64_t kSpinNanos = 20'000;
@@ -268,13 +267,11 @@ void Worker::PushLocalAndWake(FiberEntity* f) {
   // In the scheduler's own context (the reactor dispatching what it just read, a reply or a
   // timer waking a fiber) with nothing queued, this worker runs the new fiber itself as soon
   // as that returns. Waking a parked sibling for it only has the sibling find nothing, spin
-  // and park again: with two workers at 10k echo requests/s the server used 71 us of CPU per
-  // request (perf: SpinForWork 43% of the samples), 55 us without these wake-ups, with the
-  // same latency percentiles (6 pairs of runs). A second fiber queued behind it, a fiber
-  // spawning another, or a full deque still wakes a sibling to steal. Size() is exact for the
-  // owner or an over-estimate (a thief's steal not yet seen), which only errs towards waking.
-  // The only worker of its scheduler has no one to wake (and SignalWork's fence costs ~5% of
-  // a pipelined hello-world request).
+  // and park again, which costs CPU per request without improving latency. A second fiber
+  // queued behind it, a fiber spawning another, or a full deque still wakes a sibling to steal.
+  // Size() is exact for the owner or an over-estimate (a thief's steal not yet seen), which
+  // only errs towards waking. The only worker of its scheduler has no one to wake (and would
+  // pay for SignalWork's fence for nothing).
   bool wake = (running_ != nullptr || local_.Size() != 0) && sched_->workers_.size() > 1;
   PushLocal(f);
   // `f` may be stolen and finished by now: only our own fields from here.
@@ -354,7 +351,7 @@ bool Worker::SpinForWork(FiberEntity** out) {
   if (sched_->groups_.size() == 1) {
     // Every sibling asleep too: no running fiber can queue work for us soon, and what their
     // reactors read wakes us (SignalWork) if they cannot take it themselves. Spinning then
-    // only burns CPU (two workers at 10k echo requests/s: ~20 us per request).
+    // only burns CPU.
     size_t n = group_->workers().size();
     uint64_t all = n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
     uint64_t self = uint64_t{1} << index_in_group_;

@@ -98,7 +98,7 @@ class Worker {
   size_t index_in_group_;
   StackCache stacks_;
   // Finished fibers' entities, reset, for the next spawn on this thread: saves the allocator a
-  // new/delete pair per fiber (~60 instructions with tcmalloc, a quarter of a spawn).
+  // new/delete pair per fiber.
   std::vector<FiberEntity*> free_entities_;
   std::unique_ptr<WorkerIo> io_;
   WorkStealingDeque<FiberEntity> local_;
