@@ -2,9 +2,6 @@
 
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
-#include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -16,6 +13,7 @@
 #include "trpc/base/logging.h"
 #include "trpc/fiber/detail/futex.h"
 #include "trpc/fiber/detail/scheduling_group.h"
+#include "trpc/fiber/detail/stack_overflow.h"
 #include "trpc/fiber/fiber.h"
 
 #ifdef TRPC_FIBER_ASAN
@@ -59,72 +57,6 @@ uint64_t NextRandom(uint64_t* s) {  // xorshift64*
   x ^= x >> 27;
   *s = x;
   return x * 0x2545F4914F6CDD1DULL;
-}
-
-// ---- Stack-overflow reporting ---------------------------------------------------------------
-
-struct sigaction g_prev_segv;
-std::once_flag g_segv_once;
-
-void WriteStderr(const char* s) {
-  size_t n = strlen(s);
-  while (n > 0) {
-    ssize_t w = ::write(STDERR_FILENO, s, n);
-    if (w <= 0) return;
-    s += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
-// Formats `v` in decimal into buf (async-signal-safe).
-char* FormatU64(uint64_t v, char* buf_end) {
-  char* p = buf_end;
-  *--p = '\0';
-  do {
-    *--p = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
-  return p;
-}
-
-void OnSegv(int sig, siginfo_t* info, void* uctx) {
-  Worker* w = tls_worker;
-  FiberEntity* f = w ? w->running() : nullptr;
-  if (f != nullptr && f->stack.base != nullptr && f->stack.GuardContains(info->si_addr)) {
-    char id[24];
-    char size[24];
-    WriteStderr("trpc fiber: stack overflow in fiber #");
-    WriteStderr(FormatU64(f->id, id + sizeof(id)));
-    WriteStderr(" (its stack is ");
-    WriteStderr(FormatU64(f->stack.size, size + sizeof(size)));
-    WriteStderr(
-        " bytes; the fault hit the guard page below it). Raise fiber_stack_size or "
-        "move large buffers off the stack. Aborting.\n");
-    ::signal(SIGABRT, SIG_DFL);
-    ::abort();
-  }
-  // Not ours: hand over to whoever was installed before, or die the default way.
-  if (g_prev_segv.sa_flags & SA_SIGINFO) {
-    if (g_prev_segv.sa_sigaction != nullptr) {
-      g_prev_segv.sa_sigaction(sig, info, uctx);
-      return;
-    }
-  } else if (g_prev_segv.sa_handler != SIG_DFL && g_prev_segv.sa_handler != SIG_IGN) {
-    g_prev_segv.sa_handler(sig);
-    return;
-  }
-  ::signal(SIGSEGV, SIG_DFL);  // returning re-runs the faulting instruction: a normal crash
-}
-
-void InstallSegvHandler() {
-  std::call_once(g_segv_once, [] {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_sigaction = OnSegv;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGSEGV, &sa, &g_prev_segv);
-  });
 }
 
 }  // namespace
@@ -180,8 +112,6 @@ Worker::Worker(Scheduler* sched, SchedulingGroup* group, size_t index, size_t in
       rng_(0x9E3779B97F4A7C15ULL * (index + 1)) {}
 
 Worker::~Worker() {
-  // Only if the thread never got to RemoveAltStack(); then no thread uses it.
-  if (alt_stack_ != nullptr) ::munmap(alt_stack_, alt_stack_size_);
   for (FiberEntity* f : free_entities_) delete f;
 }
 
@@ -213,50 +143,20 @@ void Worker::Start() {
     pthread_setname_np(pthread_self(),
                        fmt::format("{}_{}", sched_->options().name.substr(0, 8), index_).c_str());
     tls_worker = this;
-    InstallAltStack();
+    alt_stack_.Install();
 #ifdef TRPC_FIBER_TSAN
     sched_san_.tsan_fiber = __tsan_get_current_fiber();
 #endif
     if (io_) io_->OnStart();
     Loop();
     if (io_) io_->OnStop();
-    RemoveAltStack();
+    alt_stack_.Remove();
     tls_worker = nullptr;
   });
 }
 
 void Worker::Join() {
   if (thread_.joinable()) thread_.join();
-}
-
-void Worker::InstallAltStack() {
-  // The overflow report runs on its own stack: the fiber's stack is the thing that is full.
-  size_t size = SIGSTKSZ * 4;
-  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return;
-  stack_t ss{};
-  ss.ss_sp = p;
-  ss.ss_size = size;
-  if (sigaltstack(&ss, &prev_alt_stack_) != 0) {
-    ::munmap(p, size);
-    return;
-  }
-  alt_stack_ = p;
-  alt_stack_size_ = size;
-}
-
-void Worker::RemoveAltStack() {
-  // Put back the stack that was there before ours, on this thread, before it exits. ASan
-  // unmaps whatever alternate stack a thread has when it exits: with ours left installed, it
-  // unmapped our stack and ~Worker() unmapped the same range again, by then possibly reused by
-  // another mapping (seen once as a SEGV inside ASan's own stack depot, in forward_e2e_test).
-  if (alt_stack_ == nullptr) return;
-  stack_t prev = prev_alt_stack_;
-  prev.ss_flags = (prev.ss_flags & SS_DISABLE) != 0 ? SS_DISABLE : 0;
-  if (sigaltstack(&prev, nullptr) == 0) ::munmap(alt_stack_, alt_stack_size_);
-  // (If it could not be put back, ours stays installed and is left mapped: whoever unmaps a
-  // thread's stack at its exit owns it now.)
-  alt_stack_ = nullptr;
 }
 
 void Worker::PushLocal(FiberEntity* f) {
@@ -766,7 +666,7 @@ Scheduler::~Scheduler() {
 bool Scheduler::Start(std::string* err) {
   if (started_) return true;
   TRPC_CHECK(groups_.empty(), "a Scheduler cannot be restarted");
-  InstallSegvHandler();
+  detail::InstallStackOverflowReporter();
   stacks_ = std::make_unique<detail::StackPool>(options_.fiber_stack_size,
                                                 kPooledStacksPerWorker * options_.concurrency);
   size_t n = options_.concurrency;

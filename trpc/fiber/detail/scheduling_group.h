@@ -1,7 +1,5 @@
 #pragma once
 
-#include <signal.h>
-
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -15,6 +13,7 @@
 #include "trpc/base/timer_queue.h"
 #include "trpc/fiber/detail/fiber_entity.h"
 #include "trpc/fiber/detail/stack.h"
+#include "trpc/fiber/detail/stack_overflow.h"
 #include "trpc/fiber/detail/work_stealing_deque.h"
 #include "trpc/fiber/scheduler.h"
 
@@ -89,8 +88,6 @@ class Worker {
   void ParkUntilWork();
   void RunTimers();
   void ApplyTimerCancels();
-  void InstallAltStack();
-  void RemoveAltStack();
 
   Scheduler* sched_;
   SchedulingGroup* group_;
@@ -118,9 +115,7 @@ class Worker {
   uint64_t find_calls_ = 0;
   bool shared_first_ = false;  // set by a yield: the next pick tries the group queue first
   uint64_t rng_;
-  void* alt_stack_ = nullptr;
-  size_t alt_stack_size_ = 0;
-  stack_t prev_alt_stack_{};  // the thread's alternate stack before ours (ASan installs one)
+  AltSignalStack alt_stack_;
 
  public:
   // Park word: a waker bumps it, then FutexWake()s it (or calls io_->Wake()).
