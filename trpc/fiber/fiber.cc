@@ -5,6 +5,7 @@
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/fiber/detail/fiber_entity.h"
+#include "trpc/fiber/detail/worker_timer.h"
 
 namespace trpc::fiber {
 

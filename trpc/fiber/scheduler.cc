@@ -11,6 +11,7 @@
 #include "trpc/fiber/detail/futex.h"
 #include "trpc/fiber/detail/scheduling_group.h"
 #include "trpc/fiber/detail/stack_overflow.h"
+#include "trpc/fiber/detail/worker_timer.h"
 #include "trpc/fiber/fiber.h"
 
 #ifdef TRPC_FIBER_ASAN
@@ -147,28 +148,6 @@ void Worker::Unpark() {
   } else {
     FutexWake(&epoch_, 1);
   }
-}
-
-void Worker::PostTimerCancel(uint64_t id) {
-  // A full inbox only delays the cleanup: the callback is written to tolerate running late.
-  if (!timer_cancels_.TryPush(uint64_t{id})) return;
-  // A stopping worker may be sleeping until this very timer: let it re-check now.
-  if (group_->stopping_.load(std::memory_order_acquire)) Unpark();
-}
-
-void Worker::ApplyTimerCancels() {
-  if (timer_cancels_.Empty()) return;
-  uint64_t id;
-  while (timer_cancels_.TryPop(&id)) timers_.Cancel(id);
-}
-
-void Worker::RunTimers() {
-  ApplyTimerCancels();
-  if (timers_.size() == 0) return;
-  int64_t next = timers_.NextDeadline();
-  if (next < 0) return;
-  int64_t now = MonotonicNanos();
-  if (now >= next) timers_.RunExpired(now);
 }
 
 FiberEntity* Worker::FindWork(bool allow_remote) {
@@ -586,21 +565,6 @@ void Wake(Waiter* w) {
   w->futex.store(1, std::memory_order_release);
   // `w` may be gone once the store is visible; the futex word's address is only a key here.
   FutexWake(&w->futex, 1);
-}
-
-WorkerTimer AddWorkerTimer(int64_t deadline_ns, std::function<void()> cb) {
-  Worker* w = Worker::Current();
-  TRPC_CHECK(w != nullptr, "AddWorkerTimer() outside a fiber worker");
-  return WorkerTimer{w, w->timers().Add(deadline_ns, std::move(cb))};
-}
-
-void CancelWorkerTimer(const WorkerTimer& timer) {
-  if (timer.worker == nullptr) return;
-  if (Worker::Current() == timer.worker) {
-    timer.worker->timers().Cancel(timer.id);
-  } else {
-    timer.worker->PostTimerCancel(timer.id);
-  }
 }
 
 }  // namespace detail
