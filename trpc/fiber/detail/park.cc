@@ -8,6 +8,7 @@
 #include "trpc/fiber/detail/fiber_entity.h"
 #include "trpc/fiber/detail/futex.h"
 #include "trpc/fiber/detail/scheduling_group.h"
+#include "trpc/fiber/detail/worker.h"
 #include "trpc/fiber/detail/worker_timer.h"
 
 namespace trpc::fiber::detail {

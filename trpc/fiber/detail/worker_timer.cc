@@ -5,6 +5,7 @@
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/fiber/detail/scheduling_group.h"
+#include "trpc/fiber/detail/worker.h"
 
 namespace trpc::fiber::detail {
 
