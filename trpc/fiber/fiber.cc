@@ -5,6 +5,7 @@
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/fiber/detail/fiber_entity.h"
+#include "trpc/fiber/detail/worker_timer.h"
 
 namespace trpc::fiber {
 
@@ -75,8 +76,8 @@ void SleepUntil(std::chrono::steady_clock::time_point deadline) {
     return;
   }
   // steady_clock and MonotonicNanos() both read CLOCK_MONOTONIC.
-  int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch())
-                   .count();
+  int64_t ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count();
   if (ns <= MonotonicNanos()) {
     detail::YieldCurrent();
     return;

@@ -128,8 +128,8 @@ class Scheduler {
   std::atomic<size_t> next_group_{0};
   std::atomic<uint64_t> external_started_{0};  // fibers spawned from non-worker threads
   bool started_ = false;
-  bool oversubscribed_ = false;
-  std::atomic<int> outside_wakers_{0};  // threads outside the scheduler inside PushShared()  // more workers than usable CPUs: idle workers do not spin
+  bool oversubscribed_ = false;         // more workers than usable CPUs: idle workers do not spin
+  std::atomic<int> outside_wakers_{0};  // threads outside the scheduler inside PushShared()
 };
 
 }  // namespace trpc::fiber

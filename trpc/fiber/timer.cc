@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "trpc/fiber/detail/fiber_entity.h"
+#include "trpc/fiber/detail/worker_timer.h"
 #include "trpc/fiber/fiber.h"
 #include "trpc/fiber/scheduler.h"
 

@@ -21,8 +21,8 @@ struct FiberEntity {
   std::function<void()> fn;
   SchedulingGroup* group = nullptr;  // where a wake-up from outside the scheduler queues it
   uint64_t id = 0;
-  JoinState* join = nullptr;         // set for joinable fibers (Fiber); refcounted
-  void* locals = nullptr;            // FiberLocal storage, created on first use
+  JoinState* join = nullptr;  // set for joinable fibers (Fiber); refcounted
+  void* locals = nullptr;     // FiberLocal storage, created on first use
   void (*destroy_locals)(void*) = nullptr;
   SanitizerContext san;
   void* asan_fake_stack = nullptr;
@@ -37,12 +37,12 @@ class WaitList;
 /// Where a waiting fiber or thread is parked. Lives on the waiter's stack; linked into the wait
 /// list of the primitive it waits on, under that primitive's Spinlock.
 struct Waiter {
-  FiberEntity* fiber = nullptr;     // null: a plain thread, which sleeps on `futex`
-  std::atomic<uint32_t> futex{0};   // thread waiters: becomes 1 when woken
+  FiberEntity* fiber = nullptr;    // null: a plain thread, which sleeps on `futex`
+  std::atomic<uint32_t> futex{0};  // thread waiters: becomes 1 when woken
   Waiter* prev = nullptr;
   Waiter* next = nullptr;
-  bool linked = false;              // guarded by the list's lock
-  uintptr_t tag = 0;                // free for the primitive (e.g. a mutex handoff flag)
+  bool linked = false;  // guarded by the list's lock
+  uintptr_t tag = 0;    // free for the primitive (e.g. a mutex handoff flag)
 };
 
 /// An intrusive FIFO of waiters. Not synchronised: the owning primitive's lock guards it.
@@ -88,8 +88,8 @@ class WaitList {
 struct JoinState {
   std::atomic<int> refs{2};
   Spinlock lock;
-  bool done = false;   // guarded by lock
-  WaitList waiters;    // guarded by lock
+  bool done = false;  // guarded by lock
+  WaitList waiters;   // guarded by lock
   void Unref() {
     if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
@@ -125,20 +125,5 @@ bool WaitUntil(Waiter* w, WaitList* list, Spinlock* lock, int64_t deadline_ns);
 /// Wakes a waiter already removed from its list. May be called with or without the list's lock
 /// held; touches nothing of `w` after the wake-up is published.
 void Wake(Waiter* w);
-
-class Worker;
-/// A timer armed on one worker's heap.
-struct WorkerTimer {
-  Worker* worker = nullptr;
-  uint64_t id = 0;
-};
-
-/// Runs `cb` on the calling worker at `deadline_ns`. Worker threads only (fibers included).
-WorkerTimer AddWorkerTimer(int64_t deadline_ns, std::function<void()> cb);
-
-/// Cancels a timer from any thread: at once on its own worker, else through the worker's
-/// cancellation inbox, applied before it next runs timers, parks or exits. A callback may still
-/// run if it is already due, so callbacks must tolerate a cancelled reason.
-void CancelWorkerTimer(const WorkerTimer& timer);
 
 }  // namespace trpc::fiber::detail

@@ -1,131 +1,19 @@
 #pragma once
 
-#include <signal.h>
-
 #include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "trpc/base/mpmc_queue.h"
-#include "trpc/base/mpsc_queue.h"
-#include "trpc/base/timer_queue.h"
 #include "trpc/fiber/detail/fiber_entity.h"
-#include "trpc/fiber/detail/stack.h"
-#include "trpc/fiber/detail/work_stealing_deque.h"
 #include "trpc/fiber/scheduler.h"
 
 namespace trpc::fiber::detail {
 
-/// What the scheduler does once the fiber it switched to has switched back.
-enum class AfterRun : uint8_t { kNone, kYield, kHalt, kExit };
-
-/// One worker thread: runs fibers from its deque, its group's queue, and what it steals.
-/// Everything but `local_` (stolen from), `epoch_` (bumped by wakers) and the counters read by
-/// Stats() is touched by the worker's own thread only.
-class Worker {
- public:
-  Worker(Scheduler* sched, SchedulingGroup* group, size_t index, size_t index_in_group,
-         StackPool* stacks, std::unique_ptr<WorkerIo> io);
-  ~Worker();
-
-  void Start();
-  void Join();
-
-  /// The worker of the calling thread, or null. Not inlined, and opaque to the optimiser: a
-  /// fiber can move to another thread across a context switch, so the thread-local address
-  /// must be recomputed after every switch, never cached by the compiler.
-  static Worker* Current();
-
-  /// A FiberEntity in its initial state, from this worker's free list when it has one (owner
-  /// thread only); FreeEntity() gives a finished one back (deleted when the list is full).
-  FiberEntity* NewEntity();
-  void FreeEntity(FiberEntity* f);
-
-  /// Queues a runnable fiber on this worker (owner thread only).
-  void PushLocal(FiberEntity* f);
-  /// Owner thread only: queues a new or woken fiber here and wakes a parked sibling to steal
-  /// it, unless this worker will run it next anyway.
-  void PushLocalAndWake(FiberEntity* f);
-  /// Any thread: asks this worker to cancel timer `id` (see CancelWorkerTimer()).
-  void PostTimerCancel(uint64_t id);
-  /// Wakes the worker if it is parked (any thread).
-  void Unpark();
-
-  FiberEntity* running() const { return running_; }
-  Scheduler* scheduler() const { return sched_; }
-  SchedulingGroup* group() const { return group_; }
-  size_t index() const { return index_; }
-  size_t index_in_group() const { return index_in_group_; }
-  WorkerIo* io() const { return io_.get(); }
-  WorkStealingDeque<FiberEntity>& local() { return local_; }
-  TimerQueue& timers() { return timers_; }
-
-  /// Called by a fiber on this worker to give the thread back to the scheduler.
-  void SwitchToScheduler(AfterRun action, Spinlock* lock);
-  /// A fiber's first frame.
-  static void FiberMain(ctx::transfer_t t);
-
-  // Counters (written by this worker only, read relaxed by Stats()). One writer needs no
-  // read-modify-write: Bump() is a plain load and store, where fetch_add would be a locked
-  // instruction on every fiber started and finished. A reader sees some recent value.
-  static void Bump(std::atomic<uint64_t>& c) {
-    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  }
-  std::atomic<uint64_t> started_{0};
-  std::atomic<uint64_t> finished_{0};
-  std::atomic<uint64_t> steals_{0};
-  std::atomic<uint64_t> remote_steals_{0};
-  std::atomic<uint64_t> parks_{0};
-
- private:
-  void Loop();
-  void RunFiber(FiberEntity* f);
-  FiberEntity* FindWork(bool allow_remote);
-  bool SpinForWork(FiberEntity** out);
-  void ParkUntilWork();
-  void RunTimers();
-  void ApplyTimerCancels();
-  void InstallAltStack();
-  void RemoveAltStack();
-
-  Scheduler* sched_;
-  SchedulingGroup* group_;
-  size_t index_;
-  size_t index_in_group_;
-  StackCache stacks_;
-  // Finished fibers' entities, reset, for the next spawn on this thread: saves the allocator a
-  // new/delete pair per fiber (~60 instructions with tcmalloc, a quarter of a spawn).
-  std::vector<FiberEntity*> free_entities_;
-  std::unique_ptr<WorkerIo> io_;
-  WorkStealingDeque<FiberEntity> local_;
-  TimerQueue timers_;
-  MpscQueue<uint64_t> timer_cancels_{1024};
-  std::thread thread_;
-
-  // The context switch state (owner thread only).
-  FiberEntity* running_ = nullptr;
-  ctx::fcontext_t sched_ctx_ = nullptr;
-  SanitizerContext sched_san_;
-  void* sched_fake_stack_ = nullptr;
-  AfterRun after_run_ = AfterRun::kNone;
-  Spinlock* after_run_lock_ = nullptr;
-
-  uint64_t idle_rounds_ = 0;
-  uint64_t find_calls_ = 0;
-  bool shared_first_ = false;  // set by a yield: the next pick tries the group queue first
-  uint64_t rng_;
-  void* alt_stack_ = nullptr;
-  size_t alt_stack_size_ = 0;
-  stack_t prev_alt_stack_{};  // the thread's alternate stack before ours (ASan installs one)
-
- public:
-  // Park word: a waker bumps it, then FutexWake()s it (or calls io_->Wake()).
-  alignas(64) std::atomic<uint32_t> epoch_{0};
-};
+class Worker;
 
 /// Workers that share a run queue and steal from each other first.
 class SchedulingGroup {

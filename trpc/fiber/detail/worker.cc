@@ -1,0 +1,362 @@
+#include "trpc/fiber/detail/worker.h"
+
+#include <pthread.h>
+
+#include <new>
+#include <utility>
+
+#include "trpc/base/clock.h"
+#include "trpc/base/logging.h"
+#include "trpc/fiber/detail/futex.h"
+#include "trpc/fiber/detail/scheduling_group.h"
+
+#ifdef TRPC_FIBER_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+namespace trpc::fiber::detail {
+
+namespace {
+
+thread_local Worker* tls_worker = nullptr;
+
+// Fibers run between two polls of a busy worker's IO: bounds how long ready sockets wait while
+// the worker has fibers to run. Each poll is an epoll_wait(2) and runs the posted reply
+// flushes, so a short interval costs syscalls: at 16, a worker serving 16-deep pipelined HTTP
+// polled once and sent about twice per batch (a poll fell inside most batches); at 64 it
+// polls once per four batches and sends about once per batch.
+constexpr int kFibersPerIoPoll = 64;
+// How long a worker spins looking for work before it parks.
+constexpr int64_t kSpinNanos = 20'000;
+constexpr int kMaxSpinners = 2;
+constexpr size_t kLocalQueueSize = 4096;
+#ifdef TRPC_FIBER_ASAN
+constexpr size_t kPooledEntitiesPerWorker = 0;  // ASan then sees a use after a fiber's end
+#else
+constexpr size_t kPooledEntitiesPerWorker = 256;
+#endif
+
+uint64_t NextRandom(uint64_t* s) {  // xorshift64*
+  uint64_t x = *s;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *s = x;
+  return x * 0x2545F4914F6CDD1DULL;
+}
+
+}  // namespace
+
+Worker::Worker(Scheduler* sched, SchedulingGroup* group, size_t index, size_t index_in_group,
+               StackPool* stacks, std::unique_ptr<WorkerIo> io)
+    : sched_(sched),
+      group_(group),
+      index_(index),
+      index_in_group_(index_in_group),
+      stacks_(stacks),
+      io_(std::move(io)),
+      local_(kLocalQueueSize),
+      rng_(0x9E3779B97F4A7C15ULL * (index + 1)) {}
+
+Worker::~Worker() {
+  for (FiberEntity* f : free_entities_) delete f;
+}
+
+FiberEntity* Worker::NewEntity() {
+  if (free_entities_.empty()) return new FiberEntity;
+  FiberEntity* f = free_entities_.back();
+  free_entities_.pop_back();
+  return f;
+}
+
+void Worker::FreeEntity(FiberEntity* f) {
+  if (free_entities_.size() >= kPooledEntitiesPerWorker) {
+    delete f;
+    return;
+  }
+  // Reset in place: the next fiber starts from the same state as a new entity.
+  f->~FiberEntity();
+  new (f) FiberEntity;
+  free_entities_.push_back(f);
+}
+
+__attribute__((noinline)) Worker* Worker::Current() {
+  asm volatile("" ::: "memory");
+  return tls_worker;
+}
+
+void Worker::Start() {
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(),
+                       fmt::format("{}_{}", sched_->options().name.substr(0, 8), index_).c_str());
+    tls_worker = this;
+    alt_stack_.Install();
+#ifdef TRPC_FIBER_TSAN
+    sched_san_.tsan_fiber = __tsan_get_current_fiber();
+#endif
+    if (io_) io_->OnStart();
+    Loop();
+    if (io_) io_->OnStop();
+    alt_stack_.Remove();
+    tls_worker = nullptr;
+  });
+}
+
+void Worker::Join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void Worker::PushLocal(FiberEntity* f) {
+  if (!local_.Push(f)) group_->PushShared(f);
+}
+
+void Worker::PushLocalAndWake(FiberEntity* f) {
+  // In the scheduler's own context (the reactor dispatching what it just read, a reply or a
+  // timer waking a fiber) with nothing queued, this worker runs the new fiber itself as soon
+  // as that returns. Waking a parked sibling for it only has the sibling find nothing, spin
+  // and park again, which costs CPU per request without improving latency. A second fiber
+  // queued behind it, a fiber spawning another, or a full deque still wakes a sibling to steal.
+  // Size() is exact for the owner or an over-estimate (a thief's steal not yet seen), which
+  // only errs towards waking. The only worker of its scheduler has no one to wake (and would
+  // pay for SignalWork's fence for nothing).
+  bool wake = (running_ != nullptr || local_.Size() != 0) && sched_->workers_.size() > 1;
+  PushLocal(f);
+  // `f` may be stolen and finished by now: only our own fields from here.
+  if (wake) group_->SignalWork();
+}
+
+void Worker::Unpark() {
+  epoch_.fetch_add(1, std::memory_order_seq_cst);
+  if (io_) {
+    io_->Wake();
+  } else {
+    FutexWake(&epoch_, 1);
+  }
+}
+
+FiberEntity* Worker::FindWork(bool allow_remote) {
+  // FIFO from our own deque (a steal from the top, not a LIFO pop): request fibers run in
+  // arrival order, which is what keeps the tail short under load. Every 61st look starts at
+  // the shared queue so a worker busy with its own deque cannot starve it.
+  if (shared_first_ || ++find_calls_ % 61 == 0) {
+    shared_first_ = false;
+    if (FiberEntity* f = group_->PopShared()) return f;
+  }
+  if (FiberEntity* f = local_.Steal()) return f;
+  if (FiberEntity* f = group_->PopShared()) return f;
+  if (FiberEntity* f = group_->StealFromWorkers(this, NextRandom(&rng_))) {
+    Bump(steals_);
+    return f;
+  }
+  if (allow_remote && sched_->groups_.size() > 1) {
+    size_t n = sched_->groups_.size();
+    size_t start = NextRandom(&rng_) % n;
+    for (size_t i = 0; i < n; ++i) {
+      SchedulingGroup* g = sched_->groups_[(start + i) % n].get();
+      if (g == group_) continue;
+      FiberEntity* f = g->PopShared();
+      if (f == nullptr) f = g->StealFromWorkers(nullptr, NextRandom(&rng_));
+      if (f != nullptr) {
+        Bump(remote_steals_);
+        return f;
+      }
+    }
+  }
+  return nullptr;
+}
+
+bool Worker::SpinForWork(FiberEntity** out) {
+  // With more workers than CPUs a spinner only steals CPU time from the worker it waits for.
+  // A lone worker has no sibling whose work it could pick up while spinning (its own IO is not
+  // polled here; other threads' pushes wake it anyway): spinning would only burn the CPU time
+  // a request costs at moderate load.
+  if (sched_->oversubscribed_ || (group_->workers().size() == 1 && sched_->groups_.size() == 1)) {
+    return false;
+  }
+  if (sched_->groups_.size() == 1) {
+    // Every sibling asleep too: no running fiber can queue work for us soon, and what their
+    // reactors read wakes us (SignalWork) if they cannot take it themselves. Spinning then
+    // only burns CPU.
+    size_t n = group_->workers().size();
+    uint64_t all = n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
+    uint64_t self = uint64_t{1} << index_in_group_;
+    if ((group_->parked_mask_.load(std::memory_order_relaxed) | self) == all) return false;
+  }
+  int spinning = group_->spinning_.load(std::memory_order_relaxed);
+  do {
+    if (spinning >= kMaxSpinners) return false;
+  } while (
+      !group_->spinning_.compare_exchange_weak(spinning, spinning + 1, std::memory_order_seq_cst));
+  int64_t until = MonotonicNanos() + kSpinNanos;
+  FiberEntity* f = nullptr;
+  for (int i = 0;; ++i) {
+    f = FindWork(/*allow_remote=*/true);
+    if (f != nullptr) break;
+    if ((i & 15) == 15 && MonotonicNanos() >= until) break;
+    for (int k = 0; k < 32; ++k) CpuRelax();
+  }
+  group_->spinning_.fetch_sub(1, std::memory_order_seq_cst);
+  if (f != nullptr) {
+    // We were the spinner that wakers counted on; there may be more work behind this fiber.
+    group_->SignalWork();
+    *out = f;
+    return true;
+  }
+  return false;
+}
+
+void Worker::ParkUntilWork() {
+  uint32_t token = epoch_.load(std::memory_order_seq_cst);
+  uint64_t bit = uint64_t{1} << index_in_group_;
+  group_->parked_mask_.fetch_or(bit, std::memory_order_seq_cst);
+  // Re-check after announcing: a fiber pushed before the announcement is seen here; one pushed
+  // after it finds our bit and bumps the epoch, so the wait below returns at once.
+  FiberEntity* f = FindWork(/*allow_remote=*/true);
+  if (f != nullptr) {
+    uint64_t prev = group_->parked_mask_.fetch_and(~bit, std::memory_order_seq_cst);
+    if (!(prev & bit)) group_->SignalWork();  // a waker chose us; pass its wake-up on
+    RunFiber(f);
+    return;
+  }
+  // (Stopping: Loop() gets here only with timers pending, so the wait below is bounded by the
+  // next one; a Stop() that began after the check in Loop() has bumped our epoch.)
+  Bump(parks_);
+  int64_t deadline = timers_.NextDeadline();
+  if (io_) {
+    io_->Wait(deadline, &epoch_, token);
+  } else {
+    FutexWait(&epoch_, token, deadline);
+  }
+  group_->parked_mask_.fetch_and(~bit, std::memory_order_seq_cst);
+}
+
+void Worker::Loop() {
+  int since_poll = 0;
+  for (;;) {
+    RunTimers();
+    if (io_ && ++since_poll >= kFibersPerIoPoll) {
+      since_poll = 0;
+      io_->Poll();
+    }
+    FiberEntity* f = FindWork(/*allow_remote=*/false);
+    if (f == nullptr && ++idle_rounds_ % sched_->options_.work_stealing_ratio == 0) {
+      f = FindWork(/*allow_remote=*/true);
+    }
+    if (f != nullptr) {
+      RunFiber(f);
+      continue;
+    }
+    if (io_) {
+      // Idle: before spinning or sleeping, see whether IO has work for us.
+      io_->Poll();
+      since_poll = 0;
+      if ((f = FindWork(false)) != nullptr) {
+        RunFiber(f);
+        continue;
+      }
+    }
+    if (SpinForWork(&f)) {
+      RunFiber(f);
+      continue;
+    }
+    ApplyTimerCancels();
+    if (group_->stopping_.load(std::memory_order_acquire) && timers_.size() == 0) {
+      // Drain: exit once nothing is runnable and nothing is left to wake up on this worker.
+      if ((f = FindWork(true)) == nullptr) break;
+      RunFiber(f);
+      continue;
+    }
+    ParkUntilWork();
+  }
+}
+
+void Worker::RunFiber(FiberEntity* f) {
+  if (f->ctx == nullptr) {
+    f->stack = stacks_.Get();
+    TRPC_CHECK(f->stack.base != nullptr,
+               "cannot map a fiber stack: out of memory, or out of memory mappings (each stack "
+               "takes two; see vm.max_map_count)");
+    f->ctx = ctx::make_fcontext(f->stack.top(), f->stack.size, &Worker::FiberMain);
+    f->san.stack_bottom = f->stack.bottom();
+    f->san.stack_size = f->stack.size;
+#ifdef TRPC_FIBER_TSAN
+    f->san.tsan_fiber = __tsan_create_fiber(0);
+#endif
+  }
+  running_ = f;
+  after_run_ = AfterRun::kNone;
+  BeforeSwitch(f->san, &sched_fake_stack_);
+  ctx::transfer_t t = ctx::jump_fcontext(f->ctx, f);
+  AfterSwitch(sched_fake_stack_, nullptr);
+  running_ = nullptr;
+  switch (after_run_) {
+    case AfterRun::kYield:
+      // Behind this worker's deque, and the next pick looks at the group's queue first, so a
+      // yield lets both kinds of waiting fiber go ahead. No wake-up: this worker is busy
+      // anyway and will run it (a spinning sibling may steal it).
+      f->ctx = t.fctx;
+      if (local_.Push(f)) {
+        shared_first_ = true;
+      } else {
+        group_->PushShared(f);
+      }
+      break;
+    case AfterRun::kHalt:
+      f->ctx = t.fctx;
+      // Only now may a waker resume it: its context is saved.
+      if (after_run_lock_ != nullptr) after_run_lock_->unlock();
+      break;
+    case AfterRun::kExit:
+#ifdef TRPC_FIBER_TSAN
+      __tsan_destroy_fiber(f->san.tsan_fiber);
+#endif
+#ifdef TRPC_FIBER_ASAN
+      // The finished fiber's frames stay poisoned; the next fiber on this stack must not trip
+      // over them.
+      __asan_unpoison_memory_region(f->stack.bottom(), f->stack.size);
+#endif
+      stacks_.Put(f->stack);
+      FreeEntity(f);
+      Bump(finished_);
+      break;
+    case AfterRun::kNone:
+      TRPC_CHECK(false, "a fiber switched back without saying why");
+  }
+}
+
+void Worker::SwitchToScheduler(AfterRun action, Spinlock* lock) {
+  FiberEntity* self = running_;
+  if (self->on_suspend != nullptr && action != AfterRun::kExit) {
+    // this_fiber::OnNextSuspend(): still on the fiber, before anything is saved. One-shot.
+    void (*fn)(void*) = self->on_suspend;
+    self->on_suspend = nullptr;
+    fn(self->on_suspend_arg);
+  }
+  after_run_ = action;
+  after_run_lock_ = lock;
+  BeforeSwitch(sched_san_, action == AfterRun::kExit ? nullptr : &self->asan_fake_stack);
+  ctx::transfer_t t = ctx::jump_fcontext(sched_ctx_, nullptr);
+  // Resumed, possibly by another worker: `this` is stale, use the current thread's worker.
+  Worker* now = Worker::Current();
+  now->sched_ctx_ = t.fctx;
+  AfterSwitch(self->asan_fake_stack, &now->sched_san_);
+}
+
+void Worker::FiberMain(ctx::transfer_t t) {
+  Worker* w = Worker::Current();
+  w->sched_ctx_ = t.fctx;
+  AfterSwitch(nullptr, &w->sched_san_);
+  auto* self = static_cast<FiberEntity*>(t.data);
+  try {
+    self->fn();
+  } catch (const std::exception& e) {
+    TRPC_CHECK(false, "an exception escaped fiber #{}: {}", self->id, e.what());
+  } catch (...) {
+    TRPC_CHECK(false, "an exception escaped fiber #{}", self->id);
+  }
+  FinishFiber(self);
+  Worker::Current()->SwitchToScheduler(AfterRun::kExit, nullptr);
+  __builtin_unreachable();
+}
+
+}  // namespace trpc::fiber::detail
