@@ -2,9 +2,10 @@
 # Instructions per request of a one-worker server under callgrind (user space only, so the
 # figure does not move with the machine's noise). For each of trpc echo (bench_echo_server,
 # loaded by trpc_bench) and http_hello (loaded by wrk), each thread model and each depth, it
-# starts the server under valgrind, drives a fixed load, stops the server and divides the total
-# Ir by the requests the client completed. Start-up and shutdown are included (a few % of the
-# total at the default request counts).
+# starts the server under valgrind, zeroes its counters once it listens, drives the load, dumps
+# the counters (callgrind_control) and divides the Ir of that window by the requests the client
+# completed: start-up and shutdown are not counted, so the figure does not depend on how many
+# requests the (slowed-down) server answered.
 #
 #   benchmark/callgrind_per_request.sh [--build DIR] [--seconds S] [--only trpc|http]
 #
@@ -60,6 +61,7 @@ run_one() {
     >"$work/server.log" 2>&1 &
   local pid=$!
   wait_port "$port"
+  callgrind_control -z "$pid" >/dev/null
   if [ "$kind" = trpc ]; then
     "$build/benchmark/trpc_bench/trpc_bench" --target "127.0.0.1:$port" --connections 10 \
       --inflight "$depth" --duration "$seconds" --warmup 0 --timeout 5000 --quiet \
@@ -72,10 +74,11 @@ run_one() {
     requests=$(wrk -t1 -c10 -d"${seconds}s" "http://127.0.0.1:$port/" "${script[@]}" |
       awk '/requests in/ {print $1}')
   fi
+  callgrind_control -d "$pid" >/dev/null
   kill -TERM "$pid"
   wait "$pid" || true
   local ir
-  ir=$(awk '/^summary:/ {print $2}' "$out")
+  ir=$(awk '/^(summary|totals):/ {print $2; exit}' "$out".1)
   echo "$ir $requests"
 }
 

@@ -1,8 +1,9 @@
 // What the fiber thread model spends to start a request's handler: N tasks dispatched one fiber
-// each (ThreadModel::Dispatch) against the same N as one chain (DispatchChain: one fiber that
-// runs them in turn while none parks), as the service adapter does with the requests of one
-// read. The timing loop runs in a fiber on the model's only worker, like a reader would; each
-// iteration dispatches N empty tasks and waits until they have run. Run pinned:
+// each (ThreadModel::Dispatch) against the same N submitted in one reactor iteration
+// (ThreadModel::Submit: one chain, one fiber that runs them in turn while none parks), as the
+// service adapter does with the requests of one read. The timing loop runs in a fiber on the
+// model's only worker, like a reader would; each iteration starts N empty tasks and waits until
+// they have run. Run pinned:
 //   taskset -c 1 build/benchmark/micro/dispatch_bench --benchmark_min_time=0.5
 #include <benchmark/benchmark.h>
 
@@ -39,7 +40,10 @@ void InModel(benchmark::State& state, Body body) {
   model.Stop();
 }
 
-void CountDown(void* /*owner*/, void* latch) { static_cast<fiber::Latch*>(latch)->count_down(); }
+struct CountDown final : Task {
+  fiber::Latch* latch = nullptr;
+  void Run() override { latch->count_down(); }
+};
 
 void BM_DispatchEach(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
@@ -55,25 +59,23 @@ void BM_DispatchEach(benchmark::State& state) {
 }
 BENCHMARK(BM_DispatchEach)->Arg(1)->Arg(16)->UseRealTime();
 
-void BM_DispatchChain(benchmark::State& state) {
+void BM_SubmitChain(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   InModel(state, [&](FiberThreadModel& m) {
-    Reactor* owner = m.GetReactor(0);
-    std::vector<ChainedTask> tasks(static_cast<size_t>(n));
+    Reactor* owner = m.GetReactor(0);  // this fiber's worker: Submit() chains on it
+    std::vector<CountDown> tasks(static_cast<size_t>(n));
     for (auto _ : state) {
       fiber::Latch done(n);
-      for (int i = 0; i < n; ++i) {
-        tasks[i].next = i + 1 < n ? &tasks[i + 1] : nullptr;
-        tasks[i].run = &CountDown;
-        tasks[i].arg = &done;
+      for (CountDown& t : tasks) {
+        t.latch = &done;
+        m.Submit(owner, &t);
       }
-      m.DispatchChain(owner, &tasks[0]);
-      done.wait();
+      done.wait();  // the worker's next reactor iteration starts the chain
     }
   });
   SetTimePerTask(state, n);
 }
-BENCHMARK(BM_DispatchChain)->Arg(1)->Arg(16)->UseRealTime();
+BENCHMARK(BM_SubmitChain)->Arg(1)->Arg(16)->UseRealTime();
 
 }  // namespace
 }  // namespace trpc

@@ -1,4 +1,5 @@
-// FiberThreadModel: Dispatch, and how a chain of requests (one read's pipelined batch) is run:
+// FiberThreadModel: Dispatch, and how a chain of requests (the tasks submitted in one reactor
+// iteration, e.g. one read's pipelined batch) is run:
 // in one fiber while nothing blocks, handed to a new fiber when a request parks, spread over
 // idle workers, each request with fresh fiber-locals.
 #include "trpc/runtime/fiber_thread_model.h"
@@ -46,11 +47,11 @@ struct Recorder {
 };
 
 // A task of a test chain: records its run into `rec`, after `body`.
-struct TestTask {
-  ChainedTask task;
+struct TestTask final : Task {
   int index = 0;
   Recorder* rec = nullptr;
   std::function<void()> body;
+  void Run() override;
 };
 
 fiber::FiberLocal<int>& Local() {
@@ -58,8 +59,8 @@ fiber::FiberLocal<int>& Local() {
   return local;
 }
 
-void RunTestTask(void* /*owner*/, void* arg) {
-  auto* t = static_cast<TestTask*>(arg);
+void TestTask::Run() {
+  TestTask* t = this;
   TaskRun r;
   r.index = t->index;
   r.fiber_id = fiber::this_fiber::GetId();
@@ -77,7 +78,7 @@ void RunTestTask(void* /*owner*/, void* arg) {
   if (rec->left.fetch_sub(1) == 1) rec->all_done.set_value();
 }
 
-// n tasks linked in order; body(i) may be empty.
+// n tasks, submitted in order by SubmitChain(); body(i) may be empty.
 std::vector<std::unique_ptr<TestTask>> MakeChain(int n, Recorder* rec,
                                                  const std::function<void(int)>& body = {}) {
   std::vector<std::unique_ptr<TestTask>> tasks;
@@ -87,12 +88,19 @@ std::vector<std::unique_ptr<TestTask>> MakeChain(int n, Recorder* rec,
     t->index = i;
     t->rec = rec;
     if (body) t->body = [body, i] { body(i); };
-    t->task.run = &RunTestTask;
-    t->task.arg = t.get();
-    if (i > 0) tasks.back()->task.next = &t->task;
     tasks.push_back(std::move(t));
   }
   return tasks;
+}
+
+// Submits `tasks` from the loop of reactor `index`, in one iteration, as a connection's reader
+// would: they form one chain.
+void SubmitChain(FiberThreadModel& m, size_t index,
+                 const std::vector<std::unique_ptr<TestTask>>& tasks) {
+  Reactor* r = m.GetReactor(index);
+  r->RunInLoop([&m, r, &tasks] {
+    for (const auto& t : tasks) m.Submit(r, t.get());
+  });
 }
 
 bool WaitDone(Recorder* rec) {
@@ -126,7 +134,7 @@ TEST(FiberThreadModelTest, ChainRunsInOneFiberInOrderWithFreshLocals) {
   ASSERT_TRUE(m.Start(&err)) << err;
   Recorder rec;
   auto tasks = MakeChain(16, &rec);
-  m.DispatchChain(m.GetReactor(0), &tasks[0]->task);
+  SubmitChain(m, 0, tasks);
   ASSERT_TRUE(WaitDone(&rec));
   ASSERT_EQ(rec.runs.size(), 16u);
   std::set<uint64_t> fibers;
@@ -151,7 +159,7 @@ TEST(FiberThreadModelTest, ParkingTaskHandsTheRestToANewFiber) {
     if (i == 0 || i == 3) fiber::this_fiber::SleepFor(std::chrono::milliseconds(200));
   });
   int64_t begin = MonotonicNanos();
-  m.DispatchChain(m.GetReactor(0), &tasks[0]->task);
+  SubmitChain(m, 0, tasks);
   ASSERT_TRUE(WaitDone(&rec));
   int64_t took_ms = (MonotonicNanos() - begin) / 1'000'000;
   ASSERT_EQ(rec.runs.size(), 6u);
@@ -177,7 +185,7 @@ TEST(FiberThreadModelTest, YieldingTaskHandsTheRestOver) {
   auto tasks = MakeChain(3, &rec, [](int i) {
     if (i == 0) fiber::this_fiber::Yield();
   });
-  m.DispatchChain(m.GetReactor(0), &tasks[0]->task);
+  SubmitChain(m, 0, tasks);
   ASSERT_TRUE(WaitDone(&rec));
   ASSERT_EQ(rec.runs.size(), 3u);
   EXPECT_NE(rec.runs[0].fiber_id, rec.runs[2].fiber_id);
@@ -200,7 +208,7 @@ TEST(FiberThreadModelTest, IdleSiblingTakesPartOfTheChain) {
     while (MonotonicNanos() < until) {
     }
   });
-  m.DispatchChain(m.GetReactor(0), &tasks[0]->task);
+  SubmitChain(m, 0, tasks);
   ASSERT_TRUE(WaitDone(&rec));
   std::set<std::thread::id> threads;
   for (const TaskRun& r : rec.runs) threads.insert(r.thread);
@@ -231,18 +239,11 @@ TEST(FiberThreadModelTest, ManyChainsEveryTaskRunsOnce) {
         if (i % 4 == 1) fiber::this_fiber::SleepFor(std::chrono::microseconds(50));
         if (i % 4 == 2) fiber::this_fiber::Yield();
       };
-      t->task.run = &RunTestTask;
-      t->task.arg = t.get();
-      if (i > 0) chains[c].back()->task.next = &t->task;
       chains[c].push_back(std::move(t));
     }
   }
-  // Dispatched from each worker's own loop, as a connection's reader would.
-  for (int c = 0; c < kChains; ++c) {
-    Reactor* r = m.GetReactor(c % 2);
-    ChainedTask* first = &chains[c][0]->task;
-    r->RunInLoop([&m, r, first] { m.DispatchChain(r, first); });
-  }
+  // Submitted from each worker's own loop, as a connection's reader would.
+  for (int c = 0; c < kChains; ++c) SubmitChain(m, c % 2, chains[c]);
   ASSERT_TRUE(WaitDone(&rec));
   for (int i = 0; i < kChains * kLen; ++i) ASSERT_EQ(ran[i].load(), 1) << "task " << i;
   for (const TaskRun& r : rec.runs) ASSERT_EQ(r.local_seen, 0);

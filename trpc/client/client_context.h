@@ -5,7 +5,7 @@
 #include <string>
 
 #include "trpc/base/status.h"
-#include "trpc/codec/codec.h"
+#include "trpc/codec/rpc_message.h"
 #include "trpc/base/net_address.h"
 
 namespace trpc {

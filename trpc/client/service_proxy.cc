@@ -2,14 +2,21 @@
 
 #include <google/protobuf/message_lite.h>
 
+#include <atomic>
 #include <latch>
 #include <mutex>
+#include <unordered_map>
+#include <vector>
 
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/base/zero_copy_stream.h"
+#include "trpc/codec/codec.h"
 #include "trpc/codec/message_body.h"
 #include "trpc/fiber/event.h"
+#include "trpc/runtime/thread_model.h"
+#include "trpc/transport/client_connection.h"
+#include "trpc/transport/client_connection_pool.h"
 
 namespace trpc {
 
@@ -19,8 +26,63 @@ namespace {
 constexpr uint32_t kDefaultPoolSize = 64;
 }  // namespace
 
+// Everything behind ServiceProxy's public surface.
+class ServiceProxy::Impl {
+ public:
+  Impl(ClientServiceConfig config, ThreadModel* model);
+  ~Impl() { Stop(); }
+
+  bool Init(std::string* err);
+  void Stop();
+  void AsyncUnaryInvoke(const ClientContextPtr& ctx, const google::protobuf::MessageLite& req,
+                        google::protobuf::MessageLite* rsp, Done done);
+  Status OnewayInvoke(const ClientContextPtr& ctx, const google::protobuf::MessageLite& req);
+  void AsyncInvokeFrame(const ClientContextPtr& ctx, RpcRequest&& req, FrameDone done);
+
+  const ClientServiceConfig& config() const { return config_; }
+  ThreadModel* model() const { return model_; }
+
+ private:
+  struct Call;
+  // Fills `*r` (what the caller left empty) and encodes it into `call`.
+  bool Prepare(const ClientContextPtr& ctx, RpcRequest* r,
+               const google::protobuf::MessageLite* body_msg, uint32_t call_type, Call* call,
+               Status* st);
+  void StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call);
+  // Decodes a reply (or takes a failure) into the call's Status and runs its callback.
+  void Finish(Call* call, Status st, ChainBuffer&& frame);
+  ClientConnectionPool* GetPool(size_t reactor_index, size_t backend);
+  ClientConnectionPtr GetConnection(size_t reactor_index, size_t backend, size_t slot, Status* st);
+  ClientConnectionPtr Connect(size_t reactor_index, size_t backend, Status* st);
+  Reactor* PickReactor();
+  // Runs the filters at `point`; on a REJECT returns false with the reason in ctx's status.
+  bool RunFilters(FilterPoint point, const ClientContextPtr& ctx);
+
+  ClientServiceConfig config_;
+  ThreadModel* model_;
+  std::shared_ptr<ClientCodec> codec_;
+  detail::ClientFilterChain filters_;
+  std::vector<NetAddress> backends_;
+  std::vector<std::string> backend_names_;  // "ip:port" of backends_[i] (a request's authority)
+  // conns_[reactor][backend * conns_per_backend_ + k]: touched only on that reactor's thread.
+  std::vector<std::vector<ClientConnectionPtr>> conns_;
+  // Short connections per reactor, until they close: touched only on that reactor's thread.
+  std::vector<std::unordered_map<ClientConnection*, ClientConnectionPtr>> short_conns_;
+  // Protocols that answer in order: pools_[reactor][backend], made on first use; touched only
+  // on that reactor's thread.
+  std::vector<std::vector<std::unique_ptr<ClientConnectionPool>>> pools_;
+  ConnectionOptions conn_options_;
+  std::atomic<uint32_t> next_request_id_{0};
+  std::atomic<uint32_t> next_backend_{0};
+  uint32_t conns_per_backend_ = 1;
+  bool short_conn_ = false;
+  bool fifo_ = false;  // the protocol answers in order: pools_ instead of conns_
+  bool initialized_ = false;
+  std::atomic<bool> stopped_{false};
+};
+
 // One call on its way: the encoded request and what to do with the reply.
-struct ServiceProxy::Call {
+struct ServiceProxy::Impl::Call {
   ChainBuffer request;
   uint32_t request_id = 0;
   uint32_t call_type = kUnaryCall;
@@ -33,16 +95,14 @@ struct ServiceProxy::Call {
   FrameDone frame_done;  // AsyncInvokeFrame: the frame goes back undecoded
 };
 
-ServiceProxy::ServiceProxy(ClientServiceConfig config, ThreadModel* model)
+ServiceProxy::Impl::Impl(ClientServiceConfig config, ThreadModel* model)
     : config_(std::move(config)),
       model_(model),
       conns_(model->ReactorCount()),
       short_conns_(model->ReactorCount()),
       pools_(model->ReactorCount()) {}
 
-ServiceProxy::~ServiceProxy() { Stop(); }
-
-bool ServiceProxy::Init(std::string* err) {
+bool ServiceProxy::Impl::Init(std::string* err) {
   std::string where = config_.origin.empty() ? "" : config_.origin + ": ";
   codec_ = CodecRegistry::Instance().GetClient(config_.protocol);
   if (!codec_) {
@@ -81,7 +141,7 @@ bool ServiceProxy::Init(std::string* err) {
   return true;
 }
 
-void ServiceProxy::Stop() {
+void ServiceProxy::Impl::Stop() {
   // A proxy that never initialized has no connections (and may outlive its thread model).
   if (!initialized_ || stopped_.exchange(true)) return;
   std::latch done(static_cast<std::ptrdiff_t>(conns_.size()));
@@ -106,7 +166,7 @@ void ServiceProxy::Stop() {
   done.wait();
 }
 
-bool ServiceProxy::RunFilters(FilterPoint point, const ClientContextPtr& ctx) {
+bool ServiceProxy::Impl::RunFilters(FilterPoint point, const ClientContextPtr& ctx) {
   std::string rejected_by;
   if (filters_.Run(point, ctx, &rejected_by)) return true;
   if (ctx->GetStatus().OK()) {
@@ -115,15 +175,15 @@ bool ServiceProxy::RunFilters(FilterPoint point, const ClientContextPtr& ctx) {
   return false;
 }
 
-Reactor* ServiceProxy::PickReactor() {
+Reactor* ServiceProxy::Impl::PickReactor() {
   Reactor* current = Reactor::Current();
   if (current != nullptr && model_->IndexOf(current) >= 0) return current;
   return model_->NextReactor();
 }
 
-bool ServiceProxy::Prepare(const ClientContextPtr& ctx, RpcRequest* req_in,
-                           const google::protobuf::MessageLite* body_msg, uint32_t call_type,
-                           Call* call, Status* st) {
+bool ServiceProxy::Impl::Prepare(const ClientContextPtr& ctx, RpcRequest* req_in,
+                                 const google::protobuf::MessageLite* body_msg, uint32_t call_type,
+                                 Call* call, Status* st) {
   RpcRequest& r = *req_in;
   int64_t now = MonotonicNanos();
   uint32_t timeout_ms = ctx->GetTimeout() > 0 ? ctx->GetTimeout() : config_.timeout;
@@ -137,10 +197,11 @@ bool ServiceProxy::Prepare(const ClientContextPtr& ctx, RpcRequest* req_in,
   }
   r.call_type = call_type;
   r.request_id = next_request_id_.fetch_add(1, std::memory_order_relaxed) + 1;
-  if (r.request_id == 0) r.request_id = next_request_id_.fetch_add(1, std::memory_order_relaxed) + 1;
-  r.timeout_ms = deadline > 0 ? static_cast<uint32_t>((deadline - now + kNanosPerMilli - 1) /
-                                                      kNanosPerMilli)
-                              : 0;
+  if (r.request_id == 0)
+    r.request_id = next_request_id_.fetch_add(1, std::memory_order_relaxed) + 1;
+  r.timeout_ms = deadline > 0
+                     ? static_cast<uint32_t>((deadline - now + kNanosPerMilli - 1) / kNanosPerMilli)
+                     : 0;
   r.caller = ctx->GetCaller();
   r.callee = config_.name;
   if (r.func.empty()) r.func = ctx->GetFuncName();
@@ -168,8 +229,8 @@ bool ServiceProxy::Prepare(const ClientContextPtr& ctx, RpcRequest* req_in,
   return true;
 }
 
-ClientConnectionPtr ServiceProxy::GetConnection(size_t reactor_index, size_t backend, size_t slot,
-                                               Status* st) {
+ClientConnectionPtr ServiceProxy::Impl::GetConnection(size_t reactor_index, size_t backend,
+                                                      size_t slot, Status* st) {
   if (!short_conn_) {
     ClientConnectionPtr& c = conns_[reactor_index][slot];
     if (c && c->usable()) return c;
@@ -186,10 +247,9 @@ ClientConnectionPtr ServiceProxy::GetConnection(size_t reactor_index, size_t bac
   return c;
 }
 
-ClientConnectionPtr ServiceProxy::Connect(size_t reactor_index, size_t backend, Status* st) {
-  auto c = std::make_shared<ClientConnection>(model_->GetReactor(reactor_index),
-                                              backends_[backend], codec_.get(), conn_options_,
-                                              config_.connect_timeout);
+ClientConnectionPtr ServiceProxy::Impl::Connect(size_t reactor_index, size_t backend, Status* st) {
+  auto c = std::make_shared<ClientConnection>(model_->GetReactor(reactor_index), backends_[backend],
+                                              codec_.get(), conn_options_, config_.connect_timeout);
   std::string err;
   if (!c->Connect(&err)) {
     *st = Status(kClientConnectErr, err);
@@ -198,7 +258,7 @@ ClientConnectionPtr ServiceProxy::Connect(size_t reactor_index, size_t backend, 
   return c;
 }
 
-ClientConnectionPool* ServiceProxy::GetPool(size_t reactor_index, size_t backend) {
+ClientConnectionPool* ServiceProxy::Impl::GetPool(size_t reactor_index, size_t backend) {
   std::unique_ptr<ClientConnectionPool>& pool = pools_[reactor_index][backend];
   if (!pool) {
     ClientConnectionPool::Options o;
@@ -212,7 +272,7 @@ ClientConnectionPool* ServiceProxy::GetPool(size_t reactor_index, size_t backend
   return pool.get();
 }
 
-void ServiceProxy::StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call) {
+void ServiceProxy::Impl::StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call) {
   auto run = [this, reactor, call]() mutable {
     size_t index = static_cast<size_t>(model_->IndexOf(reactor));
     if (stopped_.load(std::memory_order_acquire)) {
@@ -260,7 +320,7 @@ void ServiceProxy::StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call) {
   }
 }
 
-void ServiceProxy::Finish(Call* call, Status st, ChainBuffer&& frame) {
+void ServiceProxy::Impl::Finish(Call* call, Status st, ChainBuffer&& frame) {
   if (call->frame_done) {
     call->ctx->SetStatus(st);
     call->frame_done(st, std::move(frame));
@@ -298,9 +358,9 @@ void ServiceProxy::Finish(Call* call, Status st, ChainBuffer&& frame) {
   call->done(st);
 }
 
-void ServiceProxy::AsyncUnaryInvoke(const ClientContextPtr& ctx,
-                                    const google::protobuf::MessageLite& req,
-                                    google::protobuf::MessageLite* rsp, Done done) {
+void ServiceProxy::Impl::AsyncUnaryInvoke(const ClientContextPtr& ctx,
+                                          const google::protobuf::MessageLite& req,
+                                          google::protobuf::MessageLite* rsp, Done done) {
   if (!filters_.Empty()) {
     ctx->SetStatus(Status());
     if (!RunFilters(FilterPoint::CLIENT_PRE_RPC_INVOKE, ctx)) {
@@ -327,15 +387,8 @@ void ServiceProxy::AsyncUnaryInvoke(const ClientContextPtr& ctx,
   StartOnLoop(PickReactor(), std::move(call));
 }
 
-Status ServiceProxy::UnaryInvoke(const ClientContextPtr& ctx,
-                                 const google::protobuf::MessageLite& req,
-                                 google::protobuf::MessageLite* rsp) {
-  return WaitFor(ctx, "AsyncUnaryInvoke",
-                 [&](Done done) { AsyncUnaryInvoke(ctx, req, rsp, std::move(done)); });
-}
-
-Status ServiceProxy::OnewayInvoke(const ClientContextPtr& ctx,
-                                  const google::protobuf::MessageLite& req) {
+Status ServiceProxy::Impl::OnewayInvoke(const ClientContextPtr& ctx,
+                                        const google::protobuf::MessageLite& req) {
   if (!filters_.Empty()) {
     ctx->SetStatus(Status());
     if (!RunFilters(FilterPoint::CLIENT_PRE_RPC_INVOKE, ctx)) return ctx->GetStatus();
@@ -348,8 +401,8 @@ Status ServiceProxy::OnewayInvoke(const ClientContextPtr& ctx,
   return Status();
 }
 
-void ServiceProxy::AsyncInvokeFrame(const ClientContextPtr& ctx, RpcRequest&& req,
-                                    FrameDone done) {
+void ServiceProxy::Impl::AsyncInvokeFrame(const ClientContextPtr& ctx, RpcRequest&& req,
+                                          FrameDone done) {
   if (!filters_.Empty()) {
     ctx->SetStatus(Status());
     if (!RunFilters(FilterPoint::CLIENT_PRE_RPC_INVOKE, ctx)) {
@@ -371,6 +424,69 @@ void ServiceProxy::AsyncInvokeFrame(const ClientContextPtr& ctx, RpcRequest&& re
   }
   call->frame_done = std::move(done);
   StartOnLoop(PickReactor(), std::move(call));
+}
+
+// ServiceProxy: the public surface, forwarding to Impl.
+
+ServiceProxy::ServiceProxy(ClientServiceConfig config, ThreadModel* model)
+    : impl_(std::make_unique<Impl>(std::move(config), model)) {}
+
+ServiceProxy::~ServiceProxy() = default;
+
+bool ServiceProxy::Init(std::string* err) { return impl_->Init(err); }
+void ServiceProxy::Stop() { impl_->Stop(); }
+const ClientServiceConfig& ServiceProxy::config() const { return impl_->config(); }
+ThreadModel* ServiceProxy::thread_model() const { return impl_->model(); }
+
+void ServiceProxy::AsyncUnaryInvoke(const ClientContextPtr& ctx,
+                                    const google::protobuf::MessageLite& req,
+                                    google::protobuf::MessageLite* rsp, Done done) {
+  impl_->AsyncUnaryInvoke(ctx, req, rsp, std::move(done));
+}
+
+Status ServiceProxy::OnewayInvoke(const ClientContextPtr& ctx,
+                                  const google::protobuf::MessageLite& req) {
+  return impl_->OnewayInvoke(ctx, req);
+}
+
+void ServiceProxy::AsyncInvokeFrame(const ClientContextPtr& ctx, RpcRequest&& req, FrameDone done) {
+  impl_->AsyncInvokeFrame(ctx, std::move(req), std::move(done));
+}
+
+Status ServiceProxy::UnaryInvoke(const ClientContextPtr& ctx,
+                                 const google::protobuf::MessageLite& req,
+                                 google::protobuf::MessageLite* rsp) {
+  return WaitFor(ctx, "AsyncUnaryInvoke",
+                 [&](Done done) { AsyncUnaryInvoke(ctx, req, rsp, std::move(done)); });
+}
+
+bool ServiceProxy::MayBlock(const ClientContextPtr& ctx, std::string_view async_name) {
+  if (impl_->model()->MayBlockCurrentThread()) return true;
+  ctx->SetStatus(Status(
+      kServerSystemErr,
+      "a synchronous call would block a merge worker thread; use " + std::string(async_name)));
+  return false;
+}
+
+// The status is written before Set(), which orders it before Wait() returns.
+struct ServiceProxy::SyncWait::State {
+  fiber::Event done;
+  Status status;
+};
+
+ServiceProxy::SyncWait::SyncWait() : state_(std::make_shared<State>()) {}
+ServiceProxy::SyncWait::~SyncWait() = default;
+
+ServiceProxy::Done ServiceProxy::SyncWait::Callback() {
+  return [state = state_](const Status& st) {
+    state->status = st;
+    state->done.Set();
+  };
+}
+
+Status ServiceProxy::SyncWait::Wait() {
+  state_->done.Wait();
+  return state_->status;
 }
 
 }  // namespace trpc

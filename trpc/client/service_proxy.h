@@ -1,27 +1,22 @@
 #pragma once
 
-#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
-#include <vector>
 
 #include "trpc/client/client_context.h"
 #include "trpc/client/client_filter.h"
 #include "trpc/config/config.h"
-#include "trpc/fiber/event.h"
 #include "trpc/future/future.h"
-#include "trpc/runtime/thread_model.h"
-#include "trpc/transport/client_connection.h"
-#include "trpc/transport/client_connection_pool.h"
 
 namespace google::protobuf {
 class MessageLite;
 }
 
 namespace trpc {
+
+class ThreadModel;
 
 /// Calls one callee (a `client.service[]` entry): picks a backend round-robin, multiplexes calls
 /// over `max_conn_num` long connections per backend per reactor (or, with conn_type "short", one
@@ -62,24 +57,10 @@ class ServiceProxy {
   /// (its worker runs other fibers meanwhile), a plain thread sleeps on a futex.
   template <typename Start>
   Status WaitFor(const ClientContextPtr& ctx, std::string_view async_name, Start&& start) {
-    if (!model_->MayBlockCurrentThread()) {
-      Status st(kServerSystemErr, "a synchronous call would block a merge worker thread; use " +
-                                      std::string(async_name));
-      ctx->SetStatus(st);
-      return st;
-    }
-    // The status is written before Set(), which orders it before Wait() returns.
-    struct SyncCall {
-      fiber::Event done;
-      Status status;
-    };
-    auto call = std::make_shared<SyncCall>();
-    start([call](const Status& st) {
-      call->status = st;
-      call->done.Set();
-    });
-    call->done.Wait();
-    return call->status;
+    if (!MayBlock(ctx, async_name)) return ctx->GetStatus();
+    SyncWait wait;
+    start(wait.Callback());
+    return wait.Wait();
   }
   /// Returns at once; `done` runs exactly once on a reactor thread. `req` may be destroyed when
   /// this returns; `rsp` and `ctx` must live until `done` runs.
@@ -121,46 +102,30 @@ class ServiceProxy {
   /// thread.
   void AsyncInvokeFrame(const ClientContextPtr& ctx, RpcRequest&& req, FrameDone done);
 
-  const ClientServiceConfig& config() const { return config_; }
-  ThreadModel* thread_model() const { return model_; }
+  const ClientServiceConfig& config() const;
+  ThreadModel* thread_model() const;
 
  private:
-  struct Call;
-  // Fills `*r` (what the caller left empty) and encodes it into `call`.
-  bool Prepare(const ClientContextPtr& ctx, RpcRequest* r,
-               const google::protobuf::MessageLite* body_msg, uint32_t call_type, Call* call,
-               Status* st);
-  void StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call);
-  // Decodes a reply (or takes a failure) into the call's Status and runs its callback.
-  void Finish(Call* call, Status st, ChainBuffer&& frame);
-  ClientConnectionPool* GetPool(size_t reactor_index, size_t backend);
-  ClientConnectionPtr GetConnection(size_t reactor_index, size_t backend, size_t slot, Status* st);
-  ClientConnectionPtr Connect(size_t reactor_index, size_t backend, Status* st);
-  Reactor* PickReactor();
-  // Runs the filters at `point`; on a REJECT returns false with the reason in ctx's status.
-  bool RunFilters(FilterPoint point, const ClientContextPtr& ctx);
+  // The waiting half of WaitFor(): a fiber parks, a plain thread sleeps on a futex.
+  class SyncWait {
+   public:
+    SyncWait();
+    ~SyncWait();
+    /// The callback the call completes through (exactly once, any thread).
+    ServiceProxy::Done Callback();
+    /// Blocks until Callback()'s callback ran; returns the status it got.
+    Status Wait();
 
-  ClientServiceConfig config_;
-  ThreadModel* model_;
-  std::shared_ptr<ClientCodec> codec_;
-  detail::ClientFilterChain filters_;
-  std::vector<NetAddress> backends_;
-  std::vector<std::string> backend_names_;  // "ip:port" of backends_[i] (a request's authority)
-  // conns_[reactor][backend * conns_per_backend_ + k]: touched only on that reactor's thread.
-  std::vector<std::vector<ClientConnectionPtr>> conns_;
-  // Short connections per reactor, until they close: touched only on that reactor's thread.
-  std::vector<std::unordered_map<ClientConnection*, ClientConnectionPtr>> short_conns_;
-  // Protocols that answer in order: pools_[reactor][backend], made on first use; touched only
-  // on that reactor's thread.
-  std::vector<std::vector<std::unique_ptr<ClientConnectionPool>>> pools_;
-  ConnectionOptions conn_options_;
-  std::atomic<uint32_t> next_request_id_{0};
-  std::atomic<uint32_t> next_backend_{0};
-  uint32_t conns_per_backend_ = 1;
-  bool short_conn_ = false;
-  bool fifo_ = false;  // the protocol answers in order: pools_ instead of conns_
-  bool initialized_ = false;
-  std::atomic<bool> stopped_{false};
+   private:
+    struct State;
+    std::shared_ptr<State> state_;
+  };
+  // False (with the refusal in ctx's status) where blocking is not allowed.
+  bool MayBlock(const ClientContextPtr& ctx, std::string_view async_name);
+
+  // Connections, pools, codec and filters: behind the public surface (service_proxy.cc).
+  class Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace trpc

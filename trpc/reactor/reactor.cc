@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <utility>
 
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
@@ -149,6 +150,7 @@ void Reactor::DrainAndExit() {
   while (RunTasks() || !tasks_.Empty()) {
     // !Empty() with nothing run: a push in progress; it completes in a moment.
   }
+  RunIterationEnd();
   exited_.store(true, std::memory_order_release);
 }
 
@@ -190,6 +192,13 @@ void Reactor::Iterate(int64_t deadline_ns, const std::atomic<uint32_t>* epoch, u
   }
   timers_.RunExpired(loop_time_ns_);
   RunTasks();
+  RunIterationEnd();
+}
+
+void Reactor::RunIterationEnd() {
+  if (end_fn_ == nullptr) return;
+  auto* fn = std::exchange(end_fn_, nullptr);
+  fn(std::exchange(end_arg_, nullptr));
 }
 
 }  // namespace trpc

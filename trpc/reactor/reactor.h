@@ -67,6 +67,17 @@ class Reactor {
     }
   }
 
+  /// Calls `fn(arg)` once, at the end of the current loop iteration: after its events, timers
+  /// and tasks (also when the loop drains on exit). Loop thread only. One call can be pending
+  /// at a time; arming it again before it runs is a no-op when `fn` and `arg` are the same
+  /// (and replaces them otherwise). For work collected during an iteration and handed over
+  /// together at its end: the fiber model starts the requests read in one iteration as one
+  /// chain.
+  void AtIterationEnd(void (*fn)(void*), void* arg) {
+    end_fn_ = fn;
+    end_arg_ = arg;
+  }
+
   /// Timers (loop thread only). Deadlines are MonotonicNanos() values.
   TimerId AddTimer(int64_t deadline_ns, TimerQueue::Callback cb);
   bool CancelTimer(TimerId id);
@@ -101,6 +112,7 @@ class Reactor {
  private:
   class Waker;
   bool RunTasks();  // true if it ran any task
+  void RunIterationEnd();
   void Wake();
   void Iterate(int64_t deadline_ns, const std::atomic<uint32_t>* epoch, uint32_t token);
   void DrainAndExit();
@@ -116,7 +128,9 @@ class Reactor {
   std::atomic<bool> exited_{false};  // Run() has returned: posts are no longer run
   std::atomic<std::thread::id> loop_thread_{};
   int64_t loop_time_ns_ = 0;
-  int64_t recent_ns_ = 0;  // >= loop_time_ns_
+  int64_t recent_ns_ = 0;            // >= loop_time_ns_
+  void (*end_fn_)(void*) = nullptr;  // AtIterationEnd()
+  void* end_arg_ = nullptr;
   const void* owner_ = nullptr;
   int owner_index_ = -1;
   int wake_fd_;

@@ -1,6 +1,7 @@
 #include "trpc/runtime/fiber_thread_model.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "trpc/fiber/fiber.h"
 
@@ -36,9 +37,12 @@ FiberThreadModel::FiberThreadModel(const FiberThreadModelConfig& config)
   o.fiber_stack_size = config.fiber_stack_size;
   o.work_stealing_ratio = config.work_stealing_ratio;
   o.fiber_run_queue_size = config.fiber_run_queue_size;
+  pending_.resize(o.concurrency);
   for (size_t i = 0; i < o.concurrency; ++i) {
     reactors_.push_back(std::make_unique<Reactor>());
     reactors_.back()->set_owner(this, static_cast<int>(i));
+    pending_[i].model = this;
+    pending_[i].worker = i;
   }
   o.worker_io_factory = [this](size_t i) -> std::unique_ptr<fiber::WorkerIo> {
     return std::make_unique<ReactorWorkerIo>(reactors_[i].get());
@@ -74,13 +78,32 @@ void FiberThreadModel::Dispatch(Reactor* owner, std::function<void()> task) {
   scheduler_->SpawnOn(static_cast<size_t>(std::max(IndexOf(owner), 0)), std::move(task));
 }
 
-void FiberThreadModel::DispatchChain(Reactor* owner, ChainedTask* first) {
-  if (first == nullptr) return;
-  scheduler_->SpawnOn(static_cast<size_t>(std::max(IndexOf(owner), 0)),
-                      [this, first] { RunChain(first); });
+void FiberThreadModel::Submit(Reactor* reactor, Task* task) {
+  int index = IndexOf(reactor);
+  if (index < 0 || !reactor->InLoopThread()) {
+    // Not from one of our loops (outside the contract, but cheap to honour): a chain of one.
+    SpawnChain(task);
+    return;
+  }
+  PendingChain& chain = pending_[static_cast<size_t>(index)];
+  if (chain.head == nullptr) {
+    chain.head = task;
+    reactor->AtIterationEnd(&FiberThreadModel::StartPending, &chain);
+  } else {
+    chain.tail->next_ = task;
+  }
+  chain.tail = task;
 }
 
-void FiberThreadModel::SpawnChain(ChainedTask* first) {
+void FiberThreadModel::StartPending(void* arg) {
+  auto* chain = static_cast<PendingChain*>(arg);
+  Task* first = std::exchange(chain->head, nullptr);
+  chain->tail = nullptr;
+  FiberThreadModel* self = chain->model;
+  self->scheduler_->SpawnOn(chain->worker, [self, first] { self->RunChain(first); });
+}
+
+void FiberThreadModel::SpawnChain(Task* first) {
   scheduler_->Spawn([this, first] { RunChain(first); });
 }
 
@@ -88,15 +111,15 @@ namespace {
 // What a chain's fiber leaves for its suspend hook while it runs one task: the tasks after it.
 struct ChainHandOff {
   FiberThreadModel* model;
-  ChainedTask* rest;
+  Task* rest;
   bool handed = false;
 };
 }  // namespace
 
-void FiberThreadModel::RunChain(ChainedTask* t) {
+void FiberThreadModel::RunChain(Task* t) {
   while (t != nullptr) {
-    ChainedTask* rest = t->next;
-    t->next = nullptr;
+    Task* rest = t->next_;
+    t->next_ = nullptr;
     if (rest != nullptr && fiber::SiblingWorkerIdle()) {
       // Someone could run the rest now, in parallel with `t`: let them (they steal the fiber).
       SpawnChain(rest);
@@ -113,7 +136,7 @@ void FiberThreadModel::RunChain(ChainedTask* t) {
           },
           &hand_off);
     }
-    t->run(t->owner, t->arg);  // may free `t`
+    t->Run();  // may free `t`
     if (rest == nullptr) return;
     fiber::this_fiber::OnNextSuspend(nullptr, nullptr);
     if (hand_off.handed) return;

@@ -19,9 +19,10 @@ namespace trpc {
 /// back through the connection's write queue: directly when the fiber runs on the connection's
 /// worker, through the reactor's task queue when it was stolen.
 ///
-/// The requests read in one iteration of a worker's reactor (a pipelined batch, and those of
-/// other connections read in the same wait) come as a chain (DispatchChain) and start in one
-/// fiber, which runs them in turn while that costs nobody
+/// The requests submitted during one iteration of a worker's reactor (a pipelined batch, and
+/// those of other connections read in the same wait) form a chain, which starts in one fiber
+/// at the iteration's end (Reactor::AtIterationEnd) and runs them in turn while that costs
+/// nobody
 /// anything: before each next request it hands the rest of the chain to a new fiber if a
 /// sibling worker is idle (which then steals it), and when a request parks (sleeps, waits,
 /// calls out) the rest moves to a new fiber at that moment (this_fiber::OnNextSuspend). So
@@ -41,21 +42,32 @@ class FiberThreadModel final : public ThreadModel {
   Reactor* GetReactor(size_t index) override { return reactors_[index].get(); }
   int IndexOf(const Reactor* reactor) const override;
   Reactor* NextReactor() override;
+  void Submit(Reactor* reactor, Task* task) override;
   bool HandlesInline() const override { return false; }
   void Dispatch(Reactor* owner, std::function<void()> task) override;
-  void DispatchChain(Reactor* owner, ChainedTask* first) override;
   bool MayBlockCurrentThread() const override;
 
   fiber::Scheduler* scheduler() { return scheduler_.get(); }
 
  private:
+  // The tasks submitted during the current iteration of one reactor; touched only by its loop
+  // thread. A non-null head means the reactor's iteration-end call is armed.
+  struct alignas(64) PendingChain {
+    FiberThreadModel* model = nullptr;
+    size_t worker = 0;
+    Task* head = nullptr;
+    Task* tail = nullptr;
+  };
+  // Reactor::AtIterationEnd's call: starts the chain `arg` (a PendingChain) in one fiber.
+  static void StartPending(void* arg);
   // The body of a chain's fiber: runs `first` and its successors until the chain ends or is
   // handed to another fiber.
-  void RunChain(ChainedTask* first);
+  void RunChain(Task* first);
   // Runs RunChain(first) in a new fiber, queued on the calling worker.
-  void SpawnChain(ChainedTask* first);
+  void SpawnChain(Task* first);
   std::string name_;
   std::vector<std::unique_ptr<Reactor>> reactors_;
+  std::vector<PendingChain> pending_;  // per reactor
   std::unique_ptr<fiber::Scheduler> scheduler_;
   std::atomic<size_t> next_{0};
   bool started_ = false;

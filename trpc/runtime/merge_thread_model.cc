@@ -1,8 +1,7 @@
 #include "trpc/runtime/merge_thread_model.h"
 
-#include <pthread.h>
-
 #include <fmt/format.h>
+#include <pthread.h>
 
 #include <latch>
 

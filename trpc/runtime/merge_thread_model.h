@@ -25,6 +25,7 @@ class MergeThreadModel final : public ThreadModel {
   Reactor* GetReactor(size_t index) override { return reactors_[index].get(); }
   int IndexOf(const Reactor* reactor) const override;
   Reactor* NextReactor() override;
+  void Submit(Reactor*, Task* task) override { task->Run(); }
   bool HandlesInline() const override { return true; }
   void Dispatch(Reactor* owner, std::function<void()> task) override;
   bool MayBlockCurrentThread() const override { return IndexOf(Reactor::Current()) < 0; }

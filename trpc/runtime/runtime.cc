@@ -29,7 +29,8 @@ bool Start(const ThreadModelConfig& config, std::string* err) {
   for (const auto& m : config.merge) {
     g_models.push_back(std::make_unique<MergeThreadModel>(m.instance_name, m.io_thread_num));
   }
-  if (g_models.empty()) g_models.push_back(std::make_unique<MergeThreadModel>("default_instance", 1));
+  if (g_models.empty())
+    g_models.push_back(std::make_unique<MergeThreadModel>("default_instance", 1));
   for (auto& m : g_models) {
     if (!m->Start(err)) {
       for (auto& started : g_models) started->Stop();

@@ -6,24 +6,17 @@
 #include <string_view>
 
 #include "trpc/reactor/reactor.h"
+#include "trpc/runtime/task.h"
 
 namespace trpc {
 
-/// A task of a chain given to ThreadModel::DispatchChain(): intrusive, so the owner embeds it
-/// in something it already allocates (a request's context) and a chain costs no allocation.
-/// `run(owner, arg)` runs the task; it may destroy the object holding the ChainedTask.
-struct ChainedTask {
-  ChainedTask* next = nullptr;
-  void (*run)(void* owner, void* arg) = nullptr;
-  void* owner = nullptr;
-  void* arg = nullptr;
-};
-
 /// How a process runs IO and handlers. Implementations: MergeThreadModel (each worker reads,
-/// handles and replies inline) and, later, the fiber model. Chosen by config alone.
+/// handles and replies inline) and FiberThreadModel (handlers run in fibers of a work-stealing
+/// scheduler whose workers also run the reactors). Chosen by config alone. The model alone
+/// decides how and where a handler runs: the server reads a request and Submit()s it.
 ///
 /// Thread contract: Start/Stop from one control thread; the accessors and Dispatch are safe
-/// from any thread while the model runs.
+/// from any thread while the model runs; Submit from the given reactor's loop thread.
 class ThreadModel {
  public:
   virtual ~ThreadModel() = default;
@@ -44,22 +37,17 @@ class ThreadModel {
   /// A reactor for a new connection, round-robin.
   virtual Reactor* NextReactor() = 0;
 
-  /// True when handlers run inline on the reactor thread that read the request (merge): the
-  /// caller then invokes the handler itself instead of calling Dispatch().
+  /// Runs `task` the way this model runs request handlers. Call it on `reactor`'s loop thread
+  /// (the one that read the request). merge: runs it now, before returning. fiber: starts it in
+  /// a fiber after the reactor's current loop iteration, in one chain with every task
+  /// submitted during that iteration (FiberThreadModel says how a chain runs).
+  virtual void Submit(Reactor* reactor, Task* task) = 0;
+  /// True when Submit() runs a task inline, before it returns (merge). A caller that keeps
+  /// per-connection accounting of requests in flight needs to count only the others.
   virtual bool HandlesInline() const = 0;
-  /// Runs a request's handler somewhere other than inline (fiber: in a new fiber).
+  /// Runs `task` outside the current call: merge posts it to `owner`'s loop; fiber starts it in
+  /// a new fiber queued on `owner`'s worker. Any thread.
   virtual void Dispatch(Reactor* owner, std::function<void()> task) = 0;
-  /// Runs the tasks of the chain starting at `first`, in order, as Dispatch() would run each
-  /// (the requests read in one reactor iteration). This default dispatches each task on its
-  /// own; the fiber model runs a chain in as few fibers as it can (see FiberThreadModel).
-  virtual void DispatchChain(Reactor* owner, ChainedTask* first) {
-    while (first != nullptr) {
-      ChainedTask* t = first;
-      first = t->next;
-      t->next = nullptr;
-      Dispatch(owner, [t] { t->run(t->owner, t->arg); });
-    }
-  }
   /// False on a thread whose blocking would stall IO the caller itself waits for (a merge
   /// worker): synchronous client calls are refused there.
   virtual bool MayBlockCurrentThread() const = 0;

@@ -11,11 +11,8 @@ uint32_t RpcMethodHandler::NextId() {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
-}  // namespace trpc
-
-namespace trpc::detail {
-
-bool ParseRequest(const ServerContextPtr& ctx, google::protobuf::MessageLite* msg) {
+bool RpcMethodHandler::ParseRequest(const ServerContextPtr& ctx,
+                                    google::protobuf::MessageLite* msg) {
   const RpcRequest& req = ctx->request();
   std::string err;
   if (ParseMessageBody(req.body, req.content_type, msg, &err)) return true;
@@ -23,4 +20,4 @@ bool ParseRequest(const ServerContextPtr& ctx, google::protobuf::MessageLite* ms
   return false;
 }
 
-}  // namespace trpc::detail
+}  // namespace trpc

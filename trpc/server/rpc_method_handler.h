@@ -23,21 +23,34 @@ class RpcMethodHandler {
   /// A small number unique in the process (handlers are numbered as they are made): a server
   /// finds a method's statistics slot by it with an array index instead of a hash.
   uint32_t id() const { return id_; }
-  /// Serves the call in `ctx` and sends its reply through ctx->SendReply(). May throw only what
-  /// the user's code throws (the server turns that into ret 31).
+  /// Serves the call in `ctx` and sends its reply through SendReply(). May throw only what the
+  /// user's code throws (the server turns that into ret 31).
   virtual void Handle(const ServerContextPtr& ctx) = 0;
+
+ protected:
+  // The framework's part of a context, for handlers (generated ones and protocols' own).
+  /// The decoded request (body, content type, the protocol's own part).
+  static RpcRequest& Request(const ServerContextPtr& ctx) { return ctx->request(); }
+  /// Sends the reply: `status`, and `body` when the status is OK (null: none). Only a
+  /// context's first reply is sent.
+  static void SendReply(const ServerContextPtr& ctx, const Status& status,
+                        const google::protobuf::MessageLite* body) {
+    ctx->SendReply(status, body);
+  }
+  /// Lends the protocol's own reply (on the handler's stack) to the SendReply() that follows.
+  static void SetProtocolResponseRef(const ServerContextPtr& ctx, const ProtocolMessage* rsp) {
+    ctx->SetProtocolResponseRef(rsp);
+  }
+  /// Parses the request body of `ctx` into `msg` as its content type says (protobuf, without
+  /// copying when contiguous, or JSON). On failure replies ret 1 (decode error) and returns
+  /// false.
+  static bool ParseRequest(const ServerContextPtr& ctx, google::protobuf::MessageLite* msg);
 
  private:
   static uint32_t NextId();
 
   const uint32_t id_;
 };
-
-namespace detail {
-/// Parses the request body of `ctx` into `msg` as its content type says (protobuf, without
-/// copying when contiguous, or JSON). On failure replies ret 1 (decode error) and returns false.
-bool ParseRequest(const ServerContextPtr& ctx, google::protobuf::MessageLite* msg);
-}  // namespace detail
 
 /// A unary method whose request and response are protobuf messages. The messages live on the
 /// handler's stack: no allocation besides what protobuf does for their fields.
@@ -50,11 +63,11 @@ class UnaryRpcMethodHandler final : public RpcMethodHandler {
   void Handle(const ServerContextPtr& ctx) override {
     Req req;
     Rsp rsp;
-    if (!detail::ParseRequest(ctx, &req)) return;
+    if (!ParseRequest(ctx, &req)) return;
     Status status = fn_(ctx, &req, &rsp);
     if (!ctx->IsResponse()) return;  // the handler replies later (SetResponse(false))
     if (status.OK() && !ctx->GetStatus().OK()) status = ctx->GetStatus();
-    ctx->SendReply(status, &rsp);
+    SendReply(ctx, status, &rsp);
   }
 
  private:
@@ -73,10 +86,10 @@ class AsyncUnaryRpcMethodHandler final : public RpcMethodHandler {
 
   void Handle(const ServerContextPtr& ctx) override {
     auto req = std::make_shared<Req>();
-    if (!detail::ParseRequest(ctx, req.get())) return;
+    if (!ParseRequest(ctx, req.get())) return;
     Future<Rsp> fut = fn_(ctx, req.get());
     if (!fut.Valid()) {
-      ctx->SendReply(Status(kServerSystemErr, "handler returned an invalid future"), nullptr);
+      SendReply(ctx, Status(kServerSystemErr, "handler returned an invalid future"), nullptr);
       return;
     }
     if (fut.IsResolved()) {  // answered at once: no continuation, no pending count
@@ -90,11 +103,11 @@ class AsyncUnaryRpcMethodHandler final : public RpcMethodHandler {
  private:
   static void Reply(const ServerContextPtr& ctx, Future<Rsp>&& done) {
     if (done.IsFailed()) {
-      ctx->SendReply(done.GetException(), nullptr);
+      SendReply(ctx, done.GetException(), nullptr);
       return;
     }
     Rsp rsp = done.GetValue();
-    ctx->SendReply(ctx->GetStatus(), &rsp);
+    SendReply(ctx, ctx->GetStatus(), &rsp);
   }
 
   Function fn_;

@@ -2,13 +2,25 @@
 
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
+#include "trpc/codec/codec.h"
+#include "trpc/reactor/reactor.h"
 #include "trpc/server/detail/method_counters.h"
+#include "trpc/server/detail/service_adapter.h"
 #include "trpc/server/server_filter.h"
+#include "trpc/transport/connection.h"
 
 namespace trpc {
 
 ServerContext::ServerContext(ConnectionPtr conn, ServerCodec* codec, int64_t recv_ns)
     : conn_(std::move(conn)), codec_(codec), recv_ns_(recv_ns), reply_slot_(conn_->frame_slot()) {}
+
+const NetAddress& ServerContext::GetRemoteAddr() const { return conn_->peer(); }
+
+void ServerContext::Run() {
+  // Adopts the reference the adapter handed to the thread model with the task.
+  ServerContextPtr self(this, kAdoptRef);
+  adapter_->RunSubmitted(self);
+}
 
 namespace {
 // Queues `out` (if any) in the request's reply slot and ends the request's pending count, on
@@ -52,7 +64,7 @@ int64_t ServerContext::GetRemainingTimeoutMs() const {
 bool ServerContext::RunFilters(FilterPoint point) {
   if (filters_ == nullptr || filters_->Empty()) return true;
   std::string rejected_by;
-  if (filters_->Run(point, shared_from_this(), &rejected_by)) return true;
+  if (filters_->Run(point, ServerContextPtr(this), &rejected_by)) return true;
   if (status_.OK()) status_ = Status(kUnknownErr, "rejected by server filter " + rejected_by);
   return false;
 }
@@ -73,9 +85,8 @@ void ServerContext::SendReply(const Status& status, const google::protobuf::Mess
       !IsOneway()) {
     // The caller has given up by now, or soon will; say so instead of sending a result it
     // will not use.
-    late = Status(kServerTimeoutErr, status.OK()
-                                         ? "deadline passed while the request was handled"
-                                         : "deadline passed: " + status.ErrorMessage());
+    late = Status(kServerTimeoutErr, status.OK() ? "deadline passed while the request was handled"
+                                                 : "deadline passed: " + status.ErrorMessage());
   }
   const Status* chosen = late.GetFrameworkRetCode() != 0 ? &late : &status;
   if (filters_ != nullptr && !filters_->Empty()) {

@@ -5,42 +5,49 @@
 #include <string>
 
 #include "trpc/base/filter.h"
+#include "trpc/base/net_address.h"
+#include "trpc/base/ref_ptr.h"
 #include "trpc/base/status.h"
-#include "trpc/codec/codec.h"
-#include "trpc/runtime/thread_model.h"
-#include "trpc/transport/connection.h"
+#include "trpc/codec/rpc_message.h"
+#include "trpc/runtime/task.h"
+
+namespace google::protobuf {
+class MessageLite;
+}
 
 namespace trpc {
 
+class Connection;
 class MessageServerFilter;
 class RpcMethodHandler;
+class ServerCodec;
 class ServerContext;
+class Service;
+using ServerContextPtr = RefPtr<ServerContext>;
 namespace detail {
 template <typename Filter, typename ContextPtr>
 class FilterChain;
-using ServerFilterChain = FilterChain<MessageServerFilter, std::shared_ptr<ServerContext>>;
+using ServerFilterChain = FilterChain<MessageServerFilter, ServerContextPtr>;
 struct MethodCounters;
+class ServiceAdapter;
 }  // namespace detail
 
 /// Everything a handler knows about the call it serves: who called, what, with which metadata
 /// and deadline, and the status it will answer with. One per request; created by the framework.
 ///
 /// Thread contract: used by one thread (or fiber) at a time — the one running the handler.
-/// The reply is sent exactly once, by the framework when the handler returns.
-class ServerContext : public std::enable_shared_from_this<ServerContext> {
+/// The reply is sent exactly once, by the framework when the handler returns. Handlers hold it
+/// through ServerContextPtr (an intrusive reference count: copy it to keep the context, e.g. in
+/// a continuation that replies later).
+class ServerContext final : public RefCounted<ServerContext>, private Task {
  public:
-  ServerContext(ConnectionPtr conn, ServerCodec* codec, int64_t recv_ns);
-  ~ServerContext();
-  ServerContext(const ServerContext&) = delete;
-  ServerContext& operator=(const ServerContext&) = delete;
-
   const std::string& GetCaller() const { return req_.caller; }
   const std::string& GetCallee() const { return req_.callee; }
   /// "/package.Service/Method".
   const std::string& GetFuncName() const { return req_.func; }
   uint32_t GetRequestId() const { return req_.request_id; }
   bool IsOneway() const { return req_.call_type == kOnewayCall; }
-  const NetAddress& GetRemoteAddr() const { return conn_->peer(); }
+  const NetAddress& GetRemoteAddr() const;
 
   /// Request metadata from the caller (trans_info). Copied back into the reply.
   const TransInfo& GetPbReqTransInfo() const { return req_.trans_info; }
@@ -79,12 +86,26 @@ class ServerContext : public std::enable_shared_from_this<ServerContext> {
   /// A protocol's own handler (e.g. an HTTP handler) hands its protocol-specific reply here
   /// before SendReply(); the codec encodes it instead of the neutral reply.
   void SetProtocolResponse(std::unique_ptr<ProtocolMessage> rsp) { protocol_rsp_ = std::move(rsp); }
-  /// Framework use: the same, borrowed; `rsp` must outlive the SendReply() that follows (a
-  /// protocol handler's reply on its own stack). An owned one set above takes precedence.
-  void SetProtocolResponseRef(const ProtocolMessage* rsp) { protocol_rsp_ref_ = rsp; }
 
-  // Framework use.
+ private:
+  // The framework's part: the server's adapter makes, dispatches and answers contexts; method
+  // handlers and services read the request and reply through the protected helpers of
+  // RpcMethodHandler and Service.
+  friend class RefCounted<ServerContext>;
+  friend class RpcMethodHandler;
+  friend class Service;
+  friend class detail::ServiceAdapter;
+
+  ServerContext(std::shared_ptr<Connection> conn, ServerCodec* codec, int64_t recv_ns);
+  ~ServerContext();
+
+  // Task: runs the request's handler where the thread model put it (ServiceAdapter).
+  void Run() override;
+
   RpcRequest& request() { return req_; }
+  /// The borrowed form of SetProtocolResponse(): `rsp` must outlive the SendReply() that
+  /// follows (a protocol handler's reply on its own stack). An owned one takes precedence.
+  void SetProtocolResponseRef(const ProtocolMessage* rsp) { protocol_rsp_ref_ = rsp; }
   /// The service's filters (null or empty: none). The chain must outlive the context.
   void SetFilterChain(const detail::ServerFilterChain* chain) { filters_ = chain; }
   /// Runs the filters at `point`. On a REJECT returns false and leaves the reason in the status
@@ -94,33 +115,18 @@ class ServerContext : public std::enable_shared_from_this<ServerContext> {
   void MarkInvoked() { invoked_ = true; }
   void SetDeadlineNs(int64_t deadline_ns) { deadline_ns_ = deadline_ns; }
   /// Encodes the reply with `status` and `body` (null for none) and queues it on the connection.
-  /// Sends nothing for one-way calls. Call once.
+  /// Sends nothing for one-way calls. Only the first call sends.
   void SendReply(const Status& status, const google::protobuf::MessageLite* body);
-  bool replied() const { return replied_; }
   /// The request was counted with Connection::BeginRequest() (asynchronous dispatch): the reply
   /// (or, for one-way calls and contexts dropped unreplied, the end) ends it on the connection.
   void SetCountedPending() { counted_pending_ = true; }
   /// The per-method counters the reply is recorded in (latency from GetRecvTimestampNs() to
   /// SendReply(), and the error code); null records nothing. Must outlive the context.
   void SetMethodCounters(detail::MethodCounters* counters) { method_counters_ = counters; }
-  /// The connection the request came on.
   Connection* connection() const { return conn_.get(); }
-  /// The method the request was routed to (null: none), for a dispatched task to call.
-  void SetHandler(RpcMethodHandler* handler) { handler_ = handler; }
-  RpcMethodHandler* handler() const { return handler_; }
-  /// Keeps `self` (a reference to this context) inside the context until TakeParkedRef(): a
-  /// queued task then needs to capture only the raw pointer, which std::function stores
-  /// without allocating, where a captured shared_ptr costs an allocation per request. The
-  /// task must run (it owns the reference); the fiber scheduler runs every queued fiber.
-  void ParkRef(std::shared_ptr<ServerContext> self) { parked_ = std::move(self); }
-  std::shared_ptr<ServerContext> TakeParkedRef() { return std::move(parked_); }
-  /// The link by which a dispatched request joins its read's chain (ThreadModel::DispatchChain).
-  ChainedTask& dispatch_task() { return dispatch_task_; }
-
- private:
   void Record(int64_t now_ns, int32_t ret, int32_t func_ret);
 
-  ConnectionPtr conn_;
+  std::shared_ptr<Connection> conn_;
   ServerCodec* codec_;
   RpcRequest req_;
   TransInfo rsp_trans_info_;
@@ -136,11 +142,9 @@ class ServerContext : public std::enable_shared_from_this<ServerContext> {
   bool invoked_ = false;
   const detail::ServerFilterChain* filters_ = nullptr;
   detail::MethodCounters* method_counters_ = nullptr;
+  // Set while the request waits for its thread model to run it (Run()).
+  detail::ServiceAdapter* adapter_ = nullptr;
   RpcMethodHandler* handler_ = nullptr;
-  std::shared_ptr<ServerContext> parked_;
-  ChainedTask dispatch_task_;
 };
-
-using ServerContextPtr = std::shared_ptr<ServerContext>;
 
 }  // namespace trpc

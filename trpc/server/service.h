@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "trpc/server/rpc_method_handler.h"
+#include "trpc/server/server_context.h"
 
 namespace trpc {
 
@@ -24,8 +25,7 @@ class Service {
   void AddRpcServiceMethod(std::string func, std::unique_ptr<RpcMethodHandler> handler);
   /// Convenience: register a unary protobuf method from a function.
   template <typename Req, typename Rsp>
-  void AddUnaryMethod(std::string func,
-                      typename UnaryRpcMethodHandler<Req, Rsp>::Function fn) {
+  void AddUnaryMethod(std::string func, typename UnaryRpcMethodHandler<Req, Rsp>::Function fn) {
     AddRpcServiceMethod(std::move(func),
                         std::make_unique<UnaryRpcMethodHandler<Req, Rsp>>(std::move(fn)));
   }
@@ -52,6 +52,10 @@ class Service {
   /// its statistics are kept under (the server's per-method metrics): the default gives the
   /// method table in name order. A handler not listed is counted as method "unknown".
   virtual void ForEachMethod(const MethodVisitor& fn) const;
+
+ protected:
+  /// The decoded request of `ctx`, for Route() overrides (a protocol's own part included).
+  static RpcRequest& Request(ServerContext& ctx) { return ctx.request(); }
 
  private:
   struct Hash {

@@ -35,8 +35,7 @@ ServiceAdapter::ServiceAdapter(const ServiceConfig& config, ServicePtr service, 
       accept_reactor_(model->GetReactor(0)),
       conns_(model->ReactorCount()),
       counters_(model->ReactorCount()),
-      traffic_(model->ReactorCount()),
-      pending_(model->ReactorCount()) {
+      traffic_(model->ReactorCount()) {
   conn_options_.max_packet_size = config.max_packet_size;
   conn_options_.max_pending_write_bytes = config.max_pending_write_bytes;
   conn_options_.idle_timeout_ms = config.idle_time;
@@ -190,7 +189,6 @@ void ServiceAdapter::OnNewConnection(int fd, const NetAddress& peer) {
     ConnectionOptions options = conn_options_;
     options.traffic = &traffic_[index];
     auto conn = std::make_shared<Connection>(r, fd, peer, codec_.get(), this, options);
-    conn->set_context(reinterpret_cast<void*>(index));
     conns_[index].emplace(conn.get(), conn);
     conn->Start();
   });
@@ -203,19 +201,20 @@ void ServiceAdapter::OnClose(Connection* conn, const std::string& reason) {
   TRPC_LOG_DEBUG("service {}: connection {} closed: {}", config_.name, conn->peer().ToString(),
                  reason);
   conn_count_.fetch_sub(1, std::memory_order_relaxed);
-  size_t index = reinterpret_cast<size_t>(conn->context());
-  conns_[index].erase(conn);  // the connection keeps itself alive until its event returns
+  conns_[ReactorIndex(conn)].erase(
+      conn);  // the connection keeps itself alive until its event returns
 }
 
 void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
   int64_t recv_ns = conn->reactor()->LoopTimeNs();
-  auto ctx = std::make_shared<ServerContext>(conn->shared_from_this(), codec_.get(), recv_ns);
+  ServerContextPtr ctx(new ServerContext(conn->shared_from_this(), codec_.get(), recv_ns),
+                       kAdoptRef);
   std::string err;
   if (!codec_->DecodeRequestWithState(std::move(frame), conn->codec_state(), &ctx->request(),
                                       &err)) {
     // A header that does not parse gets no reply: the stream can no longer be trusted.
-    TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "service {}: bad request from {}: {}",
-                      config_.name, conn->peer().ToString(), err);
+    TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "service {}: bad request from {}: {}", config_.name,
+                      conn->peer().ToString(), err);
     conn->Close("protocol error: " + err);
     return;
   }
@@ -224,7 +223,7 @@ void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
     timeout_ms = config_.timeout;
   }
   if (timeout_ms > 0) ctx->SetDeadlineNs(recv_ns + timeout_ms * kNanosPerMilli);
-  size_t index = reinterpret_cast<size_t>(conn->context());
+  size_t index = ReactorIndex(conn);
   ReactorCounters& counters = counters_[index];
   counters.requests.fetch_add(1, std::memory_order_relaxed);
   // Routed here, before the filters, so that every reply (a filter's refusal too) is counted
@@ -239,54 +238,26 @@ void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
       return;
     }
   }
-  if (model_->HandlesInline()) {
-    // Inline, on the loop thread: the reactor's recent time is at most one handler old (each
-    // reply notes its clock reading), which is all a "too late to start" check needs.
-    HandleRequest(ctx, method, counters, conn->reactor()->RecentTimeNs());
-  } else {
+  if (!model_->HandlesInline()) {
+    // Runs later: it counts against the connection's requests in flight until its reply.
     conn->BeginRequest();
     ctx->SetCountedPending();
-    ctx->SetHandler(method);
-    // The context keeps itself alive until its task runs. The task joins its reactor's chain
-    // for this loop iteration; the first one to join posts the task that dispatches the chain,
-    // which runs after the iteration's events, so the requests of every connection read in it
-    // share one chain (the fiber model starts a chain in one fiber when it can). Nothing waits
-    // longer for it: a fiber worker runs no fiber before its reactor returns anyway. A
-    // connection that closes later in the iteration leaves its chained requests to run.
-    ServerContext* raw = ctx.get();
-    raw->ParkRef(std::move(ctx));
-    ChainedTask& task = raw->dispatch_task();
-    task.run = &ServiceAdapter::RunDispatched;
-    task.owner = this;
-    task.arg = raw;
-    PendingChain& chain = pending_[index];
-    if (chain.head == nullptr) {
-      chain.head = &task;
-      conn->reactor()->Post([this, index] { DispatchPending(index); });
-    } else {
-      chain.tail->next = &task;
-    }
-    chain.tail = &task;
   }
+  ctx->adapter_ = this;
+  ctx->handler_ = method;
+  // The thread model runs the request (RunSubmitted) now or later; the reference handed over
+  // here keeps the context alive until then.
+  model_->Submit(conn->reactor(), static_cast<Task*>(ctx.release()));
 }
 
-void ServiceAdapter::DispatchPending(size_t index) {
-  ChainedTask* first = pending_[index].head;
-  pending_[index] = PendingChain();
-  model_->DispatchChain(model_->GetReactor(index), first);
-}
-
-void ServiceAdapter::RunDispatched(void* owner, void* arg) {
-  auto* self = static_cast<ServiceAdapter*>(owner);
-  ServerContextPtr ctx = static_cast<ServerContext*>(arg)->TakeParkedRef();
+void ServiceAdapter::RunSubmitted(const ServerContextPtr& ctx) {
   Connection* conn = ctx->connection();
   Reactor* r = conn->reactor();
-  // On the connection's own worker (the usual case) the reactor's recent time serves the
-  // "too late to start" check as it does inline: at most one reply old, and a late start is
-  // still caught when the reply is sent. Elsewhere, a clock read.
-  self->HandleRequest(ctx, ctx->handler(),
-                      self->counters_[reinterpret_cast<size_t>(conn->context())],
-                      r->InLoopThread() ? r->RecentTimeNs() : 0);
+  // On the connection's own worker (always in merge, the usual case in fiber) the reactor's
+  // recent time serves the "too late to start" check: at most one reply old, and a late start
+  // is still caught when the reply is sent. Elsewhere, a clock read.
+  HandleRequest(ctx, ctx->handler_, counters_[ReactorIndex(conn)],
+                r->InLoopThread() ? r->RecentTimeNs() : 0);
 }
 
 void ServiceAdapter::HandleRequest(const ServerContextPtr& ctx, RpcMethodHandler* method,

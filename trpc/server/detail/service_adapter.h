@@ -11,8 +11,8 @@
 #include "trpc/runtime/thread_model.h"
 #include "trpc/server/detail/method_counters.h"
 #include "trpc/server/server_context.h"
-#include "trpc/server/server_metrics.h"
 #include "trpc/server/server_filter.h"
+#include "trpc/server/server_metrics.h"
 #include "trpc/server/service.h"
 #include "trpc/transport/acceptor.h"
 #include "trpc/transport/connection.h"
@@ -72,20 +72,14 @@ class ServiceAdapter final : public Connection::Handler {
     std::atomic<uint64_t> failed_requests{0};
   };
 
-  // The requests read in the current iteration of one reactor, waiting for the task posted
-  // with the first of them to dispatch them together (asynchronous models only). A non-null
-  // head means that task is posted.
-  struct alignas(64) PendingChain {
-    ChainedTask* head = nullptr;
-    ChainedTask* tail = nullptr;
-  };
-
   void OnNewConnection(int fd, const NetAddress& peer);
-  // ChainedTask::run of a dispatched request: `owner` is the adapter, `arg` the ServerContext
-  // (holding a parked reference to itself).
-  static void RunDispatched(void* owner, void* arg);
-  // Dispatches reactor `index`'s pending chain (loop thread).
-  void DispatchPending(size_t index);
+  // Where the thread model runs a submitted request (ServerContext::Run).
+  friend class trpc::ServerContext;
+  void RunSubmitted(const ServerContextPtr& ctx);
+  // The index of a connection's reactor in the thread model.
+  size_t ReactorIndex(const Connection* conn) const {
+    return static_cast<size_t>(model_->IndexOf(conn->reactor()));
+  }
   // `now_ns`: a recent clock reading to check the deadline against, or 0 to read the clock.
   void HandleRequest(const ServerContextPtr& ctx, RpcMethodHandler* method,
                      ReactorCounters& counters, int64_t now_ns);
@@ -119,7 +113,6 @@ class ServiceAdapter final : public Connection::Handler {
   std::vector<uint32_t> slot_of_handler_;
   MethodCounters* method_counters_ = nullptr;
   std::vector<TrafficCounters> traffic_;  // per reactor; connections add their bytes
-  std::vector<PendingChain> pending_;     // per reactor; touched only by its loop thread
   // Written by the accepting thread or on close; rare, so shared.
   std::atomic<uint64_t> connections_accepted_{0};
   std::atomic<uint64_t> connections_refused_{0};

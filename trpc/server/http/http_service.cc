@@ -17,14 +17,14 @@ class HttpMethodHandler final : public RpcMethodHandler {
   explicit HttpMethodHandler(HttpHandler fn) : fn_(std::move(fn)) {}
 
   void Handle(const ServerContextPtr& ctx) override {
-    auto* req = static_cast<HttpRequest*>(ctx->request().protocol.get());
+    auto* req = static_cast<HttpRequest*>(Request(ctx).protocol.get());
     // On the stack: it is encoded before SendReply returns (or ignored if the handler takes
     // the reply over), so no allocation is needed for it.
     HttpResponse rsp;
     fn_(ctx, *req, &rsp);
     if (!ctx->IsResponse()) return;  // taken over (SetResponse(false)): the handler replies
-    ctx->SetProtocolResponseRef(&rsp);
-    ctx->SendReply(ctx->GetStatus(), nullptr);
+    SetProtocolResponseRef(ctx, &rsp);
+    SendReply(ctx, ctx->GetStatus(), nullptr);
   }
 
  private:
@@ -45,7 +45,7 @@ class FixedAnswer final : public RpcMethodHandler {
     if (!allow_.empty()) rsp->AddHeader("Allow", allow_);
     rsp->SetBody(body_, "application/json");
     ctx->SetProtocolResponse(std::move(rsp));
-    ctx->SendReply(Status(), nullptr);
+    SendReply(ctx, Status(), nullptr);
   }
 
  private:
@@ -171,7 +171,7 @@ bool HttpService::Match(const RouteEntry& e, std::string_view path, HttpRequest*
 }
 
 RpcMethodHandler* HttpService::Route(ServerContext& ctx) const {
-  auto* req = static_cast<HttpRequest*>(ctx.request().protocol.get());
+  auto* req = static_cast<HttpRequest*>(Request(ctx).protocol.get());
   if (req == nullptr) return Service::Route(ctx);  // configured with another protocol
   const std::string& path = req->path();
   if (auto it = literal_.find(path); it != literal_.end()) return Pick(*it->second, req->method());
@@ -183,7 +183,7 @@ RpcMethodHandler* HttpService::Route(ServerContext& ctx) const {
     RpcMethodHandler* m = svc->FindMethod(path);
     if (m == nullptr) continue;
     if (req->method() != HttpMethod::kPost) return rpc_not_allowed_.get();
-    uint32_t ct = ctx.request().content_type;
+    uint32_t ct = Request(ctx).content_type;
     if (ct != kContentTypeJson && ct != kContentTypeProtobuf) return rpc_bad_media_.get();
     return m;
   }
