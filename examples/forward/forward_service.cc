@@ -2,7 +2,6 @@
 
 #include "trpc/client/trpc_client.h"
 #include "trpc/future/future.h"
-#include "trpc/runtime/runtime.h"
 #include "trpc/server/make_client_context.h"
 
 namespace trpc::test::forward {
@@ -20,25 +19,12 @@ Status Join(Future<HelloReply>& a, Future<HelloReply>& b, HelloReply* rsp) {
 }
 }  // namespace
 
-Status SyncForwardImpl::Route(ServerContextPtr ctx, const HelloRequest* req, HelloReply* rsp) {
-  // The downstream call inherits what is left of this request's deadline, and its trans_info.
-  return first_->SayHello(MakeClientContext(ctx, first_), *req, rsp);
-}
-
-Status SyncForwardImpl::ParallelRoute(ServerContextPtr ctx, const HelloRequest* req,
-                                      HelloReply* rsp) {
-  auto both = BlockingGet(WhenAll(first_->AsyncSayHello(MakeClientContext(ctx, first_), *req),
-                                  second_->AsyncSayHello(MakeClientContext(ctx, second_), *req)));
-  auto results = both.GetValue();
-  return Join(std::get<0>(results), std::get<1>(results), rsp);
-}
-
-Future<HelloReply> AsyncForwardImpl::Route(const ServerContextPtr& ctx, const HelloRequest* req) {
+Future<HelloReply> ForwardImpl::Route(const ServerContextPtr& ctx, const HelloRequest* req) {
   return first_->AsyncSayHello(MakeClientContext(ctx, first_), *req);
 }
 
-Future<HelloReply> AsyncForwardImpl::ParallelRoute(const ServerContextPtr& ctx,
-                                                   const HelloRequest* req) {
+Future<HelloReply> ForwardImpl::ParallelRoute(const ServerContextPtr& ctx,
+                                              const HelloRequest* req) {
   return WhenAll(first_->AsyncSayHello(MakeClientContext(ctx, first_), *req),
                  second_->AsyncSayHello(MakeClientContext(ctx, second_), *req))
       .Then([](std::tuple<Future<HelloReply>, Future<HelloReply>>&& results) {
@@ -51,8 +37,7 @@ Future<HelloReply> AsyncForwardImpl::ParallelRoute(const ServerContextPtr& ctx,
 
 ServicePtr MakeForwardService(std::string* err) {
   TrpcClient* client = GetTrpcClient();
-  ThreadModel* model = runtime::GetThreadModel();
-  if (client == nullptr || model == nullptr) {
+  if (client == nullptr) {
     *err = "the runtime and the client must be started first";
     return nullptr;
   }
@@ -60,11 +45,7 @@ ServicePtr MakeForwardService(std::string* err) {
   if (!first) return nullptr;
   auto second = client->GetProxy<helloworld::GreeterServiceProxy>(kParallelCallee2, err);
   if (!second) return nullptr;
-  // A merge worker must never block: it gets the future-returning implementation.
-  if (model->Type() == "fiber") {
-    return std::make_shared<SyncForwardImpl>(std::move(first), std::move(second));
-  }
-  return std::make_shared<AsyncForwardImpl>(std::move(first), std::move(second));
+  return std::make_shared<ForwardImpl>(std::move(first), std::move(second));
 }
 
 }  // namespace trpc::test::forward
