@@ -5,7 +5,7 @@
 # Two users: the framework's build (trpc_dependencies.cmake) and an installed package, where
 # trpcConfig.cmake includes this copy from lib/cmake/trpc/. The exported trpc_admin names the
 # target, never a file, so the library is looked up on the machine that builds against the
-# package, at its configure time; -DTRPC_PROFILER_LIBRARY=/path/libprofiler.so picks one by hand.
+# package, at its configure time; -DTRPC_PROFILER_LIBRARY=<path> picks one by hand.
 
 if(NOT TARGET trpc::gperftools_profiler)
   find_library(TRPC_PROFILER_LIBRARY NAMES profiler
