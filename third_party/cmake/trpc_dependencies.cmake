@@ -12,8 +12,15 @@ if(TRPC_BUILD_BENCHMARKS)
 endif()
 
 # gperftools' CPU profiler (libgoogle-perftools-dev), for the admin service's /cmds/profile/cpu;
-# without it that endpoint answers 501.
-find_library(TRPC_PROFILER_LIB NAMES profiler)
+# without it that endpoint answers 501. trpc/admin links TRPC_PROFILER_LIB: the name of the
+# imported target, so the installed package names no file of this machine (trpc_gperftools.cmake).
+include(trpc_gperftools)
+unset(TRPC_PROFILER_LIB CACHE)  # a path, in build trees configured before
+if(TARGET trpc::gperftools_profiler)
+  set(TRPC_PROFILER_LIB trpc::gperftools_profiler)
+else()
+  set(TRPC_PROFILER_LIB "")
+endif()
 
 # protoc's plugin library (for protoc-gen-trpc).
 find_library(TRPC_PROTOC_LIB NAMES protoc)

@@ -2,8 +2,9 @@
 #   include/trpc/...           every header of trpc/ (detail/ ones too: public headers use them)
 #   lib/libtrpc_*.a            the static libraries
 #   bin/protoc-gen-trpc        the protoc plug-in
-#   lib/cmake/trpc/            trpcConfig.cmake (+ version, exported targets trpc::*, and
-#                              trpc_proto.cmake with trpc_proto_library())
+#   lib/cmake/trpc/            trpcConfig.cmake (+ version, exported targets trpc::*,
+#                              trpc_proto.cmake with trpc_proto_library(), and
+#                              trpc_gperftools.cmake, which finds libprofiler on the user's side)
 #   lib/pkgconfig/trpc.pc      for builds without CMake
 # Included from the top-level CMakeLists.txt once trpc/ is defined. docs/install.md.
 
@@ -62,7 +63,8 @@ function(_trpc_visit target ours)
 endfunction()
 
 # The Libs: line of trpc.pc: our archives in link order (plug-ins inside --whole-archive, like
-# trpc::trpc does), then the dependencies that have no .pc file of their own.
+# trpc::trpc does), then the dependencies that have no .pc file of their own (those that have one,
+# libprofiler included, are in Requires).
 function(_trpc_pc_libs out)
   _trpc_library_targets("${PROJECT_SOURCE_DIR}/trpc" ours)
   set_property(GLOBAL PROPERTY TRPC_LINK_ORDER)
@@ -82,9 +84,6 @@ function(_trpc_pc_libs out)
       list(APPEND libs "-l${lib}")
     endif()
   endforeach()
-  if(TRPC_PROFILER_LIB)
-    list(APPEND libs -lprofiler)  # the admin service's CPU profiles
-  endif()
   list(APPEND libs -lboost_context -pthread)
   if(TRPC_BUILD_MODE STREQUAL "ASAN")
     list(APPEND libs -fsanitize=address,undefined)
@@ -111,6 +110,14 @@ install(EXPORT trpcTargets
   NAMESPACE trpc::
   DESTINATION "${TRPC_INSTALL_CMAKEDIR}")
 set(TRPC_BOOST_VERSION "${Boost_VERSION_MAJOR}.${Boost_VERSION_MINOR}")
+# trpc_admin links trpc::gperftools_profiler when this build found it: the package must too.
+if(TRPC_PROFILER_LIB)
+  set(TRPC_PACKAGE_NEEDS_PROFILER TRUE)
+  set(TRPC_PC_REQUIRES "protobuf yaml-cpp fmt libprofiler")
+else()
+  set(TRPC_PACKAGE_NEEDS_PROFILER FALSE)
+  set(TRPC_PC_REQUIRES "protobuf yaml-cpp fmt")
+endif()
 configure_package_config_file(
   "${CMAKE_CURRENT_LIST_DIR}/trpcConfig.cmake.in"
   "${PROJECT_BINARY_DIR}/trpcConfig.cmake"
@@ -124,6 +131,7 @@ install(FILES
   "${PROJECT_BINARY_DIR}/trpcConfig.cmake"
   "${PROJECT_BINARY_DIR}/trpcConfigVersion.cmake"
   "${CMAKE_CURRENT_LIST_DIR}/trpc_proto.cmake"
+  "${CMAKE_CURRENT_LIST_DIR}/trpc_gperftools.cmake"
   DESTINATION "${TRPC_INSTALL_CMAKEDIR}")
 
 # trpc.pc names its prefix relative to its own directory, so the installed tree can move.
