@@ -10,7 +10,7 @@
 # the report gives medians and the QPS spread. The CPU ratios to raw_http and nginx are medians
 # of per-round ratios: runs seconds apart share the machine's state, and a shared VM here
 # switches between speed levels ~25% apart every few seconds, which moves every server alike. Reported: QPS, wrk's P99 (indicative only: wrk
-# adds synthetic samples to its histogram, BENCHMARK.md), and the server's CPU µs per request
+# adds synthetic samples to its histogram, docs/benchmark.md), and the server's CPU µs per request
 # (utime+stime of all its processes from /proc/PID/stat before and after the run / requests).
 #
 # C10K (--c10k N, default 10000; 0 skips it): per server, a fresh server loaded by wrk at 100

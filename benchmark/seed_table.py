@@ -25,7 +25,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# Pinning on a 2-core machine (BENCHMARK.md): the server on CPU 1, the load client on CPU 0.
+# Pinning on a 2-core machine (docs/benchmark.md): the server on CPU 1, the load client on CPU 0.
 # With fewer CPUs everything shares CPU 0 (and the table says so).
 NCPU = os.cpu_count() or 1
 SERVER_CPU = 1 if NCPU > 1 else 0
@@ -260,7 +260,7 @@ def run(args):
             best, closed = b.max_qps(s, name)
             maxima[name] = best
             s.stop()
-        # Server CPU per request at one offered load for all (BENCHMARK.md): 60% of the lowest
+        # Server CPU per request at one offered load for all (docs/benchmark.md): 60% of the lowest
         # ceiling, so nobody saturates. The servers alternate (A B C A B C ...) and each figure
         # is the median of its rounds: this machine drifts by tens of percent within minutes.
         common = int(0.6 * min(r["qps"] for r in maxima.values()))

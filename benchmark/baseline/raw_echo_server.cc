@@ -8,7 +8,7 @@
 // The body of a Greeter HelloRequest is a valid HelloReply (same field layout), so the framework's
 // client sees a correct echo. Bad frames close the connection; one-way calls get no answer.
 //
-// Frame (big-endian; the whole of it in /work/shared/PROTOCOL.md):
+// Frame (big-endian; the whole of it in docs/protocol.md):
 //   | 09 30 | type u8 | stream type u8 | total u32 | header size u16 | stream id u32 | 0 u16 |
 //   | protobuf header | body | attachment |
 

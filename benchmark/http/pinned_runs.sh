@@ -6,7 +6,7 @@
 
 CLK_TCK=$(getconf CLK_TCK)
 SERVER_PIDS=()
-# Pinning on a 2-core machine (BENCHMARK.md): the load client on CPU 0, the server on CPU 1.
+# Pinning on a 2-core machine (docs/benchmark.md): the load client on CPU 0, the server on CPU 1.
 CLIENT_CPU=0
 SERVER_CPU=1
 

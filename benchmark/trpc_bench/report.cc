@@ -16,8 +16,8 @@ constexpr double kSpectrum[] = {0,    10,   20,    30,   40,    50,     60,     
                                 85,   90,   92.5,  95,   96,    97,     97.5,   98,    98.5, 99,
                                 99.25, 99.5, 99.75, 99.9, 99.95, 99.99, 99.995, 99.999, 100};
 
-// Above these the client is probably what limits the run (BENCHMARK.md: "it reports its own
-// health").
+// Above these the client is probably what limits the run: it says so in its report, so a figure
+// it limited is not read as the server's.
 constexpr double kCpuBusyShare = 0.9;        // of the cores its threads can use
 constexpr double kMinAchievedShare = 0.99;   // of the target rate
 constexpr int64_t kMaxLatenessP99Us = 1000;  // send lateness against the plan

@@ -1,4 +1,4 @@
-// trpc_bench: the load client (BENCHMARK.md, "The load client"). Closed loop (--connections x
+// trpc_bench: the load client (docs/benchmark.md). Closed loop (--connections x
 // --inflight) or open loop at a fixed rate (--qps) with coordinated-omission correction, on the
 // framework's reactor, ClientConnection and codec registry. Worker threads (worker.h) do the
 // calls; this file parses the options, starts and times the workers, prints progress, and

@@ -212,7 +212,7 @@ TEST_F(BenchmarkServersTest, RawEchoServerWithSeveralListeners) {
   ExpectConcurrentEchoes(proxy.get());
 }
 
-// Raw bytes over a socket: PROTOCOL.md's worked example gets the echo frame, byte for byte, a
+// Raw bytes over a socket: docs/protocol.md's worked example gets the echo frame, byte for byte, a
 // one-way call nothing; a frame with a bad magic gets the connection closed.
 TEST_F(BenchmarkServersTest, RawEchoServerFramesByHand) {
   ChildServer server;

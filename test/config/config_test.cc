@@ -16,7 +16,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-// The example of DESIGN.md, "Config (YAML)", with the fiber thread model.
+// The config example of docs/config.md, with the fiber thread model.
 constexpr const char* kDesignExampleFiber = R"(global:
   threadmodel:
     fiber:

@@ -135,7 +135,7 @@ class TestGreeter final : public Greeter {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Raw wire helpers (docs: PROTOCOL.md).
+// Raw wire helpers (docs/protocol.md).
 
 constexpr size_t kFixedHeaderSize = 16;
 

@@ -91,7 +91,7 @@ void ReadThreadModel(const MapReader& global, ThreadModelConfig* out, InstanceNa
                 });
   if (!tm.ok()) return;
   if (!result.merge.empty() && !result.fiber.empty()) {
-    // One process runs one thread model; mixing them is not supported (DESIGN.md).
+    // One process runs one thread model; mixing them is not supported (docs/config.md).
     tm.FailMap("give either 'default' (merge) or 'fiber' instances, not both");
     return;
   }
