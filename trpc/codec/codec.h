@@ -58,7 +58,7 @@ class ClientCodec : public FrameCodec {
   virtual bool DecodeResponse(ChainBuffer&& frame, RpcResponse* rsp, std::string* err) = 0;
 };
 
-/// Protocols register here by name ("trpc", later "http"); server and client look them up by the
+/// Protocols register here by name ("trpc", "http"); server and client look them up by the
 /// `protocol` key of their config. Registration happens during static initialization; lookups
 /// are safe from any thread afterwards.
 class CodecRegistry {

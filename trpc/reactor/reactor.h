@@ -102,7 +102,8 @@ class Reactor {
   int64_t LoopTimeNs() const { return loop_time_ns_; }
   /// The latest clock reading the loop thread knows of: LoopTimeNs(), or a later one handed to
   /// NoteTime() by code that read the clock anyway (e.g. a reply's latency). Lets per-request
-  /// checks in a long batch see time pass without a clock read of their own (~30 ns on a VM).
+  /// checks in a long batch see time pass without a clock read of their own (a clock read costs
+  /// tens of ns on a VM).
   /// Loop thread only.
   int64_t RecentTimeNs() const { return recent_ns_; }
   void NoteTime(int64_t now_ns) {

@@ -65,8 +65,8 @@ class Service {
   std::unordered_map<std::string, std::unique_ptr<RpcMethodHandler>, Hash, std::equal_to<>>
       methods_;
   // The same table as a flat list while it is small (empty otherwise): a per-request lookup
-  // among a few names is cheaper by comparing them than by hashing a 30-40 byte name (about
-  // 180 instructions per echo request under callgrind).
+  // among a few names is cheaper by comparing them than by hashing a 30-40 byte name
+  // (docs/benchmark.md has the measurement).
   struct MethodEntry {
     std::string_view name;  // a key of methods_
     RpcMethodHandler* handler;

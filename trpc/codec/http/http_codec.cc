@@ -132,7 +132,7 @@ size_t ReplySize(const ReplyHead& h, std::string_view body, bool send_body) {
 // Writes status line, headers and `body` (unless HEAD or a bodiless status) to `out`, with one
 // copy into `out`: the reply is laid out in a stack buffer (a heap one for very large replies)
 // by plain memcpy, since this runs once per reply and string appends with their capacity checks
-// cost ~900 instructions per pipelined hello-world reply.
+// were a visible share of a pipelined hello-world reply (docs/benchmark.md).
 void WriteReply(const ReplyHead& h, std::string_view body, ChainBuffer* out) {
   constexpr size_t kStack = 1024;
   const bool bodiless = Bodiless(h.status);
