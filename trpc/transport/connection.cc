@@ -123,8 +123,8 @@ void Connection::HandleRead(bool to_eof) {
     // the free space of the current block: readv(2) would import kReadIov iovecs per call (and
     // PrepareWrite line up that many blocks) for nothing. A read that fills the space switches
     // back to the full scatter read for bulk input.
-    size_t n_iov = small_reads_ ? in_.PrepareWrite(iov, 1, 1)
-                                : in_.PrepareWrite(iov, kReadIov, kReadChunk);
+    size_t n_iov =
+        small_reads_ ? in_.PrepareWrite(iov, 1, 1) : in_.PrepareWrite(iov, kReadIov, kReadChunk);
     size_t want = 0;
     for (size_t i = 0; i < n_iov; ++i) want += iov[i].iov_len;
     ssize_t n = n_iov == 1 ? ::read(fd_, iov[0].iov_base, iov[0].iov_len)
@@ -169,8 +169,7 @@ void Connection::HandleRead(bool to_eof) {
     return;
   }
   Flush();
-  if (peer_closed_ && !closed_ && !reading_paused_ && !draining_ &&
-      next_frame_ == frames_.size()) {
+  if (peer_closed_ && !closed_ && !reading_paused_ && !draining_ && next_frame_ == frames_.size()) {
     // (With requests still pending, CloseAfterFlush waits for their replies.)
     // The peer sent FIN: every request it sent has been handled; close once the replies are out.
     CloseAfterFlush("peer closed");
@@ -183,11 +182,11 @@ void Connection::ProcessInput() {
     in_.Clear();  // the protocol has ended this connection's input
   } else if (!in_.empty()) {
     std::string err;
-    SplitResult r = codec_->SplitWithState(&in_, &frames_, options_.max_packet_size, &err,
-                                           codec_state_.get());
+    SplitResult r =
+        codec_->SplitWithState(&in_, &frames_, options_.max_packet_size, &err, codec_state_.get());
     if (r == SplitResult::kError) {
-      TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "closing connection from {}: {}",
-                        peer_.ToString(), err);
+      TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "closing connection from {}: {}", peer_.ToString(),
+                        err);
       if (codec_state_ == nullptr || codec_state_->immediate.empty()) {
         Close("protocol error: " + err);
         return;
@@ -327,13 +326,13 @@ void Connection::BeginLinger() {
   // Bounded from now, not from the last activity: a peer that keeps sending cannot hold the
   // connection open.
   std::weak_ptr<Connection> weak = weak_from_this();
-  linger_timer_ = reactor_->AddTimer(reactor_->LoopTimeNs() + options_.linger_ms * kNanosPerMilli,
-                                     [weak] {
-                                       if (auto self = weak.lock()) {
-                                         self->linger_timer_ = 0;
-                                         self->Close(self->close_reason_);
-                                       }
-                                     });
+  linger_timer_ =
+      reactor_->AddTimer(reactor_->LoopTimeNs() + options_.linger_ms * kNanosPerMilli, [weak] {
+        if (auto self = weak.lock()) {
+          self->linger_timer_ = 0;
+          self->Close(self->close_reason_);
+        }
+      });
   // Input that is already here raises no new edge: read and drop it now (from a task, as this
   // may run inside a handler or a flush).
   reactor_->Post([weak] {

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "trpc/base/chain_buffer.h"
+#include "trpc/base/net_address.h"
 #include "trpc/reactor/event_handler.h"
 #include "trpc/reactor/reactor.h"
-#include "trpc/base/net_address.h"
 #include "trpc/transport/detail/reply_sequencer.h"
 #include "trpc/transport/frame_codec.h"
 
@@ -65,8 +65,8 @@ struct ConnectionStats {
 
 /// One TCP connection owned by one reactor: reads until EAGAIN into a chain buffer, splits frames
 /// through a FrameCodec, hands the frames of a read batch to its Handler, and flushes everything
-/// the handler queued with one sendmsg() (an iovec write) per batch. A write that would block is finished on EPOLLOUT
-/// (registered edge-triggered once, so no epoll_ctl per write).
+/// the handler queued with one sendmsg() (an iovec write) per batch. A write that would block is
+/// finished on EPOLLOUT (registered edge-triggered once, so no epoll_ctl per write).
 ///
 /// Ownership: held by shared_ptr (the owner keeps one); the connection keeps itself alive while
 /// it handles an event. Thread contract: every method is loop-thread only.
@@ -112,9 +112,10 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   void SendReply(uint64_t slot, ChainBuffer&& data, bool ends_request);
   /// Closes the fd and tells the handler; idempotent.
   void Close(const std::string& reason);
-  /// Graceful close: once every queued byte has been written and no request is pending, sends FIN, then closes at the
-  /// peer's FIN or after linger_ms (see ConnectionOptions::linger_ms). Frames that arrive in the
-  /// meantime are still handed up (their replies are dropped if the write side is shut).
+  /// Graceful close: once every queued byte has been written and no request is pending, sends FIN,
+  /// then closes at the peer's FIN or after linger_ms (see ConnectionOptions::linger_ms). Frames
+  /// that arrive in the meantime are still handed up (their replies are dropped if the write side
+  /// is shut).
   void CloseAfterFlush(const std::string& reason);
   /// Request accounting for asynchronous handlers (loop thread): the handler calls
   /// BeginRequest() for a frame it hands to another fiber/thread, and EndRequest() once that
@@ -204,8 +205,8 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   bool small_reads_ = true;  // the last read did not fill its first block: read(2), not readv
   bool peer_closed_ = false;
   bool close_after_flush_ = false;
-  bool draining_ = false;      // Shutdown(): input is read and discarded
-  bool write_shut_ = false;    // FIN sent; lingering until the peer's FIN or linger_ms
+  bool draining_ = false;    // Shutdown(): input is read and discarded
+  bool write_shut_ = false;  // FIN sent; lingering until the peer's FIN or linger_ms
   std::string close_reason_;
 };
 
