@@ -1,5 +1,6 @@
 #include "trpc/transport/connection.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
@@ -35,13 +36,39 @@ Connection::Connection(Reactor* reactor, int fd, const NetAddress& peer, FrameCo
       codec_state_(codec->NewConnectionState()),
       handler_(handler),
       options_(options),
-      connecting_(connecting),
+      state_(connecting ? State::kConnecting : State::kOpen),
       ordered_(codec->OrderedReplies()) {}
 
 Connection::~Connection() {
-  if (!closed_) {
+  if (state_ != State::kClosed) {
     ::close(fd_);
   }
+}
+
+bool Connection::TransitionAllowed(State from, State to) {
+  if (to == State::kClosed) return from != State::kClosed;
+  switch (from) {
+    case State::kConnecting:
+      return to == State::kOpen || to == State::kConnectingToClose;
+    case State::kConnectingToClose:
+      return to == State::kClosingAfterFlush;
+    case State::kOpen:
+      return to == State::kClosingAfterFlush;
+    case State::kClosingAfterFlush:
+      return to == State::kLingering;
+    case State::kLingering:
+    case State::kClosed:
+      return false;
+  }
+  return false;
+}
+
+void Connection::Transition(State next) {
+  // Every caller checks the state first, whatever the peer sends: an illegal transition is a
+  // bug here, not bad input.
+  assert(TransitionAllowed(state_, next));
+  assert(next != State::kLingering || draining_);
+  state_ = next;
 }
 
 void Connection::Start() {
@@ -66,7 +93,7 @@ void Connection::ArmIdleTimer(int64_t deadline_ns) {
 
 void Connection::OnIdleTimer() {
   idle_timer_ = 0;
-  if (closed_) return;
+  if (closed()) return;
   // Activity only moves last_active_ns_ forward; the timer re-arms lazily from it, so reads and
   // writes never touch the timer heap.
   int64_t deadline = last_active_ns_ + options_.idle_timeout_ms * kNanosPerMilli;
@@ -79,8 +106,8 @@ void Connection::OnIdleTimer() {
 
 void Connection::HandleEvents(uint32_t events) {
   ConnectionPtr self = shared_from_this();  // a handler may drop the owner's reference
-  if (closed_) return;
-  if (connecting_) {
+  if (closed()) return;
+  if (connecting()) {
     if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) return;
     int err = socket_ops::GetSocketError(fd_);
     if (err != 0 || (events & (EPOLLERR | EPOLLHUP))) {
@@ -88,17 +115,17 @@ void Connection::HandleEvents(uint32_t events) {
                         strerror(err ? err : ECONNREFUSED)));
       return;
     }
-    connecting_ = false;
+    Transition(state_ == State::kConnectingToClose ? State::kClosingAfterFlush : State::kOpen);
     handler_->OnConnected(this);
-    if (closed_) return;
+    if (closed()) return;
     Flush();
-    if (closed_) return;
+    if (closed()) return;
   }
   if (events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP)) {
     // With a hang-up in the same edge as the last data, a short read does not mean "drained":
     // read on to the EOF, or the close is never seen (no further edge comes).
     HandleRead(/*to_eof=*/(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0);
-    if (closed_) return;
+    if (closed()) return;
   }
   if ((events & EPOLLOUT) && !out_.empty()) {
     Flush();
@@ -109,12 +136,12 @@ void Connection::HandleRead(bool to_eof) {
   in_batch_ = true;
   DeliverFrames();  // frames held back while the write queue was over its limit
   size_t read_this_event = 0;
-  while (!closed_ && !reading_paused_ && !peer_closed_) {
+  while (!closed() && !reading_paused_ && !peer_closed_) {
     if (read_this_event >= kReadBudgetPerEvent) {
       // Continue after the loop has served everyone else (edge-triggered: no new edge comes).
       std::weak_ptr<Connection> weak = weak_from_this();
       reactor_->Post([weak] {
-        if (auto self = weak.lock(); self && !self->closed_) self->HandleRead(/*to_eof=*/true);
+        if (auto self = weak.lock(); self && !self->closed()) self->HandleRead(/*to_eof=*/true);
       });
       break;
     }
@@ -123,8 +150,8 @@ void Connection::HandleRead(bool to_eof) {
     // the free space of the current block: readv(2) would import kReadIov iovecs per call (and
     // PrepareWrite line up that many blocks) for nothing. A read that fills the space switches
     // back to the full scatter read for bulk input.
-    size_t n_iov = small_reads_ ? in_.PrepareWrite(iov, 1, 1)
-                                : in_.PrepareWrite(iov, kReadIov, kReadChunk);
+    size_t n_iov =
+        small_reads_ ? in_.PrepareWrite(iov, 1, 1) : in_.PrepareWrite(iov, kReadIov, kReadChunk);
     size_t want = 0;
     for (size_t i = 0; i < n_iov; ++i) want += iov[i].iov_len;
     ssize_t n = n_iov == 1 ? ::read(fd_, iov[0].iov_base, iov[0].iov_len)
@@ -143,7 +170,7 @@ void Connection::HandleRead(bool to_eof) {
       } else if (in_.size() >= kDispatchThreshold) {
         // A long pipelined stream: handle what is here and send its replies before reading on.
         ProcessInput();
-        if (!closed_ && !out_.empty()) Flush();
+        if (!closed() && !out_.empty()) Flush();
       }
       // A short read drained the socket; edge-triggered epoll reports the next arrival, so the
       // extra read(2) that would only return EAGAIN is skipped.
@@ -161,15 +188,15 @@ void Connection::HandleRead(bool to_eof) {
     Close(fmt::format("read: {}", strerror(errno)));
     return;
   }
-  if (!closed_) ProcessInput();
+  if (!closed()) ProcessInput();
   in_batch_ = false;
-  if (closed_) return;
-  if (write_shut_) {
+  if (closed()) return;
+  if (state_ == State::kLingering) {
     if (peer_closed_) Close(close_reason_);  // both FINs exchanged: an orderly close
     return;
   }
   Flush();
-  if (peer_closed_ && !closed_ && !reading_paused_ && !draining_ &&
+  if (peer_closed_ && !closed() && !reading_paused_ && !draining_ &&
       next_frame_ == frames_.size()) {
     // (With requests still pending, CloseAfterFlush waits for their replies.)
     // The peer sent FIN: every request it sent has been handled; close once the replies are out.
@@ -183,11 +210,11 @@ void Connection::ProcessInput() {
     in_.Clear();  // the protocol has ended this connection's input
   } else if (!in_.empty()) {
     std::string err;
-    SplitResult r = codec_->SplitWithState(&in_, &frames_, options_.max_packet_size, &err,
-                                           codec_state_.get());
+    SplitResult r =
+        codec_->SplitWithState(&in_, &frames_, options_.max_packet_size, &err, codec_state_.get());
     if (r == SplitResult::kError) {
-      TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "closing connection from {}: {}",
-                        peer_.ToString(), err);
+      TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "closing connection from {}: {}", peer_.ToString(),
+                        err);
       if (codec_state_ == nullptr || codec_state_->immediate.empty()) {
         Close("protocol error: " + err);
         return;
@@ -210,11 +237,11 @@ void Connection::ProcessInput() {
     }
   }
   DeliverFrames();
-  if (input_finished_ && !closed_ && next_frame_ == frames_.size()) FinishInput();
+  if (input_finished_ && !closed() && next_frame_ == frames_.size()) FinishInput();
 }
 
 void Connection::FinishInput() {
-  if (close_after_flush_) return;
+  if (closing_after_flush()) return;
   if (codec_state_ != nullptr && !codec_state_->immediate.empty()) {
     SendImmediate(ordered_ ? sequencer_.Take() : 0, /*final=*/true);
   }
@@ -245,7 +272,7 @@ bool Connection::QueueReply(uint64_t slot, ChainBuffer&& data) {
 }
 
 bool Connection::Queue(ChainBuffer&& data) {
-  if (data.empty() || closed_ || write_shut_) return false;
+  if (data.empty() || !accepts_output()) return false;
   out_.Append(std::move(data));
   return true;
 }
@@ -257,17 +284,17 @@ void Connection::SendReply(uint64_t slot, ChainBuffer&& data, bool ends_request)
     return;
   }
   if (pending_requests_ > 0) --pending_requests_;
-  if (closed_ || in_batch_) return;  // (in a batch, the batch's own flush sends it)
+  if (closed() || in_batch_) return;  // (in a batch, the batch's own flush sends it)
   if (pending_requests_ == 0) {
     // Every request read so far is answered, so no later reply can join the ones queued: send
     // them now. A posted flush would run only when the worker next polls its IO (after up to a
     // poll interval of other fibers, and in two pieces when a poll falls in the middle of a
     // pipelined batch), and posting it costs a task per reply at pipelining depth 1.
-    if (queued || close_after_flush_ || (flush_posted_ && !out_.empty())) Flush();
+    if (queued || closing_after_flush() || (flush_posted_ && !out_.empty())) Flush();
   } else if (queued) {
     PostFlush();
   }
-  if (closed_ || close_after_flush_ || !reading_paused_) return;
+  if (closed() || closing_after_flush() || !reading_paused_) return;
   if (out_.size() <= options_.max_pending_write_bytes / 2 &&
       pending_requests_ < options_.max_pending_requests) {
     ResumeReadingSoon();
@@ -287,7 +314,7 @@ void Connection::ArmReadTimer(int64_t deadline_ns) {
 
 void Connection::OnReadTimer() {
   read_timer_ = 0;
-  if (closed_ || input_finished_ || codec_state_ == nullptr) return;
+  if (closed() || input_finished_ || codec_state_ == nullptr) return;
   int64_t deadline = codec_state_->read_deadline_ns;
   if (deadline == 0) return;  // the frame completed in time
   if (reactor_->LoopTimeNs() < deadline) {
@@ -302,7 +329,7 @@ void Connection::OnReadTimer() {
 }
 
 void Connection::Shutdown(const std::string& reason) {
-  if (closed_) return;
+  if (closed()) return;
   // Input is discarded from now on, so nothing is held back: what arrived while paused is read
   // (and dropped) from a task, since this may run inside a handler.
   StopReading();
@@ -315,8 +342,8 @@ void Connection::BeginLinger() {
     Close(close_reason_);
     return;
   }
-  write_shut_ = true;
   draining_ = true;
+  Transition(State::kLingering);
   frames_.clear();
   next_frame_ = 0;
   in_.Clear();
@@ -327,17 +354,17 @@ void Connection::BeginLinger() {
   // Bounded from now, not from the last activity: a peer that keeps sending cannot hold the
   // connection open.
   std::weak_ptr<Connection> weak = weak_from_this();
-  linger_timer_ = reactor_->AddTimer(reactor_->LoopTimeNs() + options_.linger_ms * kNanosPerMilli,
-                                     [weak] {
-                                       if (auto self = weak.lock()) {
-                                         self->linger_timer_ = 0;
-                                         self->Close(self->close_reason_);
-                                       }
-                                     });
+  linger_timer_ =
+      reactor_->AddTimer(reactor_->LoopTimeNs() + options_.linger_ms * kNanosPerMilli, [weak] {
+        if (auto self = weak.lock()) {
+          self->linger_timer_ = 0;
+          self->Close(self->close_reason_);
+        }
+      });
   // Input that is already here raises no new edge: read and drop it now (from a task, as this
   // may run inside a handler or a flush).
   reactor_->Post([weak] {
-    if (auto self = weak.lock(); self && !self->closed_) self->HandleRead(/*to_eof=*/true);
+    if (auto self = weak.lock(); self && !self->closed()) self->HandleRead(/*to_eof=*/true);
   });
 }
 
@@ -353,7 +380,7 @@ void Connection::DeliverFrames() {
     frame_slot_ = ordered_ ? sequencer_.Take() : 0;
     handler_->OnFrame(this, std::move(frames_[next_frame_++]));
     frame_slot_ = 0;
-    if (closed_) return;
+    if (closed()) return;
   }
   frames_.clear();
   next_frame_ = 0;
@@ -361,7 +388,7 @@ void Connection::DeliverFrames() {
 }
 
 void Connection::Send(ChainBuffer&& data) {
-  if (closed_ || write_shut_) return;
+  if (!accepts_output()) return;
   out_.Append(std::move(data));
   if (!in_batch_) Flush();
 }
@@ -377,13 +404,13 @@ void Connection::PostFlush() {
   reactor_->Post([weak] {
     if (auto self = weak.lock()) {
       self->flush_posted_ = false;
-      if (!self->closed_) self->Flush();
+      if (!self->closed()) self->Flush();
     }
   });
 }
 
 void Connection::Flush() {
-  if (connecting_ || closed_ || write_shut_) return;
+  if (!writable()) return;
   while (!out_.empty()) {
     iovec iov[kMaxWriteIov];
     msghdr msg{};
@@ -408,7 +435,7 @@ void Connection::Flush() {
     Close(fmt::format("write: {}", strerror(errno)));
     return;
   }
-  if (close_after_flush_ && out_.empty() && pending_requests_ == 0) {
+  if (state_ == State::kClosingAfterFlush && out_.empty() && pending_requests_ == 0) {
     BeginLinger();
     return;
   }
@@ -426,12 +453,12 @@ void Connection::ResumeReadingSoon() {
   // from a task, not from here, so pause/resume cycles never nest on the stack.
   std::weak_ptr<Connection> weak = weak_from_this();
   reactor_->Post([weak] {
-    if (auto self = weak.lock(); self && !self->closed_) self->HandleRead(/*to_eof=*/true);
+    if (auto self = weak.lock(); self && !self->closed()) self->HandleRead(/*to_eof=*/true);
   });
 }
 
 void Connection::StopReading() {
-  if (closed_ || draining_) return;
+  if (closed() || draining_) return;
   draining_ = true;
   frames_.clear();
   next_frame_ = 0;
@@ -440,15 +467,19 @@ void Connection::StopReading() {
 }
 
 void Connection::CloseAfterFlush(const std::string& reason) {
-  if (closed_) return;
-  close_after_flush_ = true;
+  if (closed()) return;
+  if (state_ == State::kConnecting) {
+    Transition(State::kConnectingToClose);
+  } else if (state_ == State::kOpen) {
+    Transition(State::kClosingAfterFlush);
+  }  // else already closing: only the reason changes
   close_reason_ = reason;
-  if (!connecting_ && !in_batch_) Flush();
+  if (!connecting() && !in_batch_) Flush();
 }
 
 void Connection::Close(const std::string& reason) {
-  if (closed_) return;
-  closed_ = true;
+  if (closed()) return;
+  Transition(State::kClosed);
   reactor_->poller().Remove(fd_);
   ::close(fd_);
   if (idle_timer_ != 0) {

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "trpc/base/chain_buffer.h"
+#include "trpc/base/net_address.h"
 #include "trpc/reactor/event_handler.h"
 #include "trpc/reactor/reactor.h"
-#include "trpc/base/net_address.h"
 #include "trpc/transport/detail/reply_sequencer.h"
 #include "trpc/transport/frame_codec.h"
 
@@ -65,8 +65,8 @@ struct ConnectionStats {
 
 /// One TCP connection owned by one reactor: reads until EAGAIN into a chain buffer, splits frames
 /// through a FrameCodec, hands the frames of a read batch to its Handler, and flushes everything
-/// the handler queued with one sendmsg() (an iovec write) per batch. A write that would block is finished on EPOLLOUT
-/// (registered edge-triggered once, so no epoll_ctl per write).
+/// the handler queued with one sendmsg() (an iovec write) per batch. A write that would block is
+/// finished on EPOLLOUT (registered edge-triggered once, so no epoll_ctl per write).
 ///
 /// Ownership: held by shared_ptr (the owner keeps one); the connection keeps itself alive while
 /// it handles an event. Thread contract: every method is loop-thread only.
@@ -112,9 +112,10 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   void SendReply(uint64_t slot, ChainBuffer&& data, bool ends_request);
   /// Closes the fd and tells the handler; idempotent.
   void Close(const std::string& reason);
-  /// Graceful close: once every queued byte has been written and no request is pending, sends FIN, then closes at the
-  /// peer's FIN or after linger_ms (see ConnectionOptions::linger_ms). Frames that arrive in the
-  /// meantime are still handed up (their replies are dropped if the write side is shut).
+  /// Graceful close: once every queued byte has been written and no request is pending, sends FIN,
+  /// then closes at the peer's FIN or after linger_ms (see ConnectionOptions::linger_ms). Frames
+  /// that arrive in the meantime are still handed up (their replies are dropped if the write side
+  /// is shut).
   void CloseAfterFlush(const std::string& reason);
   /// Request accounting for asynchronous handlers (loop thread): the handler calls
   /// BeginRequest() for a frame it hands to another fiber/thread, and EndRequest() once that
@@ -129,8 +130,10 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   /// input is read and discarded; what is queued is written, then as CloseAfterFlush.
   void Shutdown(const std::string& reason);
 
-  bool closed() const { return closed_; }
-  bool connecting() const { return connecting_; }
+  bool closed() const { return state_ == State::kClosed; }
+  bool connecting() const {
+    return state_ == State::kConnecting || state_ == State::kConnectingToClose;
+  }
   bool reading_paused() const { return reading_paused_; }
   size_t pending_write_bytes() const { return out_.size(); }
   const NetAddress& peer() const { return peer_; }
@@ -147,6 +150,52 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   void HandleEvents(uint32_t events) override;
 
  private:
+  // Lifecycle: where the connection is between connect and close.
+  //
+  //   kConnecting          client side: connect() in progress; nothing is read or written yet
+  //   kConnectingToClose   kConnecting after CloseAfterFlush()/Shutdown(): closes gracefully once
+  //                        connected (a short connection's one-way call)
+  //   kOpen                reads, hands frames up, writes
+  //   kClosingAfterFlush   CloseAfterFlush()/Shutdown() (or the peer's FIN, or the protocol's end
+  //                        of input): writes what is queued and waits for the pending requests
+  //   kLingering           FIN sent (SHUT_WR): reads and discards until the peer's FIN or
+  //                        linger_ms; nothing more is queued or written
+  //   kClosed              fd closed, handler told; final
+  //
+  // Allowed transitions (Transition() asserts them; Close() is allowed from every state but
+  // kClosed, and a CloseAfterFlush() in a state that already closes only renews the reason):
+  //
+  //   kConnecting         -> kOpen                (connected)
+  //   kConnecting         -> kConnectingToClose   (CloseAfterFlush)
+  //   kConnectingToClose  -> kClosingAfterFlush   (connected)
+  //   kOpen               -> kClosingAfterFlush   (CloseAfterFlush)
+  //   kClosingAfterFlush  -> kLingering           (queue written, no request pending, FIN sent)
+  //   any but kClosed     -> kClosed              (Close: error, idle, peer's FIN, linger over)
+  //
+  // The input side is kept apart: draining_ (StopReading/Shutdown), input_finished_ (the protocol
+  // ended the input) and peer_closed_ (EOF) only ever turn on, independently of the state and of
+  // each other (StopReading() does not close, a close-after-flush still hands frames up, the peer
+  // may send FIN at any time), except that kLingering always has draining_.
+  enum class State : uint8_t {
+    kConnecting,
+    kConnectingToClose,
+    kOpen,
+    kClosingAfterFlush,
+    kLingering,
+    kClosed,
+  };
+  static bool TransitionAllowed(State from, State to);
+  void Transition(State next);
+  // A graceful close is under way (CloseAfterFlush() came and the fd is not closed yet).
+  bool closing_after_flush() const {
+    return state_ == State::kConnectingToClose || state_ == State::kClosingAfterFlush ||
+           state_ == State::kLingering;
+  }
+  // Bytes may still be queued for the peer.
+  bool accepts_output() const { return state_ != State::kLingering && state_ != State::kClosed; }
+  // Queued bytes may be written now.
+  bool writable() const { return state_ == State::kOpen || state_ == State::kClosingAfterFlush; }
+
   void HandleRead(bool to_eof);
   void ProcessInput();
   void DeliverFrames();
@@ -190,23 +239,22 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   uint64_t frame_slot_ = 0;
   uint32_t pending_requests_ = 0;
   void* context_ = nullptr;
-  bool connecting_;
+  State state_;
   bool ordered_;
+  // Input side (see State): each only ever turns on.
   // The input ended by the protocol (a bad frame with an error answer, a read timeout, or the
   // peer's "close after this"): frames already cut are still handed up, then the connection
   // closes gracefully with `finish_reason_`.
   bool input_finished_ = false;
   std::string finish_reason_;
-  bool closed_ = false;
+  bool draining_ = false;     // StopReading()/Shutdown(), kLingering: input is read and discarded
+  bool peer_closed_ = false;  // the peer's FIN was read: no more input comes
+  // Independent flags.
   bool in_batch_ = false;
   bool flush_posted_ = false;  // a loop task will flush out_
   bool reading_paused_ = false;
-  bool small_reads_ = true;  // the last read did not fill its first block: read(2), not readv
-  bool peer_closed_ = false;
-  bool close_after_flush_ = false;
-  bool draining_ = false;      // Shutdown(): input is read and discarded
-  bool write_shut_ = false;    // FIN sent; lingering until the peer's FIN or linger_ms
-  std::string close_reason_;
+  bool small_reads_ = true;   // the last read did not fill its first block: read(2), not readv
+  std::string close_reason_;  // for the handler's OnClose once a graceful close ends
 };
 
 using ConnectionPtr = std::shared_ptr<Connection>;
