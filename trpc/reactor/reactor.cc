@@ -176,7 +176,9 @@ void Reactor::Iterate(int64_t deadline_ns, const std::atomic<uint32_t>* epoch, u
   if (timeout != 0) {
     sleeping_.store(true, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (!tasks_.Empty() || has_overflow_.load(std::memory_order_relaxed) ||
+    // An armed end-of-iteration call (work submitted from outside an iteration, e.g. by a
+    // fiber on this worker) must run now, not after the next event.
+    if (end_fn_ != nullptr || !tasks_.Empty() || has_overflow_.load(std::memory_order_relaxed) ||
         stop_.load(std::memory_order_relaxed) ||
         (epoch != nullptr && epoch->load(std::memory_order_relaxed) != token)) {
       timeout = 0;
