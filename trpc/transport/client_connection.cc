@@ -111,7 +111,7 @@ void ClientConnection::OnFrame(Connection* conn, ChainBuffer&& frame) {
   }
   uint32_t id = 0;
   if (!codec_->PeekResponseId(frame, &id)) {
-    conn->Close("malformed response frame");
+    conn->Close("malformed response frame", CloseCause::kProtocolError);
     return;
   }
   auto it = pending_.find(id);
@@ -124,7 +124,7 @@ void ClientConnection::OnFrame(Connection* conn, ChainBuffer&& frame) {
 
 void ClientConnection::OnFifoFrame(Connection* conn, ChainBuffer&& frame) {
   if (order_.empty()) {
-    conn->Close("a response to no request");
+    conn->Close("a response to no request", CloseCause::kProtocolError);
     return;
   }
   const uint32_t id = order_.front();

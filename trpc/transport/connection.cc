@@ -76,7 +76,7 @@ void Connection::Start() {
   last_active_ns_ = MonotonicNanos();
   int rc = reactor_->poller().Add(fd_, EPOLLIN | EPOLLOUT | EPOLLRDHUP, this);
   if (rc != 0) {
-    Close(fmt::format("epoll add: {}", strerror(-rc)));
+    Close(fmt::format("epoll add: {}", strerror(-rc)), CloseCause::kIoError);
     return;
   }
   if (options_.idle_timeout_ms > 0) {
@@ -98,7 +98,7 @@ void Connection::OnIdleTimer() {
   // writes never touch the timer heap.
   int64_t deadline = last_active_ns_ + options_.idle_timeout_ms * kNanosPerMilli;
   if (reactor_->LoopTimeNs() >= deadline) {
-    Close("idle timeout");
+    Close("idle timeout", CloseCause::kTimeout);
   } else {
     ArmIdleTimer(deadline);
   }
@@ -112,7 +112,8 @@ void Connection::HandleEvents(uint32_t events) {
     int err = socket_ops::GetSocketError(fd_);
     if (err != 0 || (events & (EPOLLERR | EPOLLHUP))) {
       Close(fmt::format("connect to {} failed: {}", peer_.ToString(),
-                        strerror(err ? err : ECONNREFUSED)));
+                        strerror(err ? err : ECONNREFUSED)),
+            CloseCause::kIoError);
       return;
     }
     Transition(state_ == State::kConnectingToClose ? State::kClosingAfterFlush : State::kOpen);
@@ -185,14 +186,14 @@ void Connection::HandleRead(bool to_eof) {
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) break;
     in_batch_ = false;
-    Close(fmt::format("read: {}", strerror(errno)));
+    Close(fmt::format("read: {}", strerror(errno)), CloseCause::kIoError);
     return;
   }
   if (!closed()) ProcessInput();
   in_batch_ = false;
   if (closed()) return;
   if (state_ == State::kLingering) {
-    if (peer_closed_) Close(close_reason_);  // both FINs exchanged: an orderly close
+    if (peer_closed_) Close(close_reason_, close_cause_);  // both FINs exchanged: an orderly close
     return;
   }
   Flush();
@@ -200,7 +201,7 @@ void Connection::HandleRead(bool to_eof) {
       next_frame_ == frames_.size()) {
     // (With requests still pending, CloseAfterFlush waits for their replies.)
     // The peer sent FIN: every request it sent has been handled; close once the replies are out.
-    CloseAfterFlush("peer closed");
+    CloseAfterFlush("peer closed", CloseCause::kPeerClosed);
   }
 }
 
@@ -216,17 +217,19 @@ void Connection::ProcessInput() {
       TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "closing connection from {}: {}", peer_.ToString(),
                         err);
       if (codec_state_ == nullptr || codec_state_->immediate.empty()) {
-        Close("protocol error: " + err);
+        Close("protocol error: " + err, CloseCause::kProtocolError);
         return;
       }
       // The protocol answers the bad frame (HTTP's 400) after the good frames cut before it.
       input_finished_ = true;
       finish_reason_ = "protocol error: " + err;
+      finish_cause_ = CloseCause::kProtocolError;
       in_.Clear();
     } else if (codec_state_ != nullptr) {
       if (codec_state_->closing) {
         input_finished_ = true;
         finish_reason_ = "the peer asked to close";
+        finish_cause_ = CloseCause::kPeerClosed;
         in_.Clear();
       } else if (!codec_state_->immediate.empty()) {
         SendImmediate(sequencer_.Peek() + (frames_.size() - next_frame_), /*final=*/false);
@@ -245,7 +248,7 @@ void Connection::FinishInput() {
   if (codec_state_ != nullptr && !codec_state_->immediate.empty()) {
     SendImmediate(ordered_ ? sequencer_.Take() : 0, /*final=*/true);
   }
-  CloseAfterFlush(finish_reason_);
+  CloseAfterFlush(finish_reason_, finish_cause_);
 }
 
 void Connection::SendImmediate(uint64_t slot, bool final) {
@@ -324,6 +327,7 @@ void Connection::OnReadTimer() {
   codec_state_->OnReadTimeout();
   input_finished_ = true;
   finish_reason_ = "read timeout: a frame stayed incomplete too long";
+  finish_cause_ = CloseCause::kTimeout;
   in_.Clear();
   if (next_frame_ == frames_.size()) FinishInput();
 }
@@ -339,7 +343,7 @@ void Connection::Shutdown(const std::string& reason) {
 void Connection::BeginLinger() {
   if (peer_closed_ || options_.linger_ms <= 0) {
     // The peer has sent everything it will send (or lingering is off): nothing to wait for.
-    Close(close_reason_);
+    Close(close_reason_, close_cause_);
     return;
   }
   draining_ = true;
@@ -348,7 +352,7 @@ void Connection::BeginLinger() {
   next_frame_ = 0;
   in_.Clear();
   if (::shutdown(fd_, SHUT_WR) != 0) {
-    Close(close_reason_);
+    Close(close_reason_, close_cause_);
     return;
   }
   // Bounded from now, not from the last activity: a peer that keeps sending cannot hold the
@@ -358,7 +362,7 @@ void Connection::BeginLinger() {
       reactor_->AddTimer(reactor_->LoopTimeNs() + options_.linger_ms * kNanosPerMilli, [weak] {
         if (auto self = weak.lock()) {
           self->linger_timer_ = 0;
-          self->Close(self->close_reason_);
+          self->Close(self->close_reason_, self->close_cause_);
         }
       });
   // Input that is already here raises no new edge: read and drop it now (from a task, as this
@@ -432,7 +436,7 @@ void Connection::Flush() {
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;  // EPOLLOUT finishes the job
-    Close(fmt::format("write: {}", strerror(errno)));
+    Close(fmt::format("write: {}", strerror(errno)), CloseCause::kIoError);
     return;
   }
   if (state_ == State::kClosingAfterFlush && out_.empty() && pending_requests_ == 0) {
@@ -466,7 +470,7 @@ void Connection::StopReading() {
   if (reading_paused_) ResumeReadingSoon();  // read on, to discard: a close must not reset
 }
 
-void Connection::CloseAfterFlush(const std::string& reason) {
+void Connection::CloseAfterFlush(const std::string& reason, CloseCause cause) {
   if (closed()) return;
   if (state_ == State::kConnecting) {
     Transition(State::kConnectingToClose);
@@ -474,11 +478,13 @@ void Connection::CloseAfterFlush(const std::string& reason) {
     Transition(State::kClosingAfterFlush);
   }  // else already closing: only the reason changes
   close_reason_ = reason;
+  close_cause_ = cause;
   if (!connecting() && !in_batch_) Flush();
 }
 
-void Connection::Close(const std::string& reason) {
+void Connection::Close(const std::string& reason, CloseCause cause) {
   if (closed()) return;
+  close_cause_ = cause;
   Transition(State::kClosed);
   reactor_->poller().Remove(fd_);
   ::close(fd_);

@@ -63,6 +63,15 @@ struct ConnectionStats {
   uint64_t bytes_out = 0;
 };
 
+/// Why a connection closed, for its owner's statistics (the text reason is for logs).
+enum class CloseCause : uint8_t {
+  kLocal,          // its owner closed it (stop, shutdown, a short call done)
+  kPeerClosed,     // the peer's FIN, or the protocol's own "close" (HTTP Connection: close)
+  kTimeout,        // idle_time, or a frame that stayed incomplete too long
+  kIoError,        // a failed read, write, connect or epoll registration
+  kProtocolError,  // bytes the codec could not accept
+};
+
 /// One TCP connection owned by one reactor: reads until EAGAIN into a chain buffer, splits frames
 /// through a FrameCodec, hands the frames of a read batch to its Handler, and flushes everything
 /// the handler queued with one sendmsg() (an iovec write) per batch. A write that would block is
@@ -110,13 +119,13 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   /// and this ends it (as EndRequest()); when it was the last one pending, the queued replies
   /// are written now instead of by a posted flush.
   void SendReply(uint64_t slot, ChainBuffer&& data, bool ends_request);
-  /// Closes the fd and tells the handler; idempotent.
-  void Close(const std::string& reason);
+  /// Closes the fd and tells the handler; idempotent. `cause` is what close_cause() reports.
+  void Close(const std::string& reason, CloseCause cause = CloseCause::kLocal);
   /// Graceful close: once every queued byte has been written and no request is pending, sends FIN,
   /// then closes at the peer's FIN or after linger_ms (see ConnectionOptions::linger_ms). Frames
   /// that arrive in the meantime are still handed up (their replies are dropped if the write side
   /// is shut).
-  void CloseAfterFlush(const std::string& reason);
+  void CloseAfterFlush(const std::string& reason, CloseCause cause = CloseCause::kLocal);
   /// Request accounting for asynchronous handlers (loop thread): the handler calls
   /// BeginRequest() for a frame it hands to another fiber/thread, and EndRequest() once that
   /// request's reply is queued (or it has none). Reading pauses at max_pending_requests.
@@ -143,9 +152,9 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   /// The codec's per-connection state (FrameCodec::NewConnectionState), or null.
   FrameCodecState* codec_state() const { return codec_state_.get(); }
 
-  /// Owner's per-connection state (e.g. the server's service adapter). Not interpreted here.
-  void set_context(void* ctx) { context_ = ctx; }
-  void* context() const { return context_; }
+  /// Why the connection closed (or is closing): valid in Handler::OnClose, whose text reason
+  /// is for people; this is for counting.
+  CloseCause close_cause() const { return close_cause_; }
 
   void HandleEvents(uint32_t events) override;
 
@@ -238,7 +247,6 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   detail::ReplySequencer sequencer_;  // used when ordered_
   uint64_t frame_slot_ = 0;
   uint32_t pending_requests_ = 0;
-  void* context_ = nullptr;
   State state_;
   bool ordered_;
   // Input side (see State): each only ever turns on.
@@ -253,7 +261,9 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   bool in_batch_ = false;
   bool flush_posted_ = false;  // a loop task will flush out_
   bool reading_paused_ = false;
-  bool small_reads_ = true;   // the last read did not fill its first block: read(2), not readv
+  bool small_reads_ = true;  // the last read did not fill its first block: read(2), not readv
+  CloseCause close_cause_ = CloseCause::kLocal;   // with close_reason_
+  CloseCause finish_cause_ = CloseCause::kLocal;  // with finish_reason_
   std::string close_reason_;  // for the handler's OnClose once a graceful close ends
 };
 

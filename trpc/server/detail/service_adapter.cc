@@ -195,7 +195,7 @@ void ServiceAdapter::OnNewConnection(int fd, const NetAddress& peer) {
 }
 
 void ServiceAdapter::OnClose(Connection* conn, const std::string& reason) {
-  if (reason.starts_with("protocol error")) {
+  if (conn->close_cause() == CloseCause::kProtocolError) {
     protocol_errors_.fetch_add(1, std::memory_order_relaxed);
   }
   TRPC_LOG_DEBUG("service {}: connection {} closed: {}", config_.name, conn->peer().ToString(),
@@ -215,7 +215,7 @@ void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
     // A header that does not parse gets no reply: the stream can no longer be trusted.
     TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "service {}: bad request from {}: {}", config_.name,
                       conn->peer().ToString(), err);
-    conn->Close("protocol error: " + err);
+    conn->Close("protocol error: " + err, CloseCause::kProtocolError);
     return;
   }
   uint32_t timeout_ms = ctx->request().timeout_ms;
