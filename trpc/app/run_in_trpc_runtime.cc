@@ -6,8 +6,6 @@
 
 #include "trpc/base/logging.h"
 #include "trpc/client/trpc_client.h"
-#include "trpc/fiber/thread_bridge.h"
-#include "trpc/runtime/fiber_thread_model.h"
 #include "trpc/runtime/runtime.h"
 
 namespace trpc {
@@ -22,13 +20,7 @@ int RunInTrpcRuntime(const Config& config, const std::function<int()>& fn) {
   }
   auto client = std::make_shared<TrpcClient>(config.client);
   SetTrpcClient(client);
-  int rc;
-  ThreadModel* model = runtime::GetThreadModel();
-  if (model->Type() == "fiber") {
-    rc = fiber::RunInFiber(static_cast<FiberThreadModel*>(model)->scheduler(), fn);
-  } else {
-    rc = fn();
-  }
+  int rc = runtime::GetThreadModel()->RunBlocking(fn);
   client->Stop();
   SetTrpcClient(nullptr);
   runtime::Stop();

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "trpc/fiber/fiber.h"
+#include "trpc/fiber/thread_bridge.h"
 
 namespace trpc {
 
@@ -144,6 +145,18 @@ void FiberThreadModel::RunChain(Task* t) {
     fiber::this_fiber::ResetLocals();
     t = rest;
   }
+}
+
+int FiberThreadModel::RunBlocking(const std::function<int()>& fn) {
+  return fiber::RunInFiber(scheduler_.get(), fn);
+}
+
+bool FiberThreadModel::GetFiberStats(FiberStats* out) const {
+  fiber::SchedulerStats st = scheduler_->Stats();
+  // Relaxed sums over the workers: a fiber's finish may be seen before its start.
+  out->alive = st.fibers_started > st.fibers_finished ? st.fibers_started - st.fibers_finished : 0;
+  out->run_queue_depth = st.run_queue_depth;
+  return true;
 }
 
 bool FiberThreadModel::MayBlockCurrentThread() const {

@@ -46,6 +46,8 @@ class FiberThreadModel final : public ThreadModel {
   bool HandlesInline() const override { return false; }
   void Dispatch(Reactor* owner, std::function<void()> task) override;
   bool MayBlockCurrentThread() const override;
+  int RunBlocking(const std::function<int()>& fn) override;
+  bool GetFiberStats(FiberStats* out) const override;
 
   fiber::Scheduler* scheduler() { return scheduler_.get(); }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -48,6 +49,17 @@ class ThreadModel {
   /// Runs `task` outside the current call: merge posts it to `owner`'s loop; fiber starts it in
   /// a new fiber queued on `owner`'s worker. Any thread.
   virtual void Dispatch(Reactor* owner, std::function<void()> task) = 0;
+  /// Runs `fn` where synchronous calls may block and returns its result: merge runs it on the
+  /// calling thread; fiber runs it in a fiber of the model while the calling (plain) thread
+  /// waits. For a client program's main function (RunInTrpcRuntime).
+  virtual int RunBlocking(const std::function<int()>& fn) { return fn(); }
+  /// Fiber statistics, for metrics. A snapshot of relaxed counters.
+  struct FiberStats {
+    uint64_t alive = 0;            // started and not finished
+    uint64_t run_queue_depth = 0;  // queued to run
+  };
+  /// False (and `*out` untouched) when the model runs no fibers.
+  virtual bool GetFiberStats(FiberStats* out) const { return false; }
   /// False on a thread whose blocking would stall IO the caller itself waits for (a merge
   /// worker): synchronous client calls are refused there.
   virtual bool MayBlockCurrentThread() const = 0;

@@ -8,7 +8,6 @@
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/codec/codec.h"
-#include "trpc/runtime/fiber_thread_model.h"
 #include "trpc/runtime/merge_thread_model.h"
 #include "trpc/runtime/runtime.h"
 #include "trpc/server/detail/service_adapter.h"
@@ -128,13 +127,11 @@ ServerMetrics Server::GetMetrics() const {
     t.name = model->InstanceName();
     t.type = std::string(model->Type());
     t.workers = model->ReactorCount();
-    if (model->Type() == "fiber") {
-      fiber::SchedulerStats st = static_cast<FiberThreadModel*>(model)->scheduler()->Stats();
+    ThreadModel::FiberStats fibers;
+    if (model->GetFiberStats(&fibers)) {
       t.has_fibers = true;
-      // Relaxed sums over the workers: a fiber's finish may be seen before its start.
-      t.fibers_alive =
-          st.fibers_started > st.fibers_finished ? st.fibers_started - st.fibers_finished : 0;
-      t.run_queue_depth = st.run_queue_depth;
+      t.fibers_alive = fibers.alive;
+      t.run_queue_depth = fibers.run_queue_depth;
     }
   }
   return m;
