@@ -7,8 +7,8 @@ namespace trpc {
 
 namespace {
 constexpr int kHalf = 1 << (Histogram::kSubBucketBits - 1);   // 1024
-constexpr int kBuckets = 26 - Histogram::kSubBucketBits + 1;   // 16
-constexpr int kCounts = kBuckets * kHalf + kHalf;              // 17408
+constexpr int kBuckets = 26 - Histogram::kSubBucketBits + 1;  // 16
+constexpr int kCounts = kBuckets * kHalf + kHalf;             // 17408
 }  // namespace
 
 Histogram::Histogram() : counts_(kCounts, 0) {}
@@ -54,7 +54,8 @@ void Histogram::Reset() {
 int64_t Histogram::ValueAtPercentile(double percentile) const {
   if (count_ == 0) return 0;
   percentile = std::clamp(percentile, 0.0, 100.0);
-  uint64_t target = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(percentile / 100.0 * count_)));
+  uint64_t target =
+      std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(percentile / 100.0 * count_)));
   uint64_t seen = 0;
   for (int i = 0; i < kCounts; ++i) {
     seen += counts_[i];

@@ -33,7 +33,9 @@ int Poller::Modify(int fd, uint32_t events, EventHandler* handler) {
   return epoll_ctl(epfd_, EPOLL_CTL_MOD, fd, &ev) == 0 ? 0 : -errno;
 }
 
-int Poller::Remove(int fd) { return epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, nullptr) == 0 ? 0 : -errno; }
+int Poller::Remove(int fd) {
+  return epoll_ctl(epfd_, EPOLL_CTL_DEL, fd, nullptr) == 0 ? 0 : -errno;
+}
 
 namespace {
 // epoll_pwait2 (Linux 5.11) gives nanosecond timeouts; older kernels (ENOSYS) and some seccomp
@@ -44,9 +46,10 @@ std::atomic<bool> g_use_pwait2{true};
 int Poller::Wait(epoll_event* out, int max_events, int64_t timeout_ns) {
   int n;
   if (!g_use_pwait2.load(std::memory_order_relaxed)) {
-    int ms = timeout_ns < 0 ? -1
-                            : static_cast<int>(std::min<int64_t>((timeout_ns + 999'999) / 1'000'000,
-                                                                 INT32_MAX));
+    int ms =
+        timeout_ns < 0
+            ? -1
+            : static_cast<int>(std::min<int64_t>((timeout_ns + 999'999) / 1'000'000, INT32_MAX));
     n = epoll_wait(epfd_, out, max_events, ms);
   } else if (timeout_ns < 0) {
     n = epoll_pwait2(epfd_, out, max_events, nullptr, nullptr);
@@ -63,7 +66,8 @@ int Poller::Wait(epoll_event* out, int max_events, int64_t timeout_ns) {
     return Wait(out, max_events, timeout_ns);
   }
   if (n < 0) {
-    if (errno != EINTR) TRPC_LOG_EVERY_MS(log::Level::kError, 1000, "epoll_pwait2: {}", strerror(errno));
+    if (errno != EINTR)
+      TRPC_LOG_EVERY_MS(log::Level::kError, 1000, "epoll_pwait2: {}", strerror(errno));
     return 0;
   }
   return n;
