@@ -37,6 +37,11 @@ namespace detail {
 /// Parses the request body of `ctx` into `msg` as its content type says (protobuf, without
 /// copying when contiguous, or JSON). On failure replies ret 1 (decode error) and returns false.
 bool ParseRequest(const ServerContextPtr& ctx, google::protobuf::MessageLite* msg);
+/// Called with a handler's non-OK status: when its `ret` is not one of the framework's codes
+/// (base/status.h) — almost always a service's own code given to Status(ret, msg), which means a
+/// framework error, instead of Status::AppError(code, msg) — logs a warning saying so (at most
+/// one a second). The status is sent as it is.
+void CheckHandlerRetCode(const ServerContext& ctx, const Status& status);
 }  // namespace detail
 
 /// A unary method whose request and response are protobuf messages. The messages live on the
@@ -54,6 +59,8 @@ class UnaryRpcMethodHandler final : public RpcMethodHandler {
     Status status = fn_(ctx, &req, &rsp);
     if (!ctx->IsResponse()) return;  // the handler replies later (SetResponse(false))
     if (status.OK() && !ctx->GetStatus().OK()) status = ctx->GetStatus();
+    if (status.GetFrameworkRetCode() != 0) [[unlikely]]
+      detail::CheckHandlerRetCode(*ctx, status);
     ctx->SendReply(status, &rsp);
   }
 
@@ -90,6 +97,7 @@ class AsyncUnaryRpcMethodHandler final : public RpcMethodHandler {
  private:
   static void Reply(const ServerContextPtr& ctx, Future<Rsp>&& done) {
     if (done.IsFailed()) {
+      detail::CheckHandlerRetCode(*ctx, done.GetException());
       ctx->SendReply(done.GetException(), nullptr);
       return;
     }
