@@ -424,6 +424,14 @@ bool HttpServerCodec::EncodeResponse(RpcResponse* rsp,
   }
   if (rsp->ret != 0 || rsp->func_ret != 0) {
     h.status = HttpStatusOf(rsp->ret, rsp->func_ret);
+    if (req != nullptr) {
+      // The router's own 405/415 (http_message.h), unless a filter changed the status since.
+      const HttpRequest::ErrorAnswer& a = req->error_answer();
+      if (a.status != 0 && a.ret == rsp->ret && rsp->func_ret == 0) {
+        h.status = a.status;
+        if (!a.headers.empty()) h.headers = &a.headers;
+      }
+    }
     h.content_type = "application/json";
     WriteReply(h, ErrorBody(rsp->ret, rsp->func_ret, rsp->error_msg), out);
     return true;
