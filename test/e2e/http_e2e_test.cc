@@ -86,6 +86,7 @@ class TestGreeter final : public Greeter {
   Status SayHello(ServerContextPtr, const HelloRequest* req, HelloReply* rsp) override {
     if (req->msg() == "fail") return Status(0, 7, "the handler said no");
     if (req->msg() == "app_error") return Status::AppError(-404, "no such greeting");
+    if (req->msg() == "empty") return kSuccStatus;  // every field at its default
     rsp->set_msg("Hello, " + req->msg());
     return kSuccStatus;
   }
@@ -395,6 +396,33 @@ TEST_F(HttpE2eTest, RestMappingCarriesAnApplicationError) {
   Response r = RoundTrip(SayHelloJson(R"({"msg":"app_error"})"));
   EXPECT_EQ(r.status, 500);
   EXPECT_EQ(r.body, R"({"code":0,"func_code":-404,"message":"no such greeting"})");
+}
+
+// protocol_options.json_emit_defaults: fields at their default value are left out of JSON
+// replies unless it is true.
+TEST_F(HttpE2eTest, JsonEmitDefaultsOption) {
+  const std::string req = SayHelloJson(R"({"msg":"empty"})");
+  Response r = RoundTrip(req);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "{}");
+
+  ServerConfig with_defaults = config_->server;
+  with_defaults.service[0].protocol_options["json_emit_defaults"] = "true";
+  StartServer(with_defaults);
+  r = RoundTrip(req);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, R"({"msg":""})");
+
+  ServerConfig bad = config_->server;
+  bad.service[0].protocol_options["json_emit_defaults"] = "yes";
+  bad.service[0].protocol_option_origin["json_emit_defaults"] = "t.yaml:7";
+  Server server(bad);
+  ASSERT_TRUE(server.RegisterService(kServiceName, std::make_shared<HttpService>()));
+  std::string err;
+  EXPECT_FALSE(server.Start(&err));
+  EXPECT_EQ(err,
+            "t.yaml:7: service 'trpc.test.http.Http': protocol_options.json_emit_defaults: "
+            "expected true or false, got 'yes'");
 }
 
 // The server's own 404/405/415 answers are framework errors: a filter sees their code at

@@ -263,6 +263,9 @@ std::shared_ptr<ServerCodec> HttpServerCodec::WithOptions(
     uint64_t lo, hi;
     std::function<void(uint64_t)> set;
   };
+  const char* const kKnown =
+      "max_request_line, max_header_bytes, max_header_count, max_body_bytes, header_timeout_ms, "
+      "json_emit_defaults";
   const Field fields[] = {
       {"max_request_line", 64, 1u << 20, [&](uint64_t v) { o.max_request_line = v; }},
       {"max_header_bytes", 256, 16u << 20, [&](uint64_t v) { o.max_header_bytes = v; }},
@@ -272,15 +275,21 @@ std::shared_ptr<ServerCodec> HttpServerCodec::WithOptions(
        [&](uint64_t v) { o.header_timeout_ms = static_cast<int64_t>(v); }},
   };
   for (const auto& [name, value] : options) {
+    *key = name;
+    if (name == "json_emit_defaults") {
+      if (value != "true" && value != "false") {
+        *err = fmt::format("expected true or false, got '{}'", value);
+        return nullptr;
+      }
+      o.json_emit_defaults = value == "true";
+      continue;
+    }
     const Field* f = nullptr;
     for (const auto& cand : fields) {
       if (name == cand.name) f = &cand;
     }
-    *key = name;
     if (f == nullptr) {
-      *err =
-          "unknown http option (known: max_request_line, max_header_bytes, "
-          "max_header_count, max_body_bytes, header_timeout_ms)";
+      *err = fmt::format("unknown http option (known: {})", kKnown);
       return nullptr;
     }
     uint64_t v = 0;
@@ -440,7 +449,9 @@ bool HttpServerCodec::EncodeResponse(RpcResponse* rsp,
   if (body_msg != nullptr) {
     std::string err;
     uint32_t ct = rsp->content_type == kContentTypeJson ? kContentTypeJson : kContentTypeProtobuf;
-    if (!SerializeMessageBody(*body_msg, ct, &body, &err)) return false;
+    if (!SerializeMessageBody(*body_msg, ct, &body, &err, options_.json_emit_defaults)) {
+      return false;
+    }
   } else {
     body = std::move(rsp->body);
   }
