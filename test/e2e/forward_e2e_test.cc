@@ -496,7 +496,9 @@ client:
   backend.Stop();
 }
 
+// The message lists the registered filters, and suggests the closest one to a misspelt name.
 TEST(ForwardConfigTest, UnknownFilterStopsStartWithItsLine) {
+  RegisterTestFilters();
   std::string err;
   Config config;
   ASSERT_TRUE(LoadConfigFromString(ThreadModelYaml() + R"(server:
@@ -515,7 +517,16 @@ TEST(ForwardConfigTest, UnknownFilterStopsStartWithItsLine) {
     EXPECT_FALSE(server.Start(&err));
     EXPECT_EQ(err,
               "bad_filter.yaml:9: service 'svc': no server filter named 'no_such_filter' is "
-              "registered");
+              "registered (registered: test_auth, test_middle_hop)");
+  }
+  config.server.service[0].filter = {"test_auht"};
+  {
+    Server server(config.server);
+    server.RegisterService("svc", std::make_shared<Backend>());
+    EXPECT_FALSE(server.Start(&err));
+    EXPECT_EQ(err,
+              "bad_filter.yaml:9: service 'svc': no server filter named 'test_auht' is "
+              "registered (did you mean 'test_auth'? registered: test_auth, test_middle_hop)");
   }
   ClientServiceConfig c;
   c.name = "callee";
