@@ -537,7 +537,12 @@ TEST(ForwardConfigTest, UnknownFilterStopsStartWithItsLine) {
   EXPECT_EQ(client.GetProxy<GreeterServiceProxy>("callee", c, &err), nullptr);
   EXPECT_EQ(err,
             "client.yaml:3: client callee: no client filter named 'no_such_client_filter' is "
-            "registered");
+            "registered (registered: test_client_stamp)");
+  c.filter = {"test_client_stmap"};
+  EXPECT_EQ(client.GetProxy<GreeterServiceProxy>("callee", c, &err), nullptr);
+  EXPECT_EQ(err,
+            "client.yaml:3: client callee: no client filter named 'test_client_stmap' is "
+            "registered (did you mean 'test_client_stamp'? registered: test_client_stamp)");
   client.Stop();
   runtime::Stop();
 }
