@@ -12,9 +12,8 @@ namespace {
 std::mutex g_client_mu;
 std::shared_ptr<TrpcClient> g_client;            // owner, under g_client_mu
 std::atomic<TrpcClient*> g_client_raw{nullptr};  // lock-free reads
-}  // namespace
 
-namespace {
+// "file:line: " of a config entry, or nothing when it was not loaded from a file.
 std::string At(const std::string& origin) { return origin.empty() ? "" : origin + ": "; }
 }  // namespace
 
