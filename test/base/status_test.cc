@@ -28,6 +28,31 @@ TEST(StatusTest, FuncErrorAloneIsNotOk) {
   EXPECT_EQ(s.ToString(), "ret: 0 (success), func_ret: 7, msg: handler said no");
 }
 
+TEST(StatusTest, NamedFactoriesSayWhichCodeTheySet) {
+  Status app = Status::AppError(-404, "no such user");
+  EXPECT_FALSE(app.OK());
+  EXPECT_EQ(app.GetFrameworkRetCode(), 0);
+  EXPECT_EQ(app.GetFuncRetCode(), -404);
+  EXPECT_EQ(app.ErrorMessage(), "no such user");
+  Status fw = Status::FrameworkError(kServerOverloadErr, "busy");
+  EXPECT_EQ(fw.GetFrameworkRetCode(), kServerOverloadErr);
+  EXPECT_EQ(fw.GetFuncRetCode(), 0);
+  // The two-argument constructor is the framework form.
+  Status two(-404, "no such user");
+  EXPECT_EQ(two.GetFrameworkRetCode(), -404);
+  EXPECT_EQ(two.GetFuncRetCode(), 0);
+}
+
+TEST(StatusTest, FrameworkRetCodes) {
+  EXPECT_TRUE(IsFrameworkRetCode(kSuccess));
+  EXPECT_TRUE(IsFrameworkRetCode(kServerNoFuncErr));
+  EXPECT_TRUE(IsFrameworkRetCode(kClientReadFrameErr));
+  EXPECT_TRUE(IsFrameworkRetCode(kUnknownErr));
+  EXPECT_FALSE(IsFrameworkRetCode(-404));
+  EXPECT_FALSE(IsFrameworkRetCode(404));
+  EXPECT_FALSE(IsFrameworkRetCode(3));
+}
+
 TEST(StatusTest, Setters) {
   Status s;
   s.SetFrameworkRetCode(kClientInvokeTimeoutErr);

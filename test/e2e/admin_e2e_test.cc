@@ -366,6 +366,12 @@ TEST_F(AdminE2eTest, MetricsPassPromtool) {
   HttpReply r = Http(admin_, "GET", "/nope");  // the admin's "unknown" method gets a count
   EXPECT_EQ(r.status, 404);
   std::string text = Metrics();
+  // The router's 404 is an error with framework code 12 (docs/admin.md, "Methods").
+  EXPECT_EQ(Sample(text,
+                   "trpc_server_errors_total{service=\"trpc.admin\",method=\"unknown\","
+                   "code=\"12\"}"),
+            1)
+      << text;
   if (!HaveTool("promtool")) GTEST_SKIP() << "promtool not installed (Debian: prometheus)";
   std::string path = TempFile("admin_e2e_metrics.txt");
   std::ofstream(path) << text;

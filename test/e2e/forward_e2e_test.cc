@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <latch>
 #include <memory>
 #include <sstream>
@@ -496,7 +497,9 @@ client:
   backend.Stop();
 }
 
+// The message lists the registered filters, and suggests the closest one to a misspelt name.
 TEST(ForwardConfigTest, UnknownFilterStopsStartWithItsLine) {
+  RegisterTestFilters();
   std::string err;
   Config config;
   ASSERT_TRUE(LoadConfigFromString(ThreadModelYaml() + R"(server:
@@ -515,7 +518,16 @@ TEST(ForwardConfigTest, UnknownFilterStopsStartWithItsLine) {
     EXPECT_FALSE(server.Start(&err));
     EXPECT_EQ(err,
               "bad_filter.yaml:9: service 'svc': no server filter named 'no_such_filter' is "
-              "registered");
+              "registered (registered: test_auth, test_middle_hop)");
+  }
+  config.server.service[0].filter = {"test_auht"};
+  {
+    Server server(config.server);
+    server.RegisterService("svc", std::make_shared<Backend>());
+    EXPECT_FALSE(server.Start(&err));
+    EXPECT_EQ(err,
+              "bad_filter.yaml:9: service 'svc': no server filter named 'test_auht' is "
+              "registered (did you mean 'test_auth'? registered: test_auth, test_middle_hop)");
   }
   ClientServiceConfig c;
   c.name = "callee";
@@ -526,7 +538,12 @@ TEST(ForwardConfigTest, UnknownFilterStopsStartWithItsLine) {
   EXPECT_EQ(client.GetProxy<GreeterServiceProxy>("callee", c, &err), nullptr);
   EXPECT_EQ(err,
             "client.yaml:3: client callee: no client filter named 'no_such_client_filter' is "
-            "registered");
+            "registered (registered: test_client_stamp)");
+  c.filter = {"test_client_stmap"};
+  EXPECT_EQ(client.GetProxy<GreeterServiceProxy>("callee", c, &err), nullptr);
+  EXPECT_EQ(err,
+            "client.yaml:3: client callee: no client filter named 'test_client_stmap' is "
+            "registered (did you mean 'test_client_stamp'? registered: test_client_stamp)");
   client.Stop();
   runtime::Stop();
 }
@@ -587,6 +604,112 @@ TEST(TrpcAppTest, GracefulStopCompletesEveryCallInFlight) {
   done.wait();
   EXPECT_EQ(ok.load(), kCalls);
   EXPECT_EQ(failed.load(), 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Start-up checks of the client section: a bad protocol stops TrpcApp before Initialize() and
+// RunInTrpcRuntime before its function runs; an unregistered client filter stops TrpcApp after
+// Initialize() (where filters are registered). Each names its config line.
+
+class InitRecordingApp final : public TrpcApp {
+ public:
+  bool initialized = false;
+
+ protected:
+  int Initialize() override {
+    initialized = true;
+    return 0;
+  }
+};
+
+// Runs `start` with stderr captured; returns what it printed.
+std::string StderrOf(const std::function<void()>& start) {
+  ::testing::internal::CaptureStderr();
+  start();
+  return ::testing::internal::GetCapturedStderr();
+}
+
+Config ClientConfigYaml(const std::string& client_section) {
+  Config config;
+  std::string err;
+  EXPECT_TRUE(LoadConfigFromString(ThreadModelYaml() + client_section, "app.yaml", &config, &err))
+      << err;
+  return config;
+}
+
+constexpr char kBadProtocolClient[] = R"(client:
+  service:
+    - name: callee
+      target: 127.0.0.1:1
+    - name: typo
+      target: 127.0.0.1:1
+      protocol: htpp
+)";
+constexpr char kBadProtocolMessage[] =
+    "app.yaml:11: client service 'typo': unknown protocol 'htpp' (did you mean 'http'? "
+    "registered: http, trpc)";
+
+TEST(TrpcAppTest, UnknownClientProtocolStopsStartBeforeInitialize) {
+  Config config = ClientConfigYaml(kBadProtocolClient);
+  InitRecordingApp app;
+  int rc = 0;
+  std::string out = StderrOf([&] { rc = app.Start(config); });
+  EXPECT_EQ(rc, 1);
+  EXPECT_FALSE(app.initialized);
+  EXPECT_NE(out.find(kBadProtocolMessage), std::string::npos) << out;
+  EXPECT_EQ(GetTrpcClient(), nullptr);
+}
+
+TEST(TrpcAppTest, UnknownClientFilterStopsStartAfterInitialize) {
+  RegisterTestFilters();
+  Config config = ClientConfigYaml(R"(client:
+  filter: [test_client_stmap]
+  service:
+    - name: callee
+      target: 127.0.0.1:1
+)");
+  InitRecordingApp app;
+  int rc = 0;
+  std::string out = StderrOf([&] { rc = app.Start(config); });
+  EXPECT_EQ(rc, 1);
+  EXPECT_TRUE(app.initialized);
+  EXPECT_NE(out.find("app.yaml:8: client.filter: no client filter named 'test_client_stmap' is "
+                     "registered (did you mean 'test_client_stamp'? registered: "
+                     "test_client_stamp)"),
+            std::string::npos)
+      << out;
+
+  config = ClientConfigYaml(R"(client:
+  service:
+    - name: callee
+      target: 127.0.0.1:1
+      filter: [no_such_filter]
+)");
+  InitRecordingApp app2;
+  out = StderrOf([&] { rc = app2.Start(config); });
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("app.yaml:9: client service 'callee': no client filter named "
+                     "'no_such_filter' is registered (registered: test_client_stamp)"),
+            std::string::npos)
+      << out;
+}
+
+TEST(RunInTrpcRuntimeTest, UnknownClientProtocolStopsBeforeTheFunctionRuns) {
+  Config config = ClientConfigYaml(kBadProtocolClient);
+  bool ran = false;
+  int rc = 0;
+  std::string out = StderrOf([&] {
+    rc = RunInTrpcRuntime(config, [&] {
+      ran = true;
+      return 0;
+    });
+  });
+  EXPECT_EQ(rc, 1);
+  EXPECT_FALSE(ran);
+  EXPECT_NE(out.find(kBadProtocolMessage), std::string::npos) << out;
+  // The runtime was stopped again: a good config runs.
+  config = ClientConfigYaml("");
+  EXPECT_EQ(RunInTrpcRuntime(config, [&] { return GetTrpcClient() != nullptr ? 7 : 0; }), 7);
 }
 
 }  // namespace

@@ -30,6 +30,7 @@
 #include "trpc/runtime/runtime.h"
 #include "trpc/server/http/http_service.h"
 #include "trpc/server/server.h"
+#include "trpc/server/server_filter.h"
 
 namespace trpc::http {
 namespace {
@@ -84,6 +85,8 @@ class TestGreeter final : public Greeter {
  public:
   Status SayHello(ServerContextPtr, const HelloRequest* req, HelloReply* rsp) override {
     if (req->msg() == "fail") return Status(0, 7, "the handler said no");
+    if (req->msg() == "app_error") return Status::AppError(-404, "no such greeting");
+    if (req->msg() == "empty") return kSuccStatus;  // every field at its default
     rsp->set_msg("Hello, " + req->msg());
     return kSuccStatus;
   }
@@ -193,7 +196,11 @@ class HttpE2eTest : public ::testing::Test {
     config_ = nullptr;
   }
 
-  void SetUp() override {
+  void SetUp() override { StartServer(config_->server); }
+
+  // (Re)starts server_ with `server_config` (the suite's, or a variant of it).
+  void StartServer(const ServerConfig& server_config) {
+    if (server_) server_->Stop();
     auto svc = std::make_shared<HttpService>();
     svc->Get("/", [](const ServerContextPtr&, const HttpRequest&, HttpResponse* rsp) {
       rsp->SetBody("{}", "application/json");
@@ -239,7 +246,7 @@ class HttpE2eTest : public ::testing::Test {
       });
     });
     svc->MapRpc(std::make_shared<TestGreeter>());
-    server_ = std::make_unique<Server>(config_->server);
+    server_ = std::make_unique<Server>(server_config);
     ASSERT_TRUE(server_->RegisterService(kServiceName, svc));
     std::string err;
     ASSERT_TRUE(server_->Start(&err)) << err;
@@ -326,19 +333,26 @@ TEST_F(HttpE2eTest, HeadHasLengthButNoBody) {
 }
 
 TEST_F(HttpE2eTest, NotFoundAndMethodNotAllowed) {
+  // The error body carries the framework code (docs/http.md): 12 for no route or no such
+  // method on the path, 1 for a body type the REST mapping cannot decode.
   Response r = RoundTrip("GET /nope HTTP/1.1\r\nHost: t\r\n\r\n");
   EXPECT_EQ(r.status, 404);
-  EXPECT_NE(r.body.find("\"message\""), std::string::npos);
+  EXPECT_EQ(r.body, R"({"code":12,"func_code":0,"message":"no route for this path"})");
+  EXPECT_TRUE(r.Has("Content-Type: application/json"));
   r = RoundTrip("DELETE /hello HTTP/1.1\r\nHost: t\r\n\r\n");
   EXPECT_EQ(r.status, 405);
   EXPECT_TRUE(r.Has("Allow: GET, HEAD"));
+  EXPECT_EQ(r.body, R"({"code":12,"func_code":0,"message":"method not allowed on this path"})");
   r = RoundTrip("GET /trpc.test.helloworld.Greeter/SayHello HTTP/1.1\r\nHost: t\r\n\r\n");
   EXPECT_EQ(r.status, 405);
   EXPECT_TRUE(r.Has("Allow: POST"));
+  EXPECT_NE(r.body.find(R"("code":12,)"), std::string::npos) << r.body;
   r = RoundTrip(
       "POST /trpc.test.helloworld.Greeter/SayHello HTTP/1.1\r\nHost: t\r\n"
       "Content-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi");
   EXPECT_EQ(r.status, 415);
+  EXPECT_NE(r.body.find(R"("code":1,)"), std::string::npos) << r.body;
+  EXPECT_FALSE(r.Has("Allow: POST"));
   r = RoundTrip("GET /throw HTTP/1.1\r\nHost: t\r\n\r\n");
   EXPECT_EQ(r.status, 500);
 }
@@ -368,6 +382,102 @@ TEST_F(HttpE2eTest, RestMappingWithJson) {
       "Content-Type: application/json\r\nContent-Length: " +
       std::to_string(body.size()) + "\r\n\r\n" + body);
   EXPECT_EQ(r.status, 400) << r.body;
+}
+
+// POST /trpc.test.helloworld.Greeter/SayHello with a JSON body.
+std::string SayHelloJson(std::string_view body) {
+  return "POST /trpc.test.helloworld.Greeter/SayHello HTTP/1.1\r\nHost: t\r\n"
+         "Content-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + std::string(body);
+}
+
+// Status::AppError: ret 0, the service's code in func_code, HTTP 500.
+TEST_F(HttpE2eTest, RestMappingCarriesAnApplicationError) {
+  Response r = RoundTrip(SayHelloJson(R"({"msg":"app_error"})"));
+  EXPECT_EQ(r.status, 500);
+  EXPECT_EQ(r.body, R"({"code":0,"func_code":-404,"message":"no such greeting"})");
+}
+
+// protocol_options.json_emit_defaults: fields at their default value are left out of JSON
+// replies unless it is true.
+TEST_F(HttpE2eTest, JsonEmitDefaultsOption) {
+  const std::string req = SayHelloJson(R"({"msg":"empty"})");
+  Response r = RoundTrip(req);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "{}");
+
+  ServerConfig with_defaults = config_->server;
+  with_defaults.service[0].protocol_options["json_emit_defaults"] = "true";
+  StartServer(with_defaults);
+  r = RoundTrip(req);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, R"({"msg":""})");
+
+  ServerConfig bad = config_->server;
+  bad.service[0].protocol_options["json_emit_defaults"] = "yes";
+  bad.service[0].protocol_option_origin["json_emit_defaults"] = "t.yaml:7";
+  Server server(bad);
+  ASSERT_TRUE(server.RegisterService(kServiceName, std::make_shared<HttpService>()));
+  std::string err;
+  EXPECT_FALSE(server.Start(&err));
+  EXPECT_EQ(err,
+            "t.yaml:7: service 'trpc.test.http.Http': protocol_options.json_emit_defaults: "
+            "expected true or false, got 'yes'");
+}
+
+// The server's own 404/405/415 answers are framework errors: a filter sees their code at
+// SERVER_POST_RPC_INVOKE, and the metrics count them as errors of method "unknown".
+class StatusRecorder final : public MessageServerFilter {
+ public:
+  std::string Name() const override { return "http_e2e_status_recorder"; }
+  std::vector<FilterPoint> GetFilterPoint() override {
+    return {FilterPoint::SERVER_POST_RPC_INVOKE};
+  }
+  void operator()(FilterStatus&, FilterPoint, const ServerContextPtr& ctx) override {
+    std::lock_guard lock(mu);
+    seen.push_back(ctx->GetStatus().GetFrameworkRetCode());
+  }
+  std::mutex mu;
+  std::vector<int32_t> seen;
+};
+
+TEST_F(HttpE2eTest, RefusalsAreErrorsForFiltersAndMetrics) {
+  static auto* recorder = [] {
+    auto f = std::make_shared<StatusRecorder>();
+    RegisterServerFilter(f);
+    return f.get();
+  }();
+  {
+    std::lock_guard lock(recorder->mu);
+    recorder->seen.clear();
+  }
+  ServerConfig filtered = config_->server;
+  filtered.service[0].filter = {"http_e2e_status_recorder"};
+  StartServer(filtered);
+  EXPECT_EQ(RoundTrip("GET /nope HTTP/1.1\r\nHost: t\r\n\r\n").status, 404);
+  EXPECT_EQ(RoundTrip("DELETE /hello HTTP/1.1\r\nHost: t\r\n\r\n").status, 405);
+  EXPECT_EQ(RoundTrip("POST /trpc.test.helloworld.Greeter/SayHello HTTP/1.1\r\nHost: t\r\n"
+                      "Content-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi")
+                .status,
+            415);
+  EXPECT_EQ(RoundTrip(kGet).status, 200);
+  {
+    std::lock_guard lock(recorder->mu);
+    EXPECT_EQ(recorder->seen, (std::vector<int32_t>{kServerNoFuncErr, kServerNoFuncErr,
+                                                    kServerDecodeErr, kSuccess}));
+  }
+  ServerMetrics m = server_->GetMetrics();
+  const MethodMetrics* unknown = nullptr;
+  for (const auto& svc : m.services) {
+    if (svc.name != kServiceName) continue;
+    for (const auto& method : svc.methods) {
+      if (method.name == "unknown") unknown = &method;
+    }
+  }
+  ASSERT_NE(unknown, nullptr);
+  EXPECT_EQ(unknown->requests, 3u);
+  using Errors = std::vector<std::pair<std::string, uint64_t>>;
+  EXPECT_EQ(Errors(unknown->errors.begin(), unknown->errors.end()), (Errors{{"1", 1}, {"12", 2}}));
 }
 
 TEST_F(HttpE2eTest, RestMappingWithProtobuf) {

@@ -14,8 +14,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -94,7 +94,9 @@ bool FiberModel() {
   const char* m = std::getenv("TRPC_E2E_THREAD_MODEL");
   return m != nullptr && std::string_view(m) == "fiber";
 }
-std::string ConfigYaml() { return std::string(FiberModel() ? kFiberModels : kMergeModels) + kServerYaml; }
+std::string ConfigYaml() {
+  return std::string(FiberModel() ? kFiberModels : kMergeModels) + kServerYaml;
+}
 
 // ---------------------------------------------------------------------------------------------
 // The service under test.
@@ -104,14 +106,18 @@ std::atomic<int> g_sleeps_started{0};   // "sleep:N" handlers that have begun
 std::atomic<int> g_sleeps_finished{0};  // "sleep:N" handlers that have returned
 
 // SayHello by message: "throw" throws; "sleep:N" sleeps N ms (a fiber sleep in the fiber model,
-// which parks only the handler's fiber; a thread sleep in the merge model); "sleep:N:big:M" sleeps N ms, then
-// replies with M bytes of 'x'; "count" bumps g_count; "big:N" replies with N bytes of 'x';
+// which parks only the handler's fiber; a thread sleep in the merge model); "sleep:N:big:M" sleeps
+// N ms, then replies with M bytes of 'x'; "count" bumps g_count; "big:N" replies with N bytes of
+// 'x'; "app_error" answers Status::AppError(-404, ...); "framework_ret" answers Status(-404, ...)
+// (a framework code no caller knows);
 // everything else (and sleep/count) replies "Hello, " + msg.
 class TestGreeter final : public Greeter {
  public:
   Status SayHello(ServerContextPtr, const HelloRequest* req, HelloReply* rsp) override {
     const std::string& msg = req->msg();
     if (msg == "throw") throw std::runtime_error("the handler threw on purpose");
+    if (msg == "app_error") return Status::AppError(-404, "no such greeting");
+    if (msg == "framework_ret") return Status(-404, "no such greeting");
     if (msg.starts_with("big:")) {
       rsp->set_msg(std::string(std::stoul(msg.substr(4)), 'x'));
       return kSuccStatus;
@@ -413,15 +419,14 @@ class RpcE2eTest : public ::testing::Test {
   // once the reply (if any) is in `*rsp`.
   void AsyncHello(const ClientContextPtr& ctx, const HelloRequest& req, HelloReply* rsp,
                   std::function<void(const Status&)> done) {
-    proxy_->AsyncSayHello(ctx, req).Then(
-        [rsp, done = std::move(done)](Future<HelloReply>&& reply) {
-          if (reply.IsFailed()) {
-            done(reply.GetException());
-            return;
-          }
-          *rsp = reply.GetValue();
-          done(kSuccStatus);
-        });
+    proxy_->AsyncSayHello(ctx, req).Then([rsp, done = std::move(done)](Future<HelloReply>&& reply) {
+      if (reply.IsFailed()) {
+        done(reply.GetException());
+        return;
+      }
+      *rsp = reply.GetValue();
+      done(kSuccStatus);
+    });
   }
   // Checks that an ordinary call through the proxy succeeds.
   void ExpectServing(const std::string& msg = "are you there") {
@@ -497,6 +502,29 @@ TEST_F(RpcE2eTest, UnknownFuncGives12NamingTheFunc) {
   Status st = proxy_->UnaryInvoke(ctx, req, &rsp);
   EXPECT_EQ(st.GetFrameworkRetCode(), kServerNoFuncErr) << st.ToString();
   EXPECT_THAT(st.ErrorMessage(), HasSubstr(func));
+  ExpectServing();
+}
+
+// An application error travels in func_ret (ret 0) with its message. A handler's framework
+// code that is not one of the framework's is sent as it is, and the server warns about it.
+TEST_F(RpcE2eTest, AppErrorTravelsInFuncRetAndAForeignFrameworkCodeIsLogged) {
+  StartServer();
+  Status st = Hello("app_error");
+  EXPECT_EQ(st.GetFrameworkRetCode(), 0) << st.ToString();
+  EXPECT_EQ(st.GetFuncRetCode(), -404);
+  EXPECT_EQ(st.ErrorMessage(), "no such greeting");
+
+  const log::Level level = log::GetLevel();
+  log::SetLevel(log::Level::kWarn);
+  ::testing::internal::CaptureStderr();
+  st = Hello("framework_ret");
+  std::string logged = ::testing::internal::GetCapturedStderr();
+  log::SetLevel(level);
+  EXPECT_EQ(st.GetFrameworkRetCode(), -404) << st.ToString();
+  EXPECT_EQ(st.GetFuncRetCode(), 0);
+  EXPECT_THAT(logged, HasSubstr("/trpc.test.helloworld.Greeter/SayHello: the handler answered "
+                                "framework code -404"));
+  EXPECT_THAT(logged, HasSubstr("Status::AppError(-404, msg)"));
   ExpectServing();
 }
 
@@ -848,9 +876,8 @@ TEST_F(RpcE2eTest, SlowReaderIsHeldBackByMaxPendingWriteBytes) {
     std::string frame;
     while (raw.CutFrame(&frame)) {
       Reply r;
-      bool valid = DecodeReply(frame, &r) && r.rsp.ret == 0 &&
-                   r.rsp.request_id >= 1 && r.rsp.request_id <= static_cast<uint32_t>(expected) &&
-                   !got[r.rsp.request_id] &&
+      bool valid = DecodeReply(frame, &r) && r.rsp.ret == 0 && r.rsp.request_id >= 1 &&
+                   r.rsp.request_id <= static_cast<uint32_t>(expected) && !got[r.rsp.request_id] &&
                    // Fibers may finish out of order; the merge model replies in order.
                    (FiberModel() || r.rsp.request_id == static_cast<uint32_t>(received + 1)) &&
                    r.body.msg().size() == kReplyBytes &&

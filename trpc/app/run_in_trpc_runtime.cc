@@ -14,11 +14,15 @@ int RunInTrpcRuntime(const Config& config, const std::function<int()>& fn) {
   log::Level level;
   if (log::ParseLevel(config.plugins.log.level, &level)) log::SetLevel(level);
   std::string err;
+  auto client = std::make_shared<TrpcClient>(config.client);
+  if (!client->CheckProtocols(&err)) {  // before anything starts: "file:line: ..."
+    std::fprintf(stderr, "%s\n", err.c_str());
+    return 1;
+  }
   if (!runtime::Start(config.global.threadmodel, &err)) {
     std::fprintf(stderr, "%s: %s\n", config.path.c_str(), err.c_str());
     return 1;
   }
-  auto client = std::make_shared<TrpcClient>(config.client);
   SetTrpcClient(client);
   int rc = runtime::GetThreadModel()->RunBlocking(fn);
   client->Stop();

@@ -77,17 +77,24 @@ int TrpcApp::Start(const Config& config) {
 bool TrpcApp::StartFromConfig(std::string* err) {
   log::Level level;
   if (log::ParseLevel(config_.plugins.log.level, &level)) log::SetLevel(level);
+  client_ = std::make_shared<TrpcClient>(config_.client);
+  // The client's protocols are registered from static initialization on, so a typo stops
+  // start-up before anything runs; its filters are checked once Initialize() registered them.
+  if (!client_->CheckProtocols(err)) return false;
   if (!runtime::Start(config_.global.threadmodel, err)) {
     *err = config_.path + ": " + *err;
     return false;
   }
   runtime_started_ = true;
-  client_ = std::make_shared<TrpcClient>(config_.client);
   SetTrpcClient(client_);
   server_ = std::make_unique<Server>(config_.server);
   admin::EnableAdmin(server_.get());  // when server.admin_port asks for it
   if (int rc = Initialize(); rc != 0) {
     *err = config_.path + ": Initialize() failed with " + std::to_string(rc);
+    StopAll();
+    return false;
+  }
+  if (!client_->CheckFilters(err)) {
     StopAll();
     return false;
   }

@@ -25,8 +25,10 @@ namespace trpc {
 ///   }
 ///
 /// Main() parses `--config FILE`, loads and validates the YAML (a bad config stops start-up with
-/// "file:line: what is wrong"), applies plugins.log, starts the thread models, sets up the
-/// process's TrpcClient (GetTrpcClient()) from `client:`, calls Initialize(), then starts every
+/// "file:line: what is wrong"), applies plugins.log, checks that every `client.service[]`
+/// protocol is registered, starts the thread models, sets up the process's TrpcClient
+/// (GetTrpcClient()) from `client:`, calls Initialize(), checks that every client filter the
+/// config names is registered (TrpcClient::CheckFilters), then starts every
 /// `server.service[]`. Wait() returns after SIGINT or SIGTERM (or Terminate()) once the app has
 /// stopped gracefully: no new connections or requests, in-flight calls finish and their replies
 /// go out (up to server.stop_max_wait_time), then Destroy(), the client and the thread models

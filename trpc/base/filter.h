@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "trpc/base/suggest.h"
+
 // Filters (interceptors) run user code at fixed points of a call, on both sides. The shared
 // vocabulary lives here; trpc/server/server_filter.h and trpc/client/client_filter.h define the
 // filter interfaces. The names follow tRPC-Cpp.
@@ -64,6 +66,13 @@ class FilterRegistry {
     auto it = filters_.find(name);
     return it == filters_.end() ? nullptr : it->second;
   }
+  /// The registered names, sorted.
+  std::vector<std::string> Names() const {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> names;
+    for (const auto& [name, filter] : filters_) names.push_back(name);
+    return names;
+  }
 
  private:
   mutable std::mutex mu_;
@@ -94,6 +103,13 @@ class FilterChain {
   }
 
   bool Empty() const { return owned_.empty(); }
+
+  /// What to append to "no ... filter named 'name' is registered" (after a failed Build()):
+  /// " (did you mean 'auth'? registered: auth, metrics)", or the list alone when no name is
+  /// close, or " (none is registered)".
+  static std::string UnknownNameHint(const std::string& name) {
+    return RegisteredNamesHint(name, FilterRegistry<Filter>::Instance().Names());
+  }
 
   /// Runs the filters registered for `point` (in reverse for unwinding points). Stops at the
   /// first REJECT and returns false with that filter's name in `*rejected_by`.

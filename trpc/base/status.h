@@ -40,14 +40,35 @@ enum RetCode : int32_t {
 /// The short name of a framework code ("timeout", "no_func", ...), for logs and metrics.
 std::string_view RetCodeName(int32_t code);
 
+/// True if `ret` is one of the framework codes above (0 included).
+bool IsFrameworkRetCode(int32_t ret);
+
 /// Result of a call: a framework code (`ret`), the handler's own code (`func_ret`) and a message.
 /// A status is OK only when both codes are 0. Value type; not thread-safe to mutate concurrently.
+///
+/// Two kinds of error (docs/errors.md):
+/// - an application error is the service's own answer ("no such user"): ret 0 and a non-zero
+///   `func_ret` the service defines. Make it with Status::AppError(code, msg).
+/// - a framework error says the call itself failed (timeout, no such method, overload): `ret`
+///   is one of the RetCode values above, func_ret 0. Make it with Status::FrameworkError(ret,
+///   msg), or the two-argument constructor, which means the same.
+///
+/// Both travel to the caller unchanged over trpc (the `ret` and `func_ret` header fields); over
+/// HTTP they pick the status code and fill the JSON error body.
 class Status {
  public:
   Status() = default;
+  /// Both codes given: `ret` the framework's, `func_ret` the application's.
   Status(int32_t ret, int32_t func_ret, std::string msg)
       : ret_(ret), func_ret_(func_ret), msg_(std::move(msg)) {}
+  /// A FRAMEWORK error: `ret` is a RetCode. Not for a service's own codes: Status(-404, msg)
+  /// is framework code -404, which no caller knows; use AppError(-404, msg).
   Status(int32_t ret, std::string msg) : ret_(ret), msg_(std::move(msg)) {}
+
+  /// An application error: ret 0, func_ret `code` (non-zero: 0 would make the status OK).
+  static Status AppError(int32_t code, std::string msg) { return Status(0, code, std::move(msg)); }
+  /// A framework error: `ret` (a RetCode), func_ret 0.
+  static Status FrameworkError(int32_t ret, std::string msg) { return Status(ret, std::move(msg)); }
 
   bool OK() const { return ret_ == 0 && func_ret_ == 0; }
   int32_t GetFrameworkRetCode() const { return ret_; }

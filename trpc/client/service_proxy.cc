@@ -112,7 +112,7 @@ bool ServiceProxy::Impl::Init(std::string* err) {
   std::string missing;
   if (!filters_.Build(config_.filter, &missing)) {
     *err = where + "client " + config_.name + ": no client filter named '" + missing +
-           "' is registered";
+           "' is registered" + filters_.UnknownNameHint(missing);
     return false;
   }
   std::string bad;

@@ -2,13 +2,48 @@
 
 #include <atomic>
 
+#include "trpc/base/suggest.h"
+#include "trpc/client/client_filter.h"
+#include "trpc/codec/codec.h"
+
 namespace trpc {
 
 namespace {
 std::mutex g_client_mu;
-std::shared_ptr<TrpcClient> g_client;      // owner, under g_client_mu
+std::shared_ptr<TrpcClient> g_client;            // owner, under g_client_mu
 std::atomic<TrpcClient*> g_client_raw{nullptr};  // lock-free reads
+
+// "file:line: " of a config entry, or nothing when it was not loaded from a file.
+std::string At(const std::string& origin) { return origin.empty() ? "" : origin + ": "; }
 }  // namespace
+
+bool TrpcClient::CheckProtocols(std::string* err) const {
+  for (const ClientServiceConfig& s : config_.service) {
+    if (CodecRegistry::Instance().GetClient(s.protocol)) continue;
+    *err = At(s.origin) + "client service '" + s.name + "': unknown protocol '" + s.protocol + "'" +
+           RegisteredNamesHint(s.protocol, CodecRegistry::Instance().ClientNames());
+    return false;
+  }
+  return true;
+}
+
+bool TrpcClient::CheckFilters(std::string* err) const {
+  using Chain = detail::ClientFilterChain;
+  std::string missing;
+  if (!Chain().Build(config_.filter, &missing)) {
+    *err = At(config_.filter_origin) + "client.filter: no client filter named '" + missing +
+           "' is registered" + Chain::UnknownNameHint(missing);
+    return false;
+  }
+  for (const ClientServiceConfig& s : config_.service) {
+    if (!Chain().Build(s.filter, &missing)) {
+      *err = At(s.origin) + "client service '" + s.name + "': no client filter named '" + missing +
+             "' is registered" + Chain::UnknownNameHint(missing);
+      return false;
+    }
+  }
+  return true;
+}
 
 TrpcClient* GetTrpcClient() { return g_client_raw.load(std::memory_order_acquire); }
 

@@ -74,6 +74,18 @@ class TrpcClient {
 
   const ClientConfig& config() const { return config_; }
 
+  /// Start-up checks of the `client:` section against what is registered, so that a typo stops
+  /// start-up with "file:line: ..." of its entry instead of failing the first GetProxy(). False
+  /// with the first problem in `*err`.
+  ///
+  /// CheckProtocols: every `client.service[]` entry's `protocol` is a registered client codec
+  /// (codecs register during static initialization, so this can run at once).
+  bool CheckProtocols(std::string* err) const;
+  /// CheckFilters: every name in `client.filter` and in the entries' `filter` lists is a
+  /// registered client filter. Run it once the filters are registered (TrpcApp: after
+  /// Initialize()).
+  bool CheckFilters(std::string* err) const;
+
  private:
   template <typename T>
   static std::shared_ptr<T> Fail(std::string* err, std::string why) {

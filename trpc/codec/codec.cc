@@ -25,4 +25,17 @@ std::shared_ptr<ClientCodec> CodecRegistry::GetClient(std::string_view name) con
   return it == client_.end() ? nullptr : it->second;
 }
 
+namespace {
+template <typename Map>
+std::vector<std::string> KeysOf(const Map& m) {
+  std::vector<std::string> names;
+  for (const auto& [name, codec] : m) names.push_back(name);
+  return names;
+}
+}  // namespace
+
+std::vector<std::string> CodecRegistry::ServerNames() const { return KeysOf(server_); }
+
+std::vector<std::string> CodecRegistry::ClientNames() const { return KeysOf(client_); }
+
 }  // namespace trpc

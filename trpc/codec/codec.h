@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "trpc/base/chain_buffer.h"
 #include "trpc/codec/rpc_message.h"
@@ -68,6 +69,9 @@ class CodecRegistry {
   void RegisterClient(std::string name, std::shared_ptr<ClientCodec> codec);
   std::shared_ptr<ServerCodec> GetServer(std::string_view name) const;
   std::shared_ptr<ClientCodec> GetClient(std::string_view name) const;
+  /// The registered names, sorted (for "unknown protocol" messages).
+  std::vector<std::string> ServerNames() const;
+  std::vector<std::string> ClientNames() const;
 
  private:
   std::map<std::string, std::shared_ptr<ServerCodec>, std::less<>> server_;

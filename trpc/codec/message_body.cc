@@ -44,7 +44,7 @@ bool ParseMessageBody(const ChainBuffer& body, uint32_t content_type,
 }
 
 bool SerializeMessageBody(const google::protobuf::MessageLite& msg, uint32_t content_type,
-                          ChainBuffer* out, std::string* err) {
+                          ChainBuffer* out, std::string* err, bool json_emit_defaults) {
   if (content_type == kContentTypeJson) {
     const auto* full = AsFullMessage(&msg);
     if (full == nullptr) {
@@ -52,7 +52,13 @@ bool SerializeMessageBody(const google::protobuf::MessageLite& msg, uint32_t con
       return false;
     }
     std::string text;
-    auto st = google::protobuf::util::MessageToJsonString(*full, &text);
+    google::protobuf::util::JsonPrintOptions options;
+#if GOOGLE_PROTOBUF_VERSION >= 5026000
+    options.always_print_fields_with_no_presence = json_emit_defaults;
+#else
+    options.always_print_primitive_fields = json_emit_defaults;
+#endif
+    auto st = google::protobuf::util::MessageToJsonString(*full, &text, options);
     if (!st.ok()) {
       *err = "cannot write the JSON body: " + std::string(st.message());
       return false;

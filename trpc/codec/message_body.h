@@ -18,8 +18,10 @@ bool ParseMessageBody(const ChainBuffer& body, uint32_t content_type,
                       google::protobuf::MessageLite* msg, std::string* err);
 
 /// Appends `msg` serialized as `content_type` to `out`. JSON uses the proto field names
-/// (lowerCamelCase, as protobuf's JSON mapping specifies) and omits default values.
+/// (lowerCamelCase, as protobuf's JSON mapping specifies) and omits fields that hold their
+/// default value (0, false, "", empty lists and maps) unless `json_emit_defaults` is true; a
+/// message field that is not set, or a proto3 `optional` one, is left out either way.
 bool SerializeMessageBody(const google::protobuf::MessageLite& msg, uint32_t content_type,
-                          ChainBuffer* out, std::string* err);
+                          ChainBuffer* out, std::string* err, bool json_emit_defaults = false);
 
 }  // namespace trpc

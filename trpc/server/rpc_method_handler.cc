@@ -2,6 +2,7 @@
 
 #include <atomic>
 
+#include "trpc/base/logging.h"
 #include "trpc/codec/message_body.h"
 
 namespace trpc {
@@ -21,3 +22,17 @@ bool RpcMethodHandler::ParseRequest(const ServerContextPtr& ctx,
 }
 
 }  // namespace trpc
+
+namespace trpc::detail {
+
+void CheckHandlerRetCode(const ServerContext& ctx, const Status& status) {
+  int32_t ret = status.GetFrameworkRetCode();
+  if (IsFrameworkRetCode(ret)) return;
+  TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000,
+                    "{}: the handler answered framework code {}, which is not one of the "
+                    "framework's; for the service's own code use Status::AppError({}, msg) "
+                    "(docs/errors.md)",
+                    ctx.GetFuncName(), ret, ret);
+}
+
+}  // namespace trpc::detail

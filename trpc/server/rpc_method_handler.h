@@ -52,6 +52,14 @@ class RpcMethodHandler {
   const uint32_t id_;
 };
 
+namespace detail {
+/// Called with a handler's non-OK status: when its `ret` is not one of the framework's codes
+/// (base/status.h) — almost always a service's own code given to Status(ret, msg), which means a
+/// framework error, instead of Status::AppError(code, msg) — logs a warning saying so (at most
+/// one a second). The status is sent as it is.
+void CheckHandlerRetCode(const ServerContext& ctx, const Status& status);
+}  // namespace detail
+
 /// A unary method whose request and response are protobuf messages. The messages live on the
 /// handler's stack: no allocation besides what protobuf does for their fields.
 template <typename Req, typename Rsp>
@@ -67,6 +75,8 @@ class UnaryRpcMethodHandler final : public RpcMethodHandler {
     Status status = fn_(ctx, &req, &rsp);
     if (!ctx->IsResponse()) return;  // the handler replies later (SetResponse(false))
     if (status.OK() && !ctx->GetStatus().OK()) status = ctx->GetStatus();
+    if (status.GetFrameworkRetCode() != 0) [[unlikely]]
+      detail::CheckHandlerRetCode(*ctx, status);
     SendReply(ctx, status, &rsp);
   }
 
@@ -103,6 +113,7 @@ class AsyncUnaryRpcMethodHandler final : public RpcMethodHandler {
  private:
   static void Reply(const ServerContextPtr& ctx, Future<Rsp>&& done) {
     if (done.IsFailed()) {
+      detail::CheckHandlerRetCode(*ctx, done.GetException());
       SendReply(ctx, done.GetException(), nullptr);
       return;
     }

@@ -7,6 +7,7 @@
 
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
+#include "trpc/base/suggest.h"
 #include "trpc/codec/codec.h"
 #include "trpc/runtime/merge_thread_model.h"
 #include "trpc/runtime/runtime.h"
@@ -156,7 +157,8 @@ bool Server::StartServices(std::string* err) {
     }
     auto codec = CodecRegistry::Instance().GetServer(sc.protocol);
     if (!codec) {
-      *err = where + "service '" + sc.name + "': unknown protocol '" + sc.protocol + "'";
+      *err = where + "service '" + sc.name + "': unknown protocol '" + sc.protocol + "'" +
+             RegisteredNamesHint(sc.protocol, CodecRegistry::Instance().ServerNames());
       return false;
     }
     if (!sc.protocol_options.empty()) {
@@ -180,12 +182,13 @@ bool Server::StartServices(std::string* err) {
     std::string missing;
     if (!chain->Build(config_.filter, &missing)) {
       std::string at = config_.filter_origin.empty() ? where : config_.filter_origin + ": ";
-      *err = at + "server.filter: no server filter named '" + missing + "' is registered";
+      *err = at + "server.filter: no server filter named '" + missing + "' is registered" +
+             chain->UnknownNameHint(missing);
       return false;
     }
     if (!chain->Build(sc.filter, &missing)) {
       *err = where + "service '" + sc.name + "': no server filter named '" + missing +
-             "' is registered";
+             "' is registered" + chain->UnknownNameHint(missing);
       return false;
     }
     auto adapter = std::make_unique<detail::ServiceAdapter>(sc, it->second, model, codec,

@@ -263,6 +263,9 @@ std::shared_ptr<ServerCodec> HttpServerCodec::WithOptions(
     uint64_t lo, hi;
     std::function<void(uint64_t)> set;
   };
+  const char* const kKnown =
+      "max_request_line, max_header_bytes, max_header_count, max_body_bytes, header_timeout_ms, "
+      "json_emit_defaults";
   const Field fields[] = {
       {"max_request_line", 64, 1u << 20, [&](uint64_t v) { o.max_request_line = v; }},
       {"max_header_bytes", 256, 16u << 20, [&](uint64_t v) { o.max_header_bytes = v; }},
@@ -272,15 +275,21 @@ std::shared_ptr<ServerCodec> HttpServerCodec::WithOptions(
        [&](uint64_t v) { o.header_timeout_ms = static_cast<int64_t>(v); }},
   };
   for (const auto& [name, value] : options) {
+    *key = name;
+    if (name == "json_emit_defaults") {
+      if (value != "true" && value != "false") {
+        *err = fmt::format("expected true or false, got '{}'", value);
+        return nullptr;
+      }
+      o.json_emit_defaults = value == "true";
+      continue;
+    }
     const Field* f = nullptr;
     for (const auto& cand : fields) {
       if (name == cand.name) f = &cand;
     }
-    *key = name;
     if (f == nullptr) {
-      *err =
-          "unknown http option (known: max_request_line, max_header_bytes, "
-          "max_header_count, max_body_bytes, header_timeout_ms)";
+      *err = fmt::format("unknown http option (known: {})", kKnown);
       return nullptr;
     }
     uint64_t v = 0;
@@ -424,6 +433,14 @@ bool HttpServerCodec::EncodeResponse(RpcResponse* rsp,
   }
   if (rsp->ret != 0 || rsp->func_ret != 0) {
     h.status = HttpStatusOf(rsp->ret, rsp->func_ret);
+    if (req != nullptr) {
+      // The router's own 405/415 (http_message.h), unless a filter changed the status since.
+      const HttpRequest::ErrorAnswer& a = req->error_answer();
+      if (a.status != 0 && a.ret == rsp->ret && rsp->func_ret == 0) {
+        h.status = a.status;
+        if (!a.headers.empty()) h.headers = &a.headers;
+      }
+    }
     h.content_type = "application/json";
     WriteReply(h, ErrorBody(rsp->ret, rsp->func_ret, rsp->error_msg), out);
     return true;
@@ -432,7 +449,9 @@ bool HttpServerCodec::EncodeResponse(RpcResponse* rsp,
   if (body_msg != nullptr) {
     std::string err;
     uint32_t ct = rsp->content_type == kContentTypeJson ? kContentTypeJson : kContentTypeProtobuf;
-    if (!SerializeMessageBody(*body_msg, ct, &body, &err)) return false;
+    if (!SerializeMessageBody(*body_msg, ct, &body, &err, options_.json_emit_defaults)) {
+      return false;
+    }
   } else {
     body = std::move(rsp->body);
   }

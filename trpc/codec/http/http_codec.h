@@ -20,6 +20,9 @@ struct HttpServerOptions {
   /// A request head must be complete this long after its first byte arrived (slowloris);
   /// otherwise the connection gets 408 and closes. 0 = no limit.
   int64_t header_timeout_ms = 10'000;
+  /// REST mapping: JSON replies also list the fields that hold their default value (0, false,
+  /// "", empty lists and maps), which protobuf's JSON mapping otherwise leaves out.
+  bool json_emit_defaults = false;
 };
 
 /// The server half of HTTP/1.1 (RFC 9112), registered as protocol "http".
@@ -50,16 +53,16 @@ class HttpServerCodec final : public ServerCodec {
   bool OrderedReplies() const override { return true; }
   SplitResult Split(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
                     std::string* err) override;
-  SplitResult SplitWithState(ChainBuffer* in, std::vector<ChainBuffer>* out,
-                             size_t max_frame_size, std::string* err,
-                             FrameCodecState* state) override;
+  SplitResult SplitWithState(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
+                             std::string* err, FrameCodecState* state) override;
   bool DecodeRequest(ChainBuffer&& frame, RpcRequest* req, std::string* err) override;
   bool DecodeRequestWithState(ChainBuffer&& frame, FrameCodecState* state, RpcRequest* req,
                               std::string* err) override;
   bool EncodeResponse(RpcResponse* rsp, const google::protobuf::MessageLite* body_msg,
                       ChainBuffer* out) override;
   /// Options: the HttpServerOptions fields by name (max_request_line, max_header_bytes,
-  /// max_header_count, max_body_bytes, header_timeout_ms), decimal integers.
+  /// max_header_count, max_body_bytes, header_timeout_ms: decimal integers;
+  /// json_emit_defaults: true or false).
   std::shared_ptr<ServerCodec> WithOptions(const std::map<std::string, std::string>& options,
                                            std::string* key, std::string* err) override;
   const HttpServerOptions& options() const { return options_; }
@@ -68,7 +71,7 @@ class HttpServerCodec final : public ServerCodec {
   HttpServerOptions options_;
 };
 
-/// The HTTP status an RPC reply's codes map to (REST mapping): 0 -> 200, 1 -> 400, 12 -> 404,
+/// The HTTP status an RPC reply's codes map to (REST mapping): 0 -> 200, 1 -> 400, 11/12 -> 404,
 /// 21/24/101/102 -> 504, 22 -> 503, 23 -> 429, 41 -> 401, 51 -> 400, a handler's own code
 /// (func_ret) -> 500, other framework errors -> 500 or 502.
 int HttpStatusOf(int32_t ret, int32_t func_ret);

@@ -11,7 +11,17 @@
 
 namespace trpc::http {
 
-enum class HttpMethod : uint8_t { kGet, kHead, kPost, kPut, kDelete, kPatch, kOptions, kTrace, kConnect };
+enum class HttpMethod : uint8_t {
+  kGet,
+  kHead,
+  kPost,
+  kPut,
+  kDelete,
+  kPatch,
+  kOptions,
+  kTrace,
+  kConnect
+};
 
 /// "GET", "HEAD", ...
 std::string_view HttpMethodName(HttpMethod m);
@@ -59,6 +69,19 @@ class HttpRequest final : public ProtocolMessage {
   /// The buffer that holds the body (the RpcRequest's); it must outlive this request.
   void set_body_buffer(const ChainBuffer* body) { body_ = body; }
 
+  /// How the server's own refusal of this request is written (router use). The refusal is a
+  /// framework error (filters and metrics see its `ret`), and a code alone maps to one HTTP
+  /// status (12 -> 404, 1 -> 400): a 405 or 415 says here which status and headers (Allow)
+  /// go with it. The codec uses them only while the reply still carries `ret` and no
+  /// func_ret; a filter that replaces the status gets that status's own answer.
+  struct ErrorAnswer {
+    int32_t ret = 0;
+    int status = 0;  // 0: none
+    HttpHeaders headers;
+  };
+  void set_error_answer(ErrorAnswer answer) { error_answer_ = std::move(answer); }
+  const ErrorAnswer& error_answer() const { return error_answer_; }
+
  private:
   HttpMethod method_ = HttpMethod::kGet;
   int version_minor_ = 1;
@@ -69,6 +92,7 @@ class HttpRequest final : public ProtocolMessage {
   HttpHeaders headers_;
   std::vector<std::pair<std::string, std::string>> params_;
   const ChainBuffer* body_ = nullptr;
+  ErrorAnswer error_answer_;
   static const ChainBuffer kEmpty;
 };
 

@@ -5,28 +5,14 @@
 #include <algorithm>
 #include <utility>
 
+#include "trpc/base/suggest.h"
+
 namespace trpc::config_detail {
 
 namespace {
 
 // Values longer than this are cut in messages, so one bad line cannot flood the log.
 constexpr size_t kMaxShownValue = 64;
-
-// Levenshtein distance, for "did you mean" on misspelt keys. Keys are short; O(n*m) is fine.
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
 
 bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
@@ -115,15 +101,7 @@ MapReader::MapReader(const YAML::Node& node, std::string path, int fallback_line
     const std::string& name = key.Scalar();
     if (std::find(known_keys_.begin(), known_keys_.end(), name) == known_keys_.end()) {
       std::string msg = fmt::format("unknown key '{}' {}", name, Where());
-      std::string_view best;
-      size_t best_distance = 3;  // Suggest only close misspellings.
-      for (std::string_view known : known_keys_) {
-        size_t d = EditDistance(name, known);
-        if (d < best_distance && d < known.size()) {
-          best = known;
-          best_distance = d;
-        }
-      }
+      std::string_view best = ClosestName(name, known_keys_);
       if (!best.empty()) msg += fmt::format(" (did you mean '{}'?)", best);
       sink_->Fail(key_line, std::move(msg));
       return;
@@ -210,8 +188,8 @@ void MapReader::ScalarMap(std::string_view key, std::map<std::string, std::strin
   const Entry* e = Lookup(key, Presence::kOptional);
   if (e == nullptr || e->value.IsNull()) return;
   if (!e->value.IsMap()) {
-    FailValue(key, fmt::format("expected a mapping of names to values, got {}",
-                               DescribeNode(e->value)));
+    FailValue(key,
+              fmt::format("expected a mapping of names to values, got {}", DescribeNode(e->value)));
     return;
   }
   std::map<std::string, std::string> values;

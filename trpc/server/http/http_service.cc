@@ -1,7 +1,5 @@
 #include "trpc/server/http/http_service.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 
 #include "trpc/base/logging.h"
@@ -23,35 +21,38 @@ class HttpMethodHandler final : public RpcMethodHandler {
     HttpResponse rsp;
     fn_(ctx, *req, &rsp);
     if (!ctx->IsResponse()) return;  // taken over (SetResponse(false)): the handler replies
+    const Status& status = ctx->GetStatus();
+    if (status.GetFrameworkRetCode() != 0) [[unlikely]]
+      trpc::detail::CheckHandlerRetCode(*ctx, status);
     SetProtocolResponseRef(ctx, &rsp);
-    SendReply(ctx, ctx->GetStatus(), nullptr);
+    SendReply(ctx, status, nullptr);
   }
 
  private:
   HttpHandler fn_;
 };
 
-// A fixed JSON answer (404, 405, 415), shaped like the codec's error bodies.
+// The server's own refusals (404, 405, 415): a framework error, so that filters and metrics
+// see it, written with its HTTP status and headers (HttpRequest::ErrorAnswer) and the codec's
+// JSON error body {"code": ret, "func_code": 0, "message": ...}.
 class FixedAnswer final : public RpcMethodHandler {
  public:
-  FixedAnswer(int status, std::string message, std::string allow = {})
-      : status_(status), allow_(std::move(allow)) {
-    body_ = fmt::format("{{\"code\":0,\"func_code\":0,\"message\":\"{}\"}}", message);
+  FixedAnswer(int status, int32_t ret, std::string message, std::string allow = {})
+      : status_(status), ret_(ret), message_(std::move(message)) {
+    if (!allow.empty()) headers_.emplace_back("Allow", std::move(allow));
   }
 
   void Handle(const ServerContextPtr& ctx) override {
-    auto rsp = std::make_unique<HttpResponse>();
-    rsp->set_status(status_);
-    if (!allow_.empty()) rsp->AddHeader("Allow", allow_);
-    rsp->SetBody(body_, "application/json");
-    ctx->SetProtocolResponse(std::move(rsp));
-    SendReply(ctx, Status(), nullptr);
+    auto* req = static_cast<HttpRequest*>(Request(ctx).protocol.get());
+    req->set_error_answer({ret_, status_, headers_});
+    SendReply(ctx, Status(ret_, message_), nullptr);
   }
 
  private:
   int status_;
-  std::string allow_;
-  std::string body_;
+  int32_t ret_;
+  std::string message_;
+  HttpHeaders headers_;
 };
 
 std::vector<std::string> SplitPath(std::string_view path) {
@@ -73,11 +74,11 @@ bool IsParam(std::string_view seg) {
 }  // namespace
 
 HttpService::HttpService()
-    : not_found_(std::make_unique<FixedAnswer>(404, "no route for this path")),
-      rpc_not_allowed_(
-          std::make_unique<FixedAnswer>(405, "RPC methods are called with POST", "POST")),
+    : not_found_(std::make_unique<FixedAnswer>(404, kServerNoFuncErr, "no route for this path")),
+      rpc_not_allowed_(std::make_unique<FixedAnswer>(405, kServerNoFuncErr,
+                                                     "RPC methods are called with POST", "POST")),
       rpc_bad_media_(std::make_unique<FixedAnswer>(
-          415, "RPC bodies are application/json or application/x-protobuf")) {}
+          415, kServerDecodeErr, "RPC bodies are application/json or application/x-protobuf")) {}
 
 HttpService::~HttpService() = default;
 
@@ -112,7 +113,8 @@ void HttpService::Handle(HttpMethod method, std::string_view pattern, HttpHandle
       allow += ", HEAD";
     }
   }
-  e->not_allowed = std::make_unique<FixedAnswer>(405, "method not allowed on this path", allow);
+  e->not_allowed = std::make_unique<FixedAnswer>(405, kServerNoFuncErr,
+                                                 "method not allowed on this path", allow);
 }
 
 void HttpService::MapRpc(ServicePtr service) { rpc_services_.push_back(std::move(service)); }

@@ -38,6 +38,8 @@ using HttpHandler =
 /// route beats a pattern; among patterns the first registered wins. HEAD falls back to GET. A
 /// path with routes but none for the method gets 405 with an Allow header; an RPC path with a
 /// method other than POST gets 405, and a body other than protobuf/JSON 415; anything else 404.
+/// These answers are framework errors, as filters and metrics see them: ret 12 (404, 405) or 1
+/// (415), also the "code" of their JSON error body.
 ///
 /// Thread contract: register routes before the server starts; Route() is then safe from any
 /// thread.
