@@ -2,9 +2,11 @@
 
 #include <atomic>
 
+#include "trpc/base/logging.h"
 #include "trpc/base/suggest.h"
 #include "trpc/client/client_filter.h"
 #include "trpc/codec/codec.h"
+#include "trpc/runtime/runtime.h"
 
 namespace trpc {
 
@@ -43,6 +45,46 @@ bool TrpcClient::CheckFilters(std::string* err) const {
     }
   }
   return true;
+}
+
+const ClientServiceConfig* TrpcClient::FindService(const std::string& name) const {
+  const ClientServiceConfig* found = nullptr;
+  for (const auto& s : config_.service) {
+    if (s.name == name) found = &s;
+  }
+  return found;
+}
+
+std::shared_ptr<ServiceProxy> TrpcClient::GetOrCreate(const std::string& name,
+                                                      const ClientServiceConfig& options,
+                                                      const Factory& make, std::string* err) {
+  std::lock_guard lock(mu_);
+  if (stopped_) return Fail<ServiceProxy>(err, "client stopped");
+  if (auto it = proxies_.find(name); it != proxies_.end()) return it->second;
+  ThreadModel* model = runtime::GetThreadModel();
+  if (model == nullptr) return Fail<ServiceProxy>(err, "no thread model is running");
+  ClientServiceConfig cfg = options;
+  cfg.name = name;
+  // The section's filters wrap the callee's own.
+  cfg.filter.insert(cfg.filter.begin(), config_.filter.begin(), config_.filter.end());
+  std::shared_ptr<ServiceProxy> proxy = make(std::move(cfg), model);
+  std::string why;
+  // Through the base: a generated RPC may be called Init too.
+  if (!proxy->ServiceProxy::Init(&why)) return Fail<ServiceProxy>(err, why);
+  proxies_.emplace(name, proxy);
+  return proxy;
+}
+
+void TrpcClient::Stop() {
+  std::lock_guard lock(mu_);
+  stopped_ = true;
+  for (auto& [name, proxy] : proxies_) proxy->Stop();
+  proxies_.clear();
+}
+
+void TrpcClient::Report(std::string* err, std::string why) {
+  TRPC_LOG_ERROR("GetProxy: {}", why);
+  if (err != nullptr) *err = std::move(why);
 }
 
 TrpcClient* GetTrpcClient() { return g_client_raw.load(std::memory_order_acquire); }

@@ -1,14 +1,13 @@
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 
-#include "trpc/base/logging.h"
 #include "trpc/client/service_proxy.h"
 #include "trpc/config/config.h"
-#include "trpc/runtime/runtime.h"
 
 namespace trpc {
 
@@ -28,49 +27,29 @@ class TrpcClient {
   /// settings are bad, no thread model runs, or a proxy of another type exists for it.
   template <typename T = ServiceProxy>
   std::shared_ptr<T> GetProxy(const std::string& name, std::string* err = nullptr) {
-    const ClientServiceConfig* found = nullptr;
-    for (const auto& s : config_.service) {
-      if (s.name == name) found = &s;
-    }
+    const ClientServiceConfig* found = FindService(name);
     if (found == nullptr) {
       return Fail<T>(err, "client service '" + name + "' is not in the client config");
     }
     return GetProxy<T>(name, *found, err);
   }
-
   /// As above with settings given in code (used when `name` is not cached yet).
   template <typename T = ServiceProxy>
   std::shared_ptr<T> GetProxy(const std::string& name, const ClientServiceConfig& options,
                               std::string* err = nullptr) {
-    std::lock_guard lock(mu_);
-    if (stopped_) return Fail<T>(err, "client stopped");
-    auto it = proxies_.find(name);
-    if (it != proxies_.end()) {
-      auto typed = std::dynamic_pointer_cast<T>(it->second);
-      if (!typed) return Fail<T>(err, "client service '" + name + "' has a proxy of another type");
-      return typed;
-    }
-    ThreadModel* model = runtime::GetThreadModel();
-    if (model == nullptr) return Fail<T>(err, "no thread model is running");
-    ClientServiceConfig cfg = options;
-    cfg.name = name;
-    // The section's filters wrap the callee's own.
-    cfg.filter.insert(cfg.filter.begin(), config_.filter.begin(), config_.filter.end());
-    auto proxy = std::make_shared<T>(std::move(cfg), model);
-    std::string why;
-    // Through the base: a generated RPC may be called Init too.
-    if (!static_cast<ServiceProxy*>(proxy.get())->Init(&why)) return Fail<T>(err, why);
-    proxies_.emplace(name, proxy);
-    return proxy;
+    std::shared_ptr<ServiceProxy> proxy = GetOrCreate(
+        name, options,
+        [](ClientServiceConfig cfg, ThreadModel* model) {
+          return std::shared_ptr<ServiceProxy>(std::make_shared<T>(std::move(cfg), model));
+        },
+        err);
+    if (!proxy) return nullptr;
+    auto typed = std::dynamic_pointer_cast<T>(proxy);
+    if (!typed) return Fail<T>(err, "client service '" + name + "' has a proxy of another type");
+    return typed;
   }
-
   /// Stops every proxy (pending calls fail with 141). Idempotent.
-  void Stop() {
-    std::lock_guard lock(mu_);
-    stopped_ = true;
-    for (auto& [name, proxy] : proxies_) proxy->Stop();
-    proxies_.clear();
-  }
+  void Stop();
 
   const ClientConfig& config() const { return config_; }
 
@@ -87,10 +66,18 @@ class TrpcClient {
   bool CheckFilters(std::string* err) const;
 
  private:
+  using Factory = std::function<std::shared_ptr<ServiceProxy>(ClientServiceConfig, ThreadModel*)>;
+  const ClientServiceConfig* FindService(const std::string& name) const;
+  // The cached proxy of `name`, or a new one made by `make` with `options`, initialized and
+  // cached; null (with the reason, logged) on failure.
+  std::shared_ptr<ServiceProxy> GetOrCreate(const std::string& name,
+                                            const ClientServiceConfig& options, const Factory& make,
+                                            std::string* err);
+  // Logs `why` and hands it to `*err` when given.
+  static void Report(std::string* err, std::string why);
   template <typename T>
   static std::shared_ptr<T> Fail(std::string* err, std::string why) {
-    TRPC_LOG_ERROR("GetProxy: {}", why);
-    if (err != nullptr) *err = std::move(why);
+    Report(err, std::move(why));
     return nullptr;
   }
 
