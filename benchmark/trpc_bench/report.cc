@@ -12,8 +12,8 @@ namespace trpc::bench {
 namespace {
 
 // Percentiles of the "spectrum": dense towards the tail, enough for a latency CDF plot.
-constexpr double kSpectrum[] = {0,    10,   20,    30,   40,    50,     60,     70,    75,  80,
-                                85,   90,   92.5,  95,   96,    97,     97.5,   98,    98.5, 99,
+constexpr double kSpectrum[] = {0,     10,   20,    30,   40,    50,    60,     70,     75,   80,
+                                85,    90,   92.5,  95,   96,    97,    97.5,   98,     98.5, 99,
                                 99.25, 99.5, 99.75, 99.9, 99.95, 99.99, 99.995, 99.999, 100};
 
 // Above these the client is probably what limits the run: it says so in its report, so a figure
@@ -114,8 +114,8 @@ void CheckClientHealth(const Options& o, RunResult* r) {
         "{:.1f}% of the requests found every connection at --inflight and waited for one: the "
         "server (or --connections x --inflight = {}) limits the rate; achieved {:.0f} of {:.0f} "
         "QPS, {} planned requests never sent, send lateness p99 {} us",
-        100.0 * waited / planned, static_cast<int64_t>(o.connections) * o.inflight, r->qps(),
-        o.qps, s.unsent, late_p99));
+        100.0 * waited / planned, static_cast<int64_t>(o.connections) * o.inflight, r->qps(), o.qps,
+        s.unsent, late_p99));
     return;
   }
   r->bottleneck = true;
@@ -138,8 +138,7 @@ void PrintSettings(FILE* out, const Options& o) {
     fmt::print(out, "trpc_bench: target {}, protocol http, {} {}\n", o.target, o.http_method,
                o.http_path);
   } else {
-    fmt::print(out, "trpc_bench: target {}, protocol {}, func {}\n", o.target, o.protocol,
-               o.func);
+    fmt::print(out, "trpc_bench: target {}, protocol {}, func {}\n", o.target, o.protocol, o.func);
   }
   if (o.open_loop()) {
     fmt::print(out, "  open loop at {} QPS (latency from the intended send time), ", o.qps);
@@ -167,27 +166,25 @@ void PrintSettings(FILE* out, const Options& o) {
 }
 
 void PrintProgress(FILE* out, int second, const IntervalStats& s) {
-  fmt::print(out, "[{:>4}s] qps {:>8}  p50 {:>7} us  p99 {:>7} us  errors {}\n", second,
-             s.requests, s.latency.ValueAtPercentile(50), s.latency.ValueAtPercentile(99),
-             s.errors);
+  fmt::print(out, "[{:>4}s] qps {:>8}  p50 {:>7} us  p99 {:>7} us  errors {}\n", second, s.requests,
+             s.latency.ValueAtPercentile(50), s.latency.ValueAtPercentile(99), s.errors);
   std::fflush(out);
 }
 
 void PrintReport(FILE* out, const Options& o, const RunResult& r) {
   const LoadStats& s = r.stats;
-  fmt::print(out, "\nwindow {:.2f} s: {} requests, {} ok, {:.1f} QPS", r.window_s, s.requests,
-             s.ok, r.qps());
+  fmt::print(out, "\nwindow {:.2f} s: {} requests, {} ok, {:.1f} QPS", r.window_s, s.requests, s.ok,
+             r.qps());
   if (o.open_loop()) fmt::print(out, " (target {})", o.qps);
-  fmt::print(out, "\n{:<16} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8}\n", "latency (us)",
-             "count", "avg", "p50", "p90", "p99", "p999", "max");
+  fmt::print(out, "\n{:<16} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8}\n", "latency (us)", "count",
+             "avg", "p50", "p90", "p99", "p999", "max");
   PrintRow(out, o.open_loop() ? "corrected" : "latency", s.latency);
   if (o.open_loop()) PrintRow(out, "uncorrected", s.uncorrected);
   if (o.tail_on()) PrintRow(out, "tail (tagged)", s.tail);
   if (!s.errors.empty()) PrintRow(out, "errors", s.error_latency);
   fmt::print(out, "errors: {}\n", ErrorsText(s));
 
-  fmt::print(out, "self-check: client CPU {:.0f}% ({} thread(s))", r.client_cpu_percent,
-             o.threads);
+  fmt::print(out, "self-check: client CPU {:.0f}% ({} thread(s))", r.client_cpu_percent, o.threads);
   if (o.open_loop()) {
     fmt::print(out,
                "; achieved {:.2f}% of the target rate; send lateness p50 {} us, p99 {} us, "
@@ -215,8 +212,8 @@ std::string ToJson(const Options& o, const RunResult& r) {
       R"("inflight": {}, "qps": {}, "threads": {}, "duration_s": {}, "requests_limit": {}, )"
       R"("warmup_s": {}, "payload_size": {}, "timeout_ms": {}, "tail_ratio": {}, )"
       R"("tail_delay_us": {}, "tail_kind": {}, "cpus": [{}], "http": {}}},)",
-      JsonString(o.target), JsonString(o.protocol), JsonString(o.func), o.connections,
-      o.inflight, o.qps, o.threads, o.duration_s, o.requests, o.warmup_s,
+      JsonString(o.target), JsonString(o.protocol), JsonString(o.func), o.connections, o.inflight,
+      o.qps, o.threads, o.duration_s, o.requests, o.warmup_s,
       o.http() && !o.http_body() ? 0 : o.payload.size(), o.timeout_ms, o.tail_ratio,
       o.tail_delay_us, JsonString(o.tail_kind), cpus,
       o.http() ? fmt::format(R"({{"method": {}, "path": {}}})", JsonString(o.http_method),
@@ -236,10 +233,10 @@ std::string ToJson(const Options& o, const RunResult& r) {
   for (const auto& [code, n] : s.errors) {
     errors += fmt::format("{}{}: {}", errors.empty() ? "" : ", ", JsonString(code), n);
   }
-  j += fmt::format("\n \"errors\": {{{}}}, \"timeouts\": {}, \"error_latency_us\": {}, "
-                   "\"unsent\": {},",
-                   errors, s.timeouts, s.errors.empty() ? "null" : LatencyJson(s.error_latency),
-                   s.unsent);
+  j += fmt::format(
+      "\n \"errors\": {{{}}}, \"timeouts\": {}, \"error_latency_us\": {}, "
+      "\"unsent\": {},",
+      errors, s.timeouts, s.errors.empty() ? "null" : LatencyJson(s.error_latency), s.unsent);
   if (o.tail_on()) {
     j += fmt::format("\n \"tail\": {{\"requests\": {}, \"latency_us\": {}, \"spectrum\": {}}},",
                      s.tail_requests, LatencyJson(s.tail), SpectrumJson(s.tail));
@@ -251,10 +248,10 @@ std::string ToJson(const Options& o, const RunResult& r) {
     warnings += (warnings.empty() ? "" : ", ") + JsonString(w);
   }
   std::string lateness =
-      o.open_loop() ? fmt::format(R"({{"p50": {}, "p99": {}, "max": {}}})",
-                                  s.lateness.ValueAtPercentile(50),
-                                  s.lateness.ValueAtPercentile(99), s.lateness.Max())
-                    : "null";
+      o.open_loop()
+          ? fmt::format(R"({{"p50": {}, "p99": {}, "max": {}}})", s.lateness.ValueAtPercentile(50),
+                        s.lateness.ValueAtPercentile(99), s.lateness.Max())
+          : "null";
   j += fmt::format(
       "\n \"client\": {{\"cpu_percent\": {:.1f}, \"send_lateness_us\": {}, "
       "\"waited_for_connection\": {}, \"bottleneck\": {}, \"warnings\": [{}]}},",

@@ -5,11 +5,10 @@
 // tagged with `trpc-bench-tail`, parking only them in the fiber model and holding its worker in
 // the merged model.
 
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
@@ -37,15 +36,17 @@ constexpr char kTailKey[] = "trpc-bench-tail";
 
 // bench_echo_server on a free port, with a config written for it.
 std::string StartBenchEchoServer(ChildServer* server, const std::string& model, int workers) {
-  std::string threadmodel =
-      model == "fiber" ? fmt::format("    fiber:\n      - instance_name: bench\n"
-                                     "        concurrency_hint: {}\n",
-                                     workers)
-                       : fmt::format("    default:\n      - instance_name: bench\n"
-                                     "        io_handle_type: merge\n        io_thread_num: {}\n",
-                                     workers);
-  std::string path = fmt::format("{}bench_echo_{}_{}_{}.yaml", ::testing::TempDir(), model,
-                                 workers, getpid());
+  std::string threadmodel = model == "fiber"
+                                ? fmt::format(
+                                      "    fiber:\n      - instance_name: bench\n"
+                                      "        concurrency_hint: {}\n",
+                                      workers)
+                                : fmt::format(
+                                      "    default:\n      - instance_name: bench\n"
+                                      "        io_handle_type: merge\n        io_thread_num: {}\n",
+                                      workers);
+  std::string path =
+      fmt::format("{}bench_echo_{}_{}_{}.yaml", ::testing::TempDir(), model, workers, getpid());
   std::ofstream(path) << "global:\n  threadmodel:\n"
                       << threadmodel << R"(server:
   service:
@@ -145,8 +146,8 @@ int64_t MillisOfCall(GreeterServiceProxy* proxy, const std::string& tail, std::s
   if (!tail.empty()) ctx->AddReqTransInfo(kTailKey, tail);
   auto start = std::chrono::steady_clock::now();
   Status st = proxy->SayHello(ctx, req, &rsp);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                std::chrono::steady_clock::now() - start)
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                  start)
                 .count();
   EXPECT_TRUE(st.OK()) << st.ToString();
   if (msg_back != nullptr) *msg_back = rsp.msg();
@@ -241,8 +242,8 @@ TEST_F(BenchmarkServersTest, RawEchoServerFramesByHand) {
   std::string callee = "trpc.test.helloworld.Greeter";
   std::string func = "/trpc.test.helloworld.Greeter/SayHello";
   std::string fixed("\x09\x30\x00\x00\x00\x00\x00\x5f\x00\x4b\x00\x00\x00\x00\x00\x00", 16);
-  std::string request = fixed + "\x18\x01\x20\xe8\x07\x32\x1c" + callee + "\x3a\x26" + func +
-                        "\x0a\x02hi";
+  std::string request =
+      fixed + "\x18\x01\x20\xe8\x07\x32\x1c" + callee + "\x3a\x26" + func + "\x0a\x02hi";
   ASSERT_EQ(request.size(), 95u);
   // A one-way call (call_type 1, request_id 2): no answer.
   std::string oneway =
@@ -252,9 +253,10 @@ TEST_F(BenchmarkServersTest, RawEchoServerFramesByHand) {
   int fd = connect_to_server();
   std::string two = oneway + request + request;
   ASSERT_EQ(write(fd, two.data(), two.size()), static_cast<ssize_t>(two.size()));
-  std::string reply("\x09\x30\x00\x00\x00\x00\x00\x16\x00\x02\x00\x00\x00\x00\x00\x00"
-                    "\x18\x01\x0a\x02hi",
-                    22);
+  std::string reply(
+      "\x09\x30\x00\x00\x00\x00\x00\x16\x00\x02\x00\x00\x00\x00\x00\x00"
+      "\x18\x01\x0a\x02hi",
+      22);
   EXPECT_EQ(read_all(fd, 44), reply + reply);
   close(fd);
 

@@ -405,9 +405,10 @@ TEST(ConfigErrorTest, OutOfRange) {
   EXPECT_EQ(
       LoadError("client:\n  service:\n    - {name: a, target: '1.2.3.4:5', pipeline_depth: 0}\n"),
       "t.yaml:3: client.service[0].pipeline_depth: expected an integer in 1..1024, got '0'");
-  EXPECT_EQ(LoadError(
-                "client:\n  service:\n    - {name: a, target: '1.2.3.4:5', pipeline_depth: 1025}\n"),
-            "t.yaml:3: client.service[0].pipeline_depth: expected an integer in 1..1024, got '1025'");
+  EXPECT_EQ(
+      LoadError(
+          "client:\n  service:\n    - {name: a, target: '1.2.3.4:5', pipeline_depth: 1025}\n"),
+      "t.yaml:3: client.service[0].pipeline_depth: expected an integer in 1..1024, got '1025'");
 }
 
 TEST(ConfigErrorTest, BadChoices) {
@@ -666,8 +667,9 @@ TEST(ConfigErrorTest, BadFilterLists) {
             "t.yaml:4: server.filter[1]: 'auth' is listed twice");
   EXPECT_EQ(LoadError(OneService("      filter: ['']\n")),
             "t.yaml:5: server.service[0].filter[0]: expected a non-empty string, got ''");
-  EXPECT_EQ(LoadError("client:\n  service:\n    - {name: a, target: '1.2.3.4:5', filter: {x: 1}}\n"),
-            "t.yaml:3: client.service[0].filter: expected a list of strings, got a mapping");
+  EXPECT_EQ(
+      LoadError("client:\n  service:\n    - {name: a, target: '1.2.3.4:5', filter: {x: 1}}\n"),
+      "t.yaml:3: client.service[0].filter: expected a list of strings, got a mapping");
   EXPECT_EQ(LoadError("server: {stop_max_wait_time: 600001}\n"),
             "t.yaml:1: server.stop_max_wait_time: expected an integer in 0..600000, got '600001'");
 }

@@ -4,9 +4,9 @@
 #include <memory>
 #include <string>
 
+#include "trpc/base/net_address.h"
 #include "trpc/base/status.h"
 #include "trpc/codec/rpc_message.h"
-#include "trpc/base/net_address.h"
 
 namespace trpc {
 

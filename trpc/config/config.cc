@@ -145,9 +145,8 @@ void ReadIp(MapReader& r, std::string_view key, std::string* out) {
 
 void ReadServer(const MapReader& root, const std::string& file, const InstanceNames& instances,
                 ServerConfig* out) {
-  MapReader r =
-      root.Map("server", {"app", "server", "admin_port", "admin_ip", "stop_max_wait_time",
-                          "filter", "service"});
+  MapReader r = root.Map("server", {"app", "server", "admin_port", "admin_ip", "stop_max_wait_time",
+                                    "filter", "service"});
   ServerConfig server;
   if (r.Has("filter")) server.filter_origin = fmt::format("{}:{}", file, r.ValueLine("filter"));
   r.StringList("filter", &server.filter);

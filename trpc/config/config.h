@@ -26,10 +26,10 @@ struct MergeThreadModelConfig {
 /// grouped into scheduling groups.
 struct FiberThreadModelConfig {
   std::string instance_name = "fiber_instance";
-  uint32_t concurrency_hint = 0;          // Worker threads, 0..1024; 0 = CPUs usable.
-  uint32_t scheduling_group_size = 0;     // Workers per group, 0..64; 0 = automatic (groups of <= 64).
-  uint32_t fiber_stack_size = 131072;     // Bytes; 16 KiB..64 MiB, a multiple of 4096.
-  uint32_t work_stealing_ratio = 16;      // 1..1000000: idle rounds per cross-group steal.
+  uint32_t concurrency_hint = 0;       // Worker threads, 0..1024; 0 = CPUs usable.
+  uint32_t scheduling_group_size = 0;  // Workers per group, 0..64; 0 = automatic (groups of <= 64).
+  uint32_t fiber_stack_size = 131072;  // Bytes; 16 KiB..64 MiB, a multiple of 4096.
+  uint32_t work_stealing_ratio = 16;   // 1..1000000: idle rounds per cross-group steal.
   uint32_t fiber_run_queue_size = 65536;  // Group run-queue slots; power of 2, 256..16 Mi.
 
   bool operator==(const FiberThreadModelConfig&) const = default;
@@ -62,9 +62,9 @@ struct ServiceConfig {
   uint32_t max_packet_size = 10000000;  // Bytes per request frame, >= 16.
   uint32_t timeout = 1000;              // ms per request; 0 = no service timeout.
   uint64_t max_pending_write_bytes = 64ull << 20;  // Unsent reply bytes per connection, >= 4096.
-  uint32_t max_pending_requests = 1024;  // Requests handed to handlers, not yet replied, per conn.
-  std::string threadmodel_instance_name;           // "" = the first configured instance.
-  std::vector<std::string> filter;      // Server filters for this service, after server.filter.
+  uint32_t max_pending_requests = 1024;   // Requests handed to handlers, not yet replied, per conn.
+  std::string threadmodel_instance_name;  // "" = the first configured instance.
+  std::vector<std::string> filter;        // Server filters for this service, after server.filter.
   /// The protocol's own settings (`protocol_options:` — for http: max_body_bytes, ...), checked
   /// by the codec when the server starts; each value's "file:line" is in protocol_option_origin.
   std::map<std::string, std::string> protocol_options;
@@ -80,7 +80,7 @@ struct ServerConfig {
   uint16_t admin_port = 0;  // 0 = no admin service.
   std::string admin_ip = "127.0.0.1";
   uint32_t stop_max_wait_time = 3000;  // ms a graceful stop waits for in-flight calls, 0..600000.
-  std::vector<std::string> filter;  // Server filters run for every service, by registered name.
+  std::vector<std::string> filter;     // Server filters run for every service, by registered name.
   std::vector<ServiceConfig> service;
   std::string filter_origin;  // "file:line" of server.filter, for errors found after loading.
 
@@ -104,7 +104,7 @@ struct ClientServiceConfig {
   uint32_t max_packet_size = 10000000;  // Bytes per response frame, >= 16.
   uint32_t connect_timeout = 3000;      // ms to establish a connection; 0 = no limit.
   std::vector<std::string> filter;      // Client filters for this callee, after client.filter.
-  std::string origin;              // "file:line" of this entry, for errors found after loading.
+  std::string origin;  // "file:line" of this entry, for errors found after loading.
 
   bool operator==(const ClientServiceConfig&) const = default;
 };

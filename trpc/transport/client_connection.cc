@@ -36,8 +36,8 @@ bool ClientConnection::Connect(std::string* err) {
   conn_->Start();
   if (connect_timeout_ms_ > 0 && !conn_->closed()) {
     // A backend that drops SYNs would otherwise keep this slot "connecting" for minutes.
-    connect_timer_ = reactor_->AddTimer(
-        MonotonicNanos() + connect_timeout_ms_ * kNanosPerMilli, [this] {
+    connect_timer_ =
+        reactor_->AddTimer(MonotonicNanos() + connect_timeout_ms_ * kNanosPerMilli, [this] {
           connect_timer_ = 0;
           if (conn_ && conn_->connecting()) {
             conn_->Close(fmt::format("connect to {} timed out after {} ms", target_.ToString(),
@@ -142,8 +142,7 @@ void ClientConnection::OnFifoFrame(Connection* conn, ChainBuffer&& frame) {
 void ClientConnection::OnBatchEnd(Connection* conn) {
   // The peer announced the close with a response of this read (HTTP's "Connection: close"):
   // what is still outstanding will not be answered.
-  if (fifo_ && !conn->closed() && conn->codec_state() != nullptr &&
-      conn->codec_state()->closing) {
+  if (fifo_ && !conn->closed() && conn->codec_state() != nullptr && conn->codec_state()->closing) {
     conn->Close("the server closed the connection after a response");
   }
 }

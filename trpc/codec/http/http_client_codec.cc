@@ -1,11 +1,11 @@
 #include "trpc/codec/http/http_client_codec.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <deque>
-
-#include <fmt/format.h>
 
 #include "trpc/base/logging.h"
 #include "trpc/base/status.h"
@@ -46,8 +46,7 @@ bool ValidFieldValue(std::string_view s) {
 
 bool CodecOwned(std::string_view name) {
   return detail::EqualsLower(name, "content-length") ||
-         detail::EqualsLower(name, "transfer-encoding") ||
-         detail::EqualsLower(name, "connection");
+         detail::EqualsLower(name, "transfer-encoding") || detail::EqualsLower(name, "connection");
 }
 
 void AppendLine(std::string* head, std::string_view name, std::string_view value) {
@@ -102,7 +101,8 @@ bool FindField(std::string_view head, std::string_view lower_name, std::string_v
     if (end == std::string_view::npos || end == start) return false;
     std::string_view field = head.substr(start, end - start);
     const size_t colon = field.find(':');
-    if (colon != std::string_view::npos && detail::EqualsLower(field.substr(0, colon), lower_name)) {
+    if (colon != std::string_view::npos &&
+        detail::EqualsLower(field.substr(0, colon), lower_name)) {
       *value = detail::TrimOws(field.substr(colon + 1));
       return true;
     }
@@ -127,16 +127,23 @@ int32_t RetCodeOfHttpStatus(int status) {
     case 414:
     case 415:
     case 422:
-    case 431: return kServerDecodeErr;
+    case 431:
+      return kServerDecodeErr;
     case 401:
-    case 403: return kServerAuthErr;
+    case 403:
+      return kServerAuthErr;
     case 404:
-    case 405: return kServerNoFuncErr;
+    case 405:
+      return kServerNoFuncErr;
     case 408:
-    case 504: return kServerTimeoutErr;
-    case 429: return kServerLimitedErr;
-    case 503: return kServerOverloadErr;
-    default: return status >= 500 && status < 600 ? kServerSystemErr : kUnknownErr;
+    case 504:
+      return kServerTimeoutErr;
+    case 429:
+      return kServerLimitedErr;
+    case 503:
+      return kServerOverloadErr;
+    default:
+      return status >= 500 && status < 600 ? kServerSystemErr : kUnknownErr;
   }
 }
 
@@ -284,8 +291,8 @@ bool HttpClientCodec::DecodeResponse(ChainBuffer&& frame, RpcResponse* rsp, std:
   }
   // A failure: the server's codes when its JSON error body carries them, else the status's.
   detail::ErrorBody e;
-  if (frame.size() <= kMaxErrorBody && detail::ParseErrorBody(frame.ToString(), &e) &&
-      e.has_code && (e.code != 0 || e.func_code != 0)) {
+  if (frame.size() <= kMaxErrorBody && detail::ParseErrorBody(frame.ToString(), &e) && e.has_code &&
+      (e.code != 0 || e.func_code != 0)) {
     rsp->ret = e.code;
     rsp->func_ret = e.func_code;
     rsp->error_msg = std::move(e.message);
@@ -294,9 +301,8 @@ bool HttpClientCodec::DecodeResponse(ChainBuffer&& frame, RpcResponse* rsp, std:
   rsp->ret = RetCodeOfHttpStatus(status);
   const size_t reason_end = head.find("\r\n");
   std::string_view status_line = head.substr(0, reason_end);
-  rsp->error_msg = !e.message.empty()
-                       ? fmt::format("{}: {}", status_line.substr(9), e.message)
-                       : std::string(status_line.substr(9));
+  rsp->error_msg = !e.message.empty() ? fmt::format("{}: {}", status_line.substr(9), e.message)
+                                      : std::string(status_line.substr(9));
   return true;
 }
 

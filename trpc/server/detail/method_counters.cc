@@ -16,7 +16,8 @@ std::string ErrorSlotName(size_t slot) {
   return "other";
 }
 
-void MethodCounters::AddTo(MethodMetrics* out, std::array<uint64_t, kErrorSlots>* error_counts) const {
+void MethodCounters::AddTo(MethodMetrics* out,
+                           std::array<uint64_t, kErrorSlots>* error_counts) const {
   for (size_t b = 0; b < kLatencyBuckets; ++b) {
     uint64_t n = latency_buckets[b].load(std::memory_order_relaxed);
     out->latency_buckets[b] += n;

@@ -35,9 +35,9 @@ struct MethodEntry {
   Method method;
 };
 constexpr MethodEntry kMethods[] = {
-    {"GET", Method::kGet},         {"HEAD", Method::kHead},       {"POST", Method::kPost},
-    {"PUT", Method::kPut},         {"DELETE", Method::kDelete},   {"PATCH", Method::kPatch},
-    {"OPTIONS", Method::kOptions}, {"TRACE", Method::kTrace},     {"CONNECT", Method::kConnect},
+    {"GET", Method::kGet},         {"HEAD", Method::kHead},     {"POST", Method::kPost},
+    {"PUT", Method::kPut},         {"DELETE", Method::kDelete}, {"PATCH", Method::kPatch},
+    {"OPTIONS", Method::kOptions}, {"TRACE", Method::kTrace},   {"CONNECT", Method::kConnect},
 };
 
 bool LookUpMethod(std::string_view token, Method* m) {
@@ -94,8 +94,8 @@ void RequestHead::Clear() {
 
 RequestParser::RequestParser(const ParserLimits& limits)
     : limits_(limits),
-      chunked_(ChunkedLimits{limits.max_body_bytes, limits.max_chunk_line,
-                             limits.max_header_bytes}) {}
+      chunked_(
+          ChunkedLimits{limits.max_body_bytes, limits.max_chunk_line, limits.max_header_bytes}) {}
 
 void RequestParser::Reset() {
   state_ = State::kHead;
@@ -228,8 +228,8 @@ RequestParser::Result RequestParser::ParseHead(const ChainBuffer& in) {
   }
   examined_ += head_size_ - request_line_start_;
   // The scan has checked that every LF ends a CRLF and that the last line is empty.
-  Result r = ParseRequestLine(std::string_view(
-      data + request_line_start_, request_line_end_ - 2 - request_line_start_));
+  Result r = ParseRequestLine(
+      std::string_view(data + request_line_start_, request_line_end_ - 2 - request_line_start_));
   if (r != Result::kNeedMore) return r;
   r = ParseFields(data + request_line_end_, data + head_size_ - 2);
   if (r != Result::kNeedMore) return r;
@@ -244,7 +244,7 @@ RequestParser::Result RequestParser::ParseRequestLine(std::string_view line) {
   if (line[i] != ' ') {
     if (line[i] == '\r') return Fail(400, kBareCr);
     return Fail(400, i == 0 && IsOws(line[i]) ? "whitespace before the method"
-                                               : "invalid character in method");
+                                              : "invalid character in method");
   }
   if (i == 0) return Fail(400, "whitespace before the method");
   const std::string_view method = line.substr(0, i);
@@ -261,7 +261,8 @@ RequestParser::Result RequestParser::ParseRequestLine(std::string_view line) {
   if (version.size() != 8 || version.substr(0, 5) != "HTTP/" || !digit(version[5]) ||
       version[6] != '.' || !digit(version[7])) {
     if (version.find('\r') != std::string_view::npos) return Fail(400, kBareCr);
-    if (version.find(" HTTP/") != std::string_view::npos) return Fail(400, "space in request-target");
+    if (version.find(" HTTP/") != std::string_view::npos)
+      return Fail(400, "space in request-target");
     return Fail(400, "malformed HTTP version");
   }
   if (version[5] != '1' || version[7] > '1') return Fail(505, "HTTP version not supported");
@@ -277,9 +278,8 @@ RequestParser::Result RequestParser::ParseRequestLine(std::string_view line) {
     path_and_query = target;
   } else {
     size_t scheme = target.find("://");
-    if (scheme == std::string_view::npos ||
-        !(EqualsLower(target.substr(0, scheme), "http") ||
-          EqualsLower(target.substr(0, scheme), "https"))) {
+    if (scheme == std::string_view::npos || !(EqualsLower(target.substr(0, scheme), "http") ||
+                                              EqualsLower(target.substr(0, scheme), "https"))) {
       return Fail(400, "request-target is neither origin-form nor absolute-form");
     }
     std::string_view rest = target.substr(scheme + 3);

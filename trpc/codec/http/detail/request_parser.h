@@ -17,14 +17,24 @@ namespace trpc::http::detail {
 /// Bounds on what one request may make the server buffer. Each has a doc line in docs/http.md
 /// ("Request parsing and limits") and the status a request over it gets.
 struct ParserLimits {
-  size_t max_request_line = 8 * 1024;  // bytes of the request line incl. CRLF -> 414
+  size_t max_request_line = 8 * 1024;   // bytes of the request line incl. CRLF -> 414
   size_t max_header_bytes = 64 * 1024;  // request line + header fields + final CRLF -> 431
   size_t max_header_count = 100;        // header field lines -> 431
   size_t max_body_bytes = 8u << 20;     // Content-Length, or the de-chunked total -> 413
   size_t max_chunk_line = 4 * 1024;     // a chunk-size line incl. extensions and CRLF -> 400
 };
 
-enum class Method : uint8_t { kGet, kHead, kPost, kPut, kDelete, kPatch, kOptions, kTrace, kConnect };
+enum class Method : uint8_t {
+  kGet,
+  kHead,
+  kPost,
+  kPut,
+  kDelete,
+  kPatch,
+  kOptions,
+  kTrace,
+  kConnect
+};
 
 /// "GET", "HEAD", ...
 std::string_view MethodName(Method m);
@@ -32,13 +42,13 @@ std::string_view MethodName(Method m);
 /// The parsed request line and header section of one request.
 struct RequestHead {
   Method method = Method::kGet;
-  std::string target;  // the request-target as sent
-  std::string path;    // origin-form path (absolute-form: its path part; "*" for OPTIONS *)
-  std::string query;   // after '?', without it; empty if none. Neither is percent-decoded.
+  std::string target;         // the request-target as sent
+  std::string path;           // origin-form path (absolute-form: its path part; "*" for OPTIONS *)
+  std::string query;          // after '?', without it; empty if none. Neither is percent-decoded.
   uint8_t version_minor = 1;  // 0 or 1 (HTTP/1.0, HTTP/1.1)
   // In order; names as sent, values trimmed of OWS.
   std::vector<std::pair<std::string, std::string>> headers;
-  bool keep_alive = true;  // 1.1: unless "Connection: close"; 1.0: only with "keep-alive"
+  bool keep_alive = true;        // 1.1: unless "Connection: close"; 1.0: only with "keep-alive"
   bool expect_continue = false;  // "Expect: 100-continue" on an HTTP/1.1 request
   bool chunked = false;          // Transfer-Encoding: chunked
   uint64_t content_length = 0;   // 0 when absent or chunked
@@ -101,9 +111,9 @@ class RequestParser {
 
  private:
   enum class State : uint8_t {
-    kHead,          // looking for the blank line that ends the head
-    kBody,          // waiting for head_size + content_length bytes
-    kChunked,       // the chunked body, through chunked_
+    kHead,     // looking for the blank line that ends the head
+    kBody,     // waiting for head_size + content_length bytes
+    kChunked,  // the chunked body, through chunked_
     kComplete,
     kError,
   };
@@ -133,8 +143,8 @@ class RequestParser {
   size_t examined_ = 0;
 
   // Head scan.
-  char last_byte_ = 0;       // the byte at pos_ - 1
-  size_t line_start_ = 0;    // offset of the line being scanned
+  char last_byte_ = 0;     // the byte at pos_ - 1
+  size_t line_start_ = 0;  // offset of the line being scanned
   size_t request_line_start_ = 0;
   size_t request_line_end_ = 0;  // just past its CRLF
   bool in_request_line_ = true;  // no request line seen yet (empty lines may come first)
