@@ -8,20 +8,9 @@
 
 #include "trpc/base/chain_buffer.h"
 #include "trpc/codec/codec.h"
+#include "trpc/codec/http/http_method.h"
 
 namespace trpc::http {
-
-enum class HttpMethod : uint8_t {
-  kGet,
-  kHead,
-  kPost,
-  kPut,
-  kDelete,
-  kPatch,
-  kOptions,
-  kTrace,
-  kConnect
-};
 
 /// "GET", "HEAD", ...
 std::string_view HttpMethodName(HttpMethod m);

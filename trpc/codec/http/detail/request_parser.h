@@ -11,6 +11,7 @@
 #include "trpc/codec/http/detail/chunked_decoder.h"
 #include "trpc/codec/http/detail/http_syntax.h"
 #include "trpc/codec/http/detail/span_cursor.h"
+#include "trpc/codec/http/http_method.h"
 
 namespace trpc::http::detail {
 
@@ -24,17 +25,8 @@ struct ParserLimits {
   size_t max_chunk_line = 4 * 1024;     // a chunk-size line incl. extensions and CRLF -> 400
 };
 
-enum class Method : uint8_t {
-  kGet,
-  kHead,
-  kPost,
-  kPut,
-  kDelete,
-  kPatch,
-  kOptions,
-  kTrace,
-  kConnect
-};
+// One enum for the parser and the request it fills (http_method.h).
+using Method = HttpMethod;
 
 /// "GET", "HEAD", ...
 std::string_view MethodName(Method m);
