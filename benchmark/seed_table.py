@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Reproduces the seed benchmark table (seeds/001) on this machine: fiber vs merge as a pure
-echo server, as a forward proxy, and the long-tail test (fixed 10k QPS, 1% of requests slowed
-by 5 ms), plus the raw-epoll baseline.
+"""Reproduces the anchor benchmark table (docs/benchmark.md) on this machine: fiber vs merge
+as a pure echo server, as a forward proxy, and the long-tail test (fixed 10k QPS, 1% of
+requests slowed by 5 ms), plus the raw-epoll baseline.
 
 Everything runs on loopback with the framework's own load client (trpc_bench --json). Results go
 to benchmark/results/latest.{md,json} and a PNG of the long-tail latency CDFs. docs/benchmark.md
@@ -399,7 +399,7 @@ def markdown(res):
                        f"{bl['p999']/1000:.3f} | {pct(bl['p99'], a['p99']):+.1f}% | "
                        f"{pct(bl['p999'], a['p999']):+.1f}% | {pct(bl['avg'], a['avg']):+.1f}% | "
                        f"{by_round(kind)} |")
-    out += ["", "Anchor (seeds/001, 8 EPYC cores): pure fiber 508k / merge 578k QPS; forward "
+    out += ["", "Anchor (docs/benchmark.md, 8 EPYC cores): pure fiber 508k / merge 578k QPS; forward "
             "207k both; long tail P99 rise fiber +38.9%, merge +376%.", "",
             "![long-tail latency CDFs](latest_longtail.png)", ""]
     warnings = [f"- {r['label']}: " + "; ".join(r["client"]["warnings"])

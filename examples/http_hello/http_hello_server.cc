@@ -1,6 +1,6 @@
 // http_hello_server --config FILE: an HTTP/1.1 server in a few lines, in the thread model the
-// config chooses. GET / answers "{}" (as the Go server of seeds/000), GET /hello answers
-// "Hello, World!" (as the fasthttp server of seeds/004), GET /users/{id} shows a path
+// config chooses. GET / answers "{}" (the usual Go net/http benchmark body), GET /hello answers
+// "Hello, World!" (the usual fasthttp benchmark body), GET /users/{id} shows a path
 // parameter, and POST /trpc.test.helloworld.Greeter/SayHello serves the Greeter RPC with a JSON
 // or protobuf body (the REST mapping). Runs until SIGINT or SIGTERM.
 
