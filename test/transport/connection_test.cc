@@ -438,6 +438,41 @@ TEST_F(ConnectionTest, ShutdownFlushesQueuedBytesAndHandsUpNoNewFrame) {
   EXPECT_EQ(handler_.FrameCount(), 1u) << "a frame sent after Shutdown was handed up";
 }
 
+// A graceful close that starts while reading is paused for a slow reader: once the backlog is
+// written, the lingering connection reads again, so the peer's FIN ends it at once (not at
+// linger_ms) and input the peer sent meanwhile is read and dropped, not left to cause a reset.
+TEST_F(ConnectionTest, CloseAfterFlushWhilePausedLingersReadingAndEndsAtThePeersFin) {
+  handler_.set_echo(true);
+  ConnectionOptions options;
+  options.max_pending_write_bytes = 256u << 10;
+  options.linger_ms = 10'000;
+  Open(options);
+  constexpr size_t kBig = 8u << 20;
+  const std::string big = LengthPrefixCodec::Frame(Pattern(kBig - 4));
+  bool paused = loop_.Run([&] {
+    conn_->Send(Buffer(big));
+    conn_->CloseAfterFlush("done");
+    return conn_->reading_paused();
+  });
+  ASSERT_TRUE(paused) << "pending " << PendingWrite() << " bytes over a 256 KiB limit";
+
+  // Input that arrives while paused, then everything queued is read: the connection sends FIN.
+  ASSERT_TRUE(WriteAll(peer(), LengthPrefixCodec::Frame("late")));
+  std::string got;
+  ASSERT_EQ(ReadExactly(peer(), big.size(), 60'000, &got), ReadStatus::kOk);
+  EXPECT_TRUE(got == big);
+  std::string rest;
+  EXPECT_EQ(ReadToEnd(peer(), 5'000, &rest), EndOfStream::kEof);
+
+  // The peer's FIN ends the lingering connection at once.
+  int64_t fin_at = MonotonicMillis();
+  ASSERT_EQ(::shutdown(peer(), SHUT_WR), 0);
+  ASSERT_TRUE(WaitFor([&] { return Closed(); }, 5'000))
+      << "the lingering connection did not read the peer's FIN";
+  EXPECT_LT(MonotonicMillis() - fin_at, 2'000);
+  EXPECT_EQ(CloseReasonsOnceClosed(), std::vector<std::string>{"done"});
+}
+
 // Shutdown from a handler drops the frames of its batch not yet handed over: the peer gets the
 // replies made so far, then an orderly close.
 TEST_F(ConnectionTest, ShutdownFromAHandlerDropsTheRestOfTheBatch) {

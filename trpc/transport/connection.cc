@@ -355,6 +355,9 @@ void Connection::BeginLinger() {
     Close(close_reason_, close_cause_);
     return;
   }
+  // Reading may still be paused for the backlog just written: lingering reads (and drops) input
+  // until the peer's FIN, as StopReading() does.
+  if (reading_paused_) ResumeReadingSoon();
   // Bounded from now, not from the last activity: a peer that keeps sending cannot hold the
   // connection open.
   std::weak_ptr<Connection> weak = weak_from_this();
