@@ -105,9 +105,10 @@ class RecordingHandler : public Connection::Handler {
     current_.clear();
     pending_after_echo_.push_back(pending_after_echo);
   }
-  void OnClose(Connection*, const std::string& reason) override {
+  void OnClose(Connection* conn, const std::string& reason) override {
     std::lock_guard lock(mu_);
     close_reasons_.push_back(reason);
+    close_causes_.push_back(conn->close_cause());
   }
 
   void set_echo(bool on) { echo_ = on; }
@@ -130,6 +131,10 @@ class RecordingHandler : public Connection::Handler {
     std::lock_guard lock(mu_);
     return close_reasons_;
   }
+  std::vector<CloseCause> CloseCauses() {
+    std::lock_guard lock(mu_);
+    return close_causes_;
+  }
 
  private:
   std::atomic<bool> echo_{false};
@@ -140,6 +145,7 @@ class RecordingHandler : public Connection::Handler {
   std::vector<std::vector<std::string>> batches_;
   std::vector<size_t> pending_after_echo_;
   std::vector<std::string> close_reasons_;
+  std::vector<CloseCause> close_causes_;
 };
 
 class ConnectionTest : public ::testing::Test {
@@ -471,6 +477,26 @@ TEST_F(ConnectionTest, CloseAfterFlushWhilePausedLingersReadingAndEndsAtThePeers
       << "the lingering connection did not read the peer's FIN";
   EXPECT_LT(MonotonicMillis() - fin_at, 2'000);
   EXPECT_EQ(CloseReasonsOnceClosed(), std::vector<std::string>{"done"});
+}
+
+// The cause a close began with is the one the handler learns, even when a later event (here
+// the peer's FIN, while the queued bytes are still being written) finishes it.
+TEST_F(ConnectionTest, CloseCauseIsWhyTheCloseBegan) {
+  Open(ConnectionOptions{});
+  constexpr size_t kBig = 8u << 20;
+  const std::string big = Pattern(kBig);
+  bool closed = loop_.Run([&] {
+    conn_->Send(Buffer(big));
+    conn_->CloseAfterFlush("bad bytes", CloseCause::kProtocolError);
+    return conn_->closed();
+  });
+  ASSERT_FALSE(closed) << "the kernel took all 8 MiB: nothing was left to flush";
+  ASSERT_EQ(::shutdown(peer(), SHUT_WR), 0);  // the peer's FIN arrives while flushing
+  std::string got;
+  EXPECT_EQ(ReadToEnd(peer(), 60'000, &got), EndOfStream::kEof);
+  EXPECT_EQ(got.size(), kBig);
+  ASSERT_TRUE(WaitFor([&] { return !handler_.CloseCauses().empty(); }));
+  EXPECT_EQ(handler_.CloseCauses(), std::vector<CloseCause>{CloseCause::kProtocolError});
 }
 
 // Shutdown from a handler drops the frames of its batch not yet handed over: the peer gets the

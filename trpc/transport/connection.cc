@@ -475,19 +475,22 @@ void Connection::StopReading() {
 
 void Connection::CloseAfterFlush(const std::string& reason, CloseCause cause) {
   if (closed()) return;
+  // The cause is why the close began: a later request to close (the peer's FIN after a
+  // protocol error, say) changes only the text.
   if (state_ == State::kConnecting) {
     Transition(State::kConnectingToClose);
+    close_cause_ = cause;
   } else if (state_ == State::kOpen) {
     Transition(State::kClosingAfterFlush);
-  }  // else already closing: only the reason changes
+    close_cause_ = cause;
+  }
   close_reason_ = reason;
-  close_cause_ = cause;
   if (!connecting() && !in_batch_) Flush();
 }
 
 void Connection::Close(const std::string& reason, CloseCause cause) {
   if (closed()) return;
-  close_cause_ = cause;
+  if (state_ == State::kOpen || state_ == State::kConnecting) close_cause_ = cause;
   Transition(State::kClosed);
   reactor_->poller().Remove(fd_);
   ::close(fd_);

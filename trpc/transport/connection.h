@@ -152,8 +152,9 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   /// The codec's per-connection state (FrameCodec::NewConnectionState), or null.
   FrameCodecState* codec_state() const { return codec_state_.get(); }
 
-  /// Why the connection closed (or is closing): valid in Handler::OnClose, whose text reason
-  /// is for people; this is for counting.
+  /// Why the connection closed (or is closing): why its close began, kept when a later event
+  /// (an error while flushing, the peer's FIN) finishes it. Valid in Handler::OnClose, whose
+  /// text reason is for people; this is for counting.
   CloseCause close_cause() const { return close_cause_; }
 
   void HandleEvents(uint32_t events) override;
