@@ -25,6 +25,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 third_party/setup.sh --with-bench
+# wait_port, free_port and stop_server, shared with the HTTP benchmark.
+source benchmark/http/pinned_runs.sh
 
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -35,19 +37,10 @@ one_worker_yaml() {
   sed -E "s/port: [0-9]+/port: $port/; s/level: info/level: warn/" "$template" >"$out"
 }
 
-wait_port() {
-  for _ in $(seq 1 200); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "$0: nothing listens on port $1" >&2
-  return 1
-}
-
 # run_one KIND MODEL DEPTH: prints "Ir requests".
 run_one() {
   local kind=$1 model=$2 depth=$3 port yaml server out requests
-  port=$((20000 + RANDOM % 20000))
+  port=$(free_port)
   yaml=$work/$kind-$model.yaml
   out=$work/callgrind.$kind.$model.$depth
   if [ "$kind" = trpc ]; then
@@ -60,7 +53,7 @@ run_one() {
   valgrind --tool=callgrind --callgrind-out-file="$out" "$server" --config "$yaml" \
     >"$work/server.log" 2>&1 &
   local pid=$!
-  wait_port "$port"
+  wait_port "$port" "$pid" || { echo "$0: $server did not listen on $port" >&2; exit 1; }
   callgrind_control -z "$pid" >/dev/null
   if [ "$kind" = trpc ]; then
     "$build/benchmark/trpc_bench/trpc_bench" --target "127.0.0.1:$port" --connections 10 \
@@ -75,8 +68,7 @@ run_one() {
       awk '/requests in/ {print $1}')
   fi
   callgrind_control -d "$pid" >/dev/null
-  kill -TERM "$pid"
-  wait "$pid" || true
+  stop_server "$pid"
   local ir
   ir=$(awk '/^(summary|totals):/ {print $2; exit}' "$out".1)
   echo "$ir $requests"
