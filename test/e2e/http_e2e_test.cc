@@ -729,6 +729,14 @@ TEST_F(HttpE2eTest, CurlGetsCorrectAnswers) {
             R"({"msg":"Hello, curl"})");
   EXPECT_EQ(run("curl -s -S --max-time 10 -o /dev/null -w '%{http_code}' " + base + "/nope 2>&1"),
             "404");
+  // The router's refusals as curl sees them: the framework code in the JSON body, and a 405's
+  // Allow header.
+  EXPECT_EQ(run("curl -s -S --max-time 10 " + base + "/nope 2>&1"),
+            R"({"code":12,"func_code":0,"message":"no route for this path"})");
+  std::string head = run("curl -s -S --max-time 10 -D - -o /dev/null " + base +
+                         "/trpc.test.helloworld.Greeter/SayHello 2>&1");
+  EXPECT_NE(head.find("HTTP/1.1 405"), std::string::npos) << head;
+  EXPECT_NE(head.find("Allow: POST"), std::string::npos) << head;
 }
 
 }  // namespace
