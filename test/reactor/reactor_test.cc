@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -115,6 +116,48 @@ TEST_F(ReactorTest, RunInLoopIsInlineOnTheLoopThread) {
 // rest spills into the overflow list; the loop is released halfway, so the second half is posted
 // while the loop drains ring and list. A task that went to the ring while older ones waited in
 // the list would run ahead of them.
+// The end-of-iteration call runs once, after the tasks of the iteration that armed it; a task
+// those tasks post belongs to the next iteration. Arming it twice in one iteration runs it once.
+TEST_F(ReactorTest, IterationEndRunsOnceAfterTheIterationsTasks) {
+  std::vector<std::string> order;  // loop thread only until done
+  std::atomic<bool> done{false};
+  struct Arg {
+    std::vector<std::string>* order;
+    std::atomic<bool>* done;
+  } arg{&order, &done};
+  auto at_end = [](void* a) {
+    auto* x = static_cast<Arg*>(a);
+    x->order->push_back("end");
+    x->done->store(true, std::memory_order_release);
+  };
+  reactor_.Post([&] {
+    order.push_back("task 1");
+    reactor_.AtIterationEnd(at_end, &arg);
+    reactor_.AtIterationEnd(at_end, &arg);  // the same call again: still one
+    reactor_.Post([&] { order.push_back("task 2"); });
+  });
+  ASSERT_TRUE(WaitFor([&] { return done.load(std::memory_order_acquire); }));
+  std::atomic<bool> idle{false};
+  reactor_.Post([&] { idle.store(true); });
+  ASSERT_TRUE(WaitFor([&] { return idle.load(); }));
+  EXPECT_EQ(order, (std::vector<std::string>{"task 1", "end", "task 2"}));
+}
+
+// Armed outside an iteration (by code running on the loop thread between iterations, as a fiber
+// on a worker does), the call keeps the next wait from blocking: it runs at once, not after the
+// next event or timer.
+TEST(ReactorIterationEndTest, ArmedBetweenIterationsDoesNotWaitForAnEvent) {
+  Reactor r;
+  r.Attach();
+  bool ran = false;
+  r.AtIterationEnd([](void* a) { *static_cast<bool*>(a) = true; }, &ran);
+  int64_t start = MonotonicMillis();
+  r.RunOnce(MonotonicNanos() + 3 * kNanosPerSecond);  // would sleep 3 s with nothing to do
+  EXPECT_TRUE(ran);
+  EXPECT_LT(MonotonicMillis() - start, 1000);
+  r.Detach();
+}
+
 TEST(ReactorOrderTest, TasksFromOneThreadRunInPostOrderThroughOverflow) {
   constexpr int kTasks = 100'000;
   Reactor reactor(1024);

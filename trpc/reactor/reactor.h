@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "trpc/base/logging.h"
 #include "trpc/base/mpsc_queue.h"
 #include "trpc/base/timer_queue.h"
 #include "trpc/reactor/event_handler.h"
@@ -68,12 +69,15 @@ class Reactor {
   }
 
   /// Calls `fn(arg)` once, at the end of the current loop iteration: after its events, timers
-  /// and tasks (also when the loop drains on exit). Loop thread only. One call can be pending
-  /// at a time; arming it again before it runs is a no-op when `fn` and `arg` are the same
-  /// (and replaces them otherwise). For work collected during an iteration and handed over
-  /// together at its end: the fiber model starts the requests read in one iteration as one
-  /// chain.
+  /// and the tasks queued when it began running them (a task posted meanwhile runs in the next
+  /// iteration), and also when the loop drains on exit. Loop thread only. One call can be pending
+  /// at a time: arming it again before it runs must name the same `fn` and `arg` (a no-op);
+  /// another would silently drop the first, so it stops the process. For work collected
+  /// during an iteration and handed over together at its end: the fiber model starts the
+  /// requests read in one iteration as one chain (its only user).
   void AtIterationEnd(void (*fn)(void*), void* arg) {
+    TRPC_CHECK(end_fn_ == nullptr || (end_fn_ == fn && end_arg_ == arg),
+               "Reactor::AtIterationEnd: another end-of-iteration call is already pending");
     end_fn_ = fn;
     end_arg_ = arg;
   }
