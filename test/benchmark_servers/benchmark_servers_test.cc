@@ -20,7 +20,7 @@
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "fmt/format.h"
-#include "test/benchmark_servers/child_server.h"
+#include "test/common/child_server.h"
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
 #include "trpc/runtime/runtime.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "helloworld.grpc.pb.h"
-#include "test/benchmark_servers/child_server.h"
+#include "test/common/child_server.h"
 
 namespace trpc::test::benchmark_servers {
 namespace {

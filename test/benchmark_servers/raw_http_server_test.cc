@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "test/benchmark_servers/child_server.h"
+#include "test/common/child_server.h"
 
 namespace trpc::test::benchmark_servers {
 namespace {

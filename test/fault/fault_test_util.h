@@ -1,0 +1,114 @@
+#pragma once
+
+// What the fault tests share: fault_server started as a child process with a config written for
+// the test, and a client runtime (one merge worker) with proxies to it.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "examples/helloworld/helloworld.trpc.pb.h"
+#include "fmt/format.h"
+#include "test/common/child_server.h"
+#include "trpc/client/trpc_client.h"
+#include "trpc/config/config.h"
+#include "trpc/runtime/runtime.h"
+
+namespace trpc::test::fault {
+
+using helloworld::GreeterServiceProxy;
+using helloworld::HelloReply;
+using helloworld::HelloRequest;
+
+// The thread model under test: TRPC_FAULT_THREAD_MODEL=fiber|merge (default merge).
+inline std::string ModelUnderTest() {
+  const char* m = getenv("TRPC_FAULT_THREAD_MODEL");
+  return m != nullptr && std::string(m) == "fiber" ? "fiber" : "merge";
+}
+
+struct FaultServerOptions {
+  std::string model = ModelUnderTest();
+  int workers = 1;
+  // Extra keys of the Greeter service entry, each line indented by 6 spaces ("      key: v\n").
+  std::string service_yaml;
+  // Extra keys of the server section, each line indented by 2 spaces ("  key: v\n").
+  std::string server_yaml;
+  std::string log_level = "warn";
+};
+
+// Writes the config, starts fault_server and returns its "IP:PORT" ("" with a failure if it did
+// not start).
+inline std::string StartFaultServer(ChildServer* server, const FaultServerOptions& o = {}) {
+  std::string threadmodel =
+      o.model == "fiber"
+          ? fmt::format("    fiber:\n      - instance_name: fault\n        concurrency_hint: {}\n",
+                        o.workers)
+          : fmt::format(
+                "    default:\n      - instance_name: fault\n        io_handle_type: merge\n"
+                "        io_thread_num: {}\n",
+                o.workers);
+  static int configs_written = 0;
+  std::string path =
+      fmt::format("{}fault_server_{}_{}.yaml", ::testing::TempDir(), getpid(), ++configs_written);
+  std::ofstream(path) << "global:\n  threadmodel:\n"
+                      << threadmodel << "server:\n"
+                      << o.server_yaml << R"(  service:
+    - name: trpc.test.helloworld.Greeter
+      ip: 127.0.0.1
+      port: 0
+)" << o.service_yaml
+                      << "plugins:\n  log:\n    level: " << o.log_level << "\n";
+  std::string addr = server->Start({FAULT_SERVER_PATH, "--config", path});
+  std::remove(path.c_str());
+  return addr;
+}
+
+// A test suite with a client runtime: one merge worker.
+class FaultTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string err;
+    Config config;
+    ASSERT_TRUE(LoadConfigFromString(R"(global:
+  threadmodel:
+    default:
+      - instance_name: client
+        io_handle_type: merge
+        io_thread_num: 1
+)",
+                                     "client.yaml", &config, &err))
+        << err;
+    ASSERT_TRUE(runtime::Start(config.global.threadmodel, &err)) << err;
+    SetTrpcClient(std::make_shared<TrpcClient>(ClientConfig{}));
+  }
+
+  static void TearDownTestSuite() {
+    if (auto client = SetTrpcClient(nullptr)) client->Stop();
+    runtime::Stop();
+  }
+
+  // A proxy of its own (a fresh connection) to `target`; `c` gives timeout and the rest.
+  static std::shared_ptr<GreeterServiceProxy> Proxy(const std::string& target,
+                                                    ClientServiceConfig c = {}) {
+    c.target = target;
+    std::string err;
+    auto proxy = GetTrpcClient()->GetProxy<GreeterServiceProxy>(
+        fmt::format("fault_greeter_{}", ++proxies_made_), c, &err);
+    EXPECT_NE(proxy, nullptr) << err;
+    return proxy;
+  }
+
+  static Status Call(GreeterServiceProxy* proxy, const std::string& msg, HelloReply* rsp) {
+    HelloRequest req;
+    req.set_msg(msg);
+    return proxy->SayHello(MakeClientContext(), req, rsp);
+  }
+
+  static inline int proxies_made_ = 0;
+};
+
+}  // namespace trpc::test::fault
