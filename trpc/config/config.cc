@@ -44,6 +44,7 @@ constexpr UintRule kClientTimeoutRule{1, kU32Max};
 constexpr UintRule kClientMaxConnNumRule{0, 1024};
 constexpr UintRule kPipelineDepthRule{1, 1024};
 constexpr UintRule kStopMaxWaitTimeRule{0, 600000};
+constexpr UintRule kMaxConcurrencyRule{0, 1u << 20};
 
 // Instance name -> path of the entry that declared it.
 using InstanceNames = std::map<std::string, std::string, std::less<>>;
@@ -164,7 +165,7 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
       "service",
       {"name", "protocol", "network", "ip", "port", "max_conn_num", "idle_time", "max_packet_size",
        "timeout", "max_pending_write_bytes", "max_pending_requests", "threadmodel_instance_name",
-       "filter", "protocol_options"},
+       "filter", "protocol_options", "max_concurrency"},
       [&](MapReader& s, size_t) {
         ServiceConfig svc;
         svc.origin = fmt::format("{}:{}", file, s.line());
@@ -186,6 +187,14 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
         s.Uint("timeout", kServiceTimeoutRule, &svc.timeout);
         s.Uint("max_pending_write_bytes", kMaxPendingWriteBytesRule, &svc.max_pending_write_bytes);
         s.Uint("max_pending_requests", kMaxPendingRequestsRule, &svc.max_pending_requests);
+        // A number, or `auto`.
+        std::string concurrency;
+        s.String("max_concurrency", &concurrency);
+        if (concurrency == "auto") {
+          svc.max_concurrency_auto = true;
+        } else {
+          s.Uint("max_concurrency", kMaxConcurrencyRule, &svc.max_concurrency);
+        }
         s.String("threadmodel_instance_name", &svc.threadmodel_instance_name);
         if (s.ok() && !svc.threadmodel_instance_name.empty() &&
             instances.find(svc.threadmodel_instance_name) == instances.end()) {
@@ -214,7 +223,7 @@ void ReadClient(const MapReader& root, const std::string& file, ClientConfig* ou
   r.ForEachMap(
       "service",
       {"name", "target", "protocol", "timeout", "conn_type", "max_conn_num", "pipeline_depth",
-       "max_packet_size", "connect_timeout", "filter"},
+       "max_packet_size", "connect_timeout", "filter", "overload_throttle"},
       [&](MapReader& s, size_t) {
         ClientServiceConfig svc;
         svc.origin = fmt::format("{}:{}", file, s.line());
@@ -244,6 +253,9 @@ void ReadClient(const MapReader& root, const std::string& file, ClientConfig* ou
         s.Uint("max_packet_size", kMaxPacketSizeRule, &svc.max_packet_size);
         s.Uint("connect_timeout", kServiceTimeoutRule, &svc.connect_timeout);
         s.StringList("filter", &svc.filter);
+        std::string throttle = svc.overload_throttle ? "true" : "false";
+        s.OneOf("overload_throttle", {"true", "false"}, &throttle);
+        svc.overload_throttle = throttle == "true";
         client.service.push_back(std::move(svc));
       });
   if (r.ok()) *out = std::move(client);
