@@ -436,6 +436,35 @@ TEST(ConfigErrorTest, BadChoices) {
             "t.yaml:5: server.service[0].protocol: expected a non-empty string, got ''");
 }
 
+TEST(ConfigTest, OverloadKeys) {
+  Config c = MustLoad(OneService("      max_concurrency: 64\n"));
+  EXPECT_EQ(c.server.service[0].max_concurrency, 64u);
+  EXPECT_FALSE(c.server.service[0].max_concurrency_auto);
+  c = MustLoad(OneService("      max_concurrency: auto\n"));
+  EXPECT_EQ(c.server.service[0].max_concurrency, 0u);
+  EXPECT_TRUE(c.server.service[0].max_concurrency_auto);
+  c = MustLoad(OneService(""));
+  EXPECT_EQ(c.server.service[0].max_concurrency, 0u);
+  EXPECT_FALSE(c.server.service[0].max_concurrency_auto);
+  c = MustLoad(
+      "client:\n  service:\n    - name: a\n      target: 1.2.3.4:5\n"
+      "      overload_throttle: true\n");
+  EXPECT_TRUE(c.client.service[0].overload_throttle);
+  EXPECT_FALSE(ClientServiceConfig{}.overload_throttle);
+}
+
+TEST(ConfigErrorTest, BadOverloadKeys) {
+  EXPECT_EQ(LoadError(OneService("      max_concurrency: lots\n")),
+            "t.yaml:5: server.service[0].max_concurrency: expected an integer in 0..1048576 or "
+            "'auto', got 'lots'");
+  EXPECT_EQ(LoadError(OneService("      max_concurrency: 1048577\n")),
+            "t.yaml:5: server.service[0].max_concurrency: expected an integer in 0..1048576, "
+            "got '1048577'");
+  EXPECT_EQ(LoadError("client:\n  service:\n    - name: a\n      target: 1.2.3.4:5\n"
+                      "      overload_throttle: yes\n"),
+            "t.yaml:5: client.service[0].overload_throttle: expected one of true|false, got 'yes'");
+}
+
 TEST(ConfigErrorTest, BadTargets) {
   auto target_error = [](const std::string& target) {
     return LoadError("client:\n  service:\n    - name: a\n      target: '" + target + "'\n");

@@ -192,6 +192,11 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
         s.String("max_concurrency", &concurrency);
         if (concurrency == "auto") {
           svc.max_concurrency_auto = true;
+        } else if (!concurrency.empty() &&
+                   concurrency.find_first_not_of("0123456789") != std::string::npos) {
+          s.FailValue("max_concurrency",
+                      fmt::format("expected an integer in {}..{} or 'auto', got '{}'",
+                                  kMaxConcurrencyRule.lo, kMaxConcurrencyRule.hi, concurrency));
         } else {
           s.Uint("max_concurrency", kMaxConcurrencyRule, &svc.max_concurrency);
         }

@@ -43,7 +43,7 @@ double OverloadThrottle::RefuseProbability(int64_t now_ns) {
   uint64_t requests, accepts;
   Sum(now_ns, &requests, &accepts);
   double excess = static_cast<double>(requests) - kAcceptsMultiplier * static_cast<double>(accepts);
-  return std::max(0.0, excess / (static_cast<double>(requests) + 1.0));
+  return std::clamp(excess / (static_cast<double>(requests) + 1.0), 0.0, kMaxRefuseProbability);
 }
 
 bool OverloadThrottle::ShouldRefuse(int64_t now_ns) {

@@ -11,12 +11,14 @@ namespace trpc::detail {
 /// calls the caller attempted and `accepts` the calls the callee accepted (answered with
 /// anything but "overloaded", ret 22), a new call is refused locally with probability
 ///
-///     max(0, (requests - 2 * accepts) / (requests + 1)).
+///     min(0.95, max(0, (requests - 2 * accepts) / (requests + 1))).
 ///
 /// While the callee accepts at least half of what is asked, nothing is refused; beyond that,
-/// callers stop sending what the callee would refuse anyway, so a fleet of clients does not
-/// multiply an overload with retries. Calls refused locally count as requests, so the
-/// probability follows the callee's recovery within the window.
+/// callers stop sending what the callee would refuse anyway (they send about twice what it
+/// accepts), so a fleet of clients does not multiply an overload with retries. Calls refused
+/// locally count as requests; the cap lets at least 1 call in 20 through, so that a recovered
+/// callee is noticed: what gets through is accepted, the excess shrinks by half about every
+/// window, and refusals end a few seconds after the callee's recovery.
 ///
 /// Memory ordering: the counters are relaxed atomics in 200 ms buckets of a ring; a bucket
 /// whose period is over is reset by the first thread that sees it (a CAS on its period number).
@@ -36,6 +38,7 @@ class OverloadThrottle {
   static constexpr int64_t kBucketNs = 200'000'000;
   static constexpr size_t kBuckets = 10;  // 2 s
   static constexpr double kAcceptsMultiplier = 2.0;
+  static constexpr double kMaxRefuseProbability = 0.95;
 
   struct alignas(64) Bucket {
     std::atomic<int64_t> period{-1};
