@@ -20,6 +20,7 @@ ServerMetrics Sample() {
   s.connections = 2;
   s.connections_accepted = 3;
   s.connections_refused = 1;
+  s.accept_backoffs = 4;
   s.bytes_in = 100;
   s.bytes_out = 200;
   MethodMetrics& meth = s.methods.emplace_back();
@@ -56,6 +57,7 @@ TEST(PrometheusTextTest, FamiliesAndSamples) {
   EXPECT_TRUE(Has(t, "trpc_server_requests_total{" + escaped + "} 0")) << t;
   EXPECT_TRUE(Has(t, R"(trpc_server_connections{service="trpc.test.Svc"} 2)"));
   EXPECT_TRUE(Has(t, R"(trpc_server_connections_refused_total{service="trpc.test.Svc"} 1)"));
+  EXPECT_TRUE(Has(t, R"(trpc_server_accept_backoffs_total{service="trpc.test.Svc"} 4)"));
   EXPECT_TRUE(Has(t, R"(trpc_server_received_bytes_total{service="trpc.test.Svc"} 100)"));
   EXPECT_TRUE(Has(t, R"(trpc_server_sent_bytes_total{service="trpc.test.Svc"} 200)"));
   EXPECT_TRUE(Has(t, R"(trpc_threadmodel_workers{threadmodel="w",type="fiber"} 2)"));

@@ -142,6 +142,7 @@ ServiceStats ServiceAdapter::stats() const {
   s.connections_accepted = connections_accepted_.load(std::memory_order_relaxed);
   s.connections_refused = connections_refused_.load(std::memory_order_relaxed);
   s.protocol_errors = protocol_errors_.load(std::memory_order_relaxed);
+  s.accept_backoffs = acceptor_->backoffs();
   for (const auto& c : counters_) {
     s.requests += c.requests.load(std::memory_order_relaxed);
     s.failed_requests += c.failed_requests.load(std::memory_order_relaxed);
@@ -157,6 +158,7 @@ void ServiceAdapter::CollectMetrics(ServiceMetrics* out) const {
   out->connections_accepted = s.connections_accepted;
   out->connections_refused = s.connections_refused;
   out->protocol_errors = s.protocol_errors;
+  out->accept_backoffs = s.accept_backoffs;
   for (const TrafficCounters& t : traffic_) {
     out->bytes_in += t.bytes_in.load(std::memory_order_relaxed);
     out->bytes_out += t.bytes_out.load(std::memory_order_relaxed);
