@@ -674,5 +674,26 @@ TEST(ConfigErrorTest, BadFilterLists) {
             "t.yaml:1: server.stop_max_wait_time: expected an integer in 0..600000, got '600001'");
 }
 
+TEST(ConfigTest, ReadFrameTimeout) {
+  auto timeout_of = [](const std::string& value) {
+    return MustLoad(OneService("      read_frame_timeout: " + value + "\n"))
+        .server.service.at(0)
+        .read_frame_timeout;
+  };
+  EXPECT_EQ(ServiceConfig{}.read_frame_timeout, 10000u);
+  EXPECT_EQ(MustLoad(OneService("")).server.service.at(0).read_frame_timeout, 10000u);
+  EXPECT_EQ(timeout_of("0"), 0u);
+  EXPECT_EQ(timeout_of("4294967295"), 4294967295u);
+  for (std::string bad : {"4294967296", "1s", "-1"}) {
+    EXPECT_EQ(LoadError(OneService("      read_frame_timeout: " + bad + "\n")),
+              "t.yaml:5: server.service[0].read_frame_timeout: expected an integer in "
+              "0..4294967295, got '" +
+                  bad + "'");
+  }
+  EXPECT_EQ(LoadError(OneService("      read_frame_timout: 300\n")),
+            "t.yaml:5: unknown key 'read_frame_timout' in server.service[0] (did you mean "
+            "'read_frame_timeout'?)");
+}
+
 }  // namespace
 }  // namespace trpc

@@ -36,6 +36,7 @@ constexpr UintRule kWorkStealingRatioRule{1, 1000000};
 constexpr UintRule kRunQueueSizeRule{256, 16u << 20, 1, true};  // Power of two: index by mask.
 constexpr UintRule kMaxConnNumRule{1, kU32Max};
 constexpr UintRule kIdleTimeRule{0, kU32Max};
+constexpr UintRule kReadFrameTimeoutRule{0, kU32Max};
 constexpr UintRule kMaxPacketSizeRule{16, kU32Max};  // At least a trpc frame header.
 constexpr UintRule kServiceTimeoutRule{0, kU32Max};
 constexpr UintRule kMaxPendingWriteBytesRule{4096, UINT64_MAX};
@@ -164,7 +165,7 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
       "service",
       {"name", "protocol", "network", "ip", "port", "max_conn_num", "idle_time", "max_packet_size",
        "timeout", "max_pending_write_bytes", "max_pending_requests", "threadmodel_instance_name",
-       "filter", "protocol_options"},
+       "filter", "protocol_options", "read_frame_timeout"},
       [&](MapReader& s, size_t) {
         ServiceConfig svc;
         svc.origin = fmt::format("{}:{}", file, s.line());
@@ -182,6 +183,7 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
         s.Uint("port", kPortRule, &svc.port, Presence::kRequired);
         s.Uint("max_conn_num", kMaxConnNumRule, &svc.max_conn_num);
         s.Uint("idle_time", kIdleTimeRule, &svc.idle_time);
+        s.Uint("read_frame_timeout", kReadFrameTimeoutRule, &svc.read_frame_timeout);
         s.Uint("max_packet_size", kMaxPacketSizeRule, &svc.max_packet_size);
         s.Uint("timeout", kServiceTimeoutRule, &svc.timeout);
         s.Uint("max_pending_write_bytes", kMaxPendingWriteBytesRule, &svc.max_pending_write_bytes);

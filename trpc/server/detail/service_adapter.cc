@@ -39,6 +39,7 @@ ServiceAdapter::ServiceAdapter(const ServiceConfig& config, ServicePtr service, 
   conn_options_.max_packet_size = config.max_packet_size;
   conn_options_.max_pending_write_bytes = config.max_pending_write_bytes;
   conn_options_.idle_timeout_ms = config.idle_time;
+  conn_options_.frame_read_timeout_ms = config.read_frame_timeout;
   conn_options_.max_pending_requests = config.max_pending_requests;
   acceptor_ = std::make_unique<Acceptor>(
       accept_reactor_, [this](int fd, const NetAddress& peer) { OnNewConnection(fd, peer); });
