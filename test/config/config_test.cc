@@ -695,5 +695,25 @@ TEST(ConfigTest, ReadFrameTimeout) {
             "'read_frame_timeout'?)");
 }
 
+// A server section must configure something to serve; a program that serves nothing leaves it
+// out (or empty), and one that serves only the admin service sets admin_port.
+TEST(ConfigErrorTest, ServerSectionWithoutServices) {
+  const std::string hint =
+      "no service configured: list them under 'service' (or leave the section out in a program "
+      "that serves nothing)";
+  EXPECT_EQ(LoadError("client:\n  service:\nserver:\n  app: a\n  server: s\n"),
+            "t.yaml:4: server: " + hint);
+  EXPECT_EQ(LoadError("server:\n  app: a\n  service: []\n"), "t.yaml:2: server: " + hint);
+  EXPECT_EQ(LoadError("server:\n  service:\n"), "t.yaml:2: server: " + hint);
+  EXPECT_EQ(LoadError("server: {stop_max_wait_time: 10}\n"), "t.yaml:1: server: " + hint);
+  EXPECT_TRUE(MustLoad("server:\n").server.service.empty());
+  EXPECT_TRUE(MustLoad("server: {}\n").server.service.empty());
+  Config admin_only = MustLoad("server:\n  admin_port: 8080\n");
+  EXPECT_EQ(admin_only.server.admin_port, 8080);
+  EXPECT_EQ(admin_only.server.origin, "t.yaml:2");
+  EXPECT_EQ(MustLoad(OneService("")).server.origin, "t.yaml:2");
+  EXPECT_EQ(MustLoad("client:\n  service:\n").server.origin, "");
+}
+
 }  // namespace
 }  // namespace trpc

@@ -149,6 +149,7 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
   MapReader r = root.Map("server", {"app", "server", "admin_port", "admin_ip", "stop_max_wait_time",
                                     "filter", "service"});
   ServerConfig server;
+  if (!r.empty()) server.origin = fmt::format("{}:{}", file, r.line());
   if (r.Has("filter")) server.filter_origin = fmt::format("{}:{}", file, r.ValueLine("filter"));
   r.StringList("filter", &server.filter);
   r.String("app", &server.app);
@@ -204,6 +205,14 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
         CheckListener(s, "port", {svc.ip, svc.port, s.path()}, &listeners);
         server.service.push_back(std::move(svc));
       });
+  // A section that configures a server must give it something to serve, or the process starts,
+  // says it is ready, and serves nothing. A program that serves nothing (a client) leaves the
+  // section out; one that only wants the admin service sets admin_port.
+  if (r.ok() && !r.empty() && server.service.empty() && server.admin_port == 0) {
+    r.FailMap(
+        "no service configured: list them under 'service' (or leave the section out in a "
+        "program that serves nothing)");
+  }
   if (r.ok()) *out = std::move(server);
 }
 

@@ -84,6 +84,9 @@ struct ServerConfig {
   std::vector<std::string> filter;     // Server filters run for every service, by registered name.
   std::vector<ServiceConfig> service;
   std::string filter_origin;  // "file:line" of server.filter, for errors found after loading.
+  /// "file:line" of the server section when it has keys, for errors found after loading (a
+  /// program registered services the section does not list); "" when there is none.
+  std::string origin;
 
   bool operator==(const ServerConfig&) const = default;
 };
