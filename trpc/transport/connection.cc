@@ -338,6 +338,7 @@ void Connection::OnReadTimer() {
   const int64_t now = reactor_->LoopTimeNs();
   if (frame_started_ns_ != 0 && reading_paused_) {
     // We stopped reading (our backlog), so the frame cannot complete: not the peer's delay.
+    // Check again later; ResumeReadingSoon() restarts its time.
     frame_started_ns_ = now;
   }
   int64_t codec_deadline = codec_state_ != nullptr ? codec_state_->read_deadline_ns : 0;
@@ -485,6 +486,8 @@ void Connection::Flush() {
 
 void Connection::ResumeReadingSoon() {
   reading_paused_ = false;
+  // A partial frame's time starts again: while we did not read, the peer could not finish it.
+  if (frame_started_ns_ != 0) frame_started_ns_ = reactor_->LoopTimeNs();
   // Edge-triggered: bytes that arrived while paused raise no new event, so read them now —
   // from a task, not from here, so pause/resume cycles never nest on the stack.
   std::weak_ptr<Connection> weak = weak_from_this();
