@@ -241,7 +241,7 @@ void Connection::ProcessInput() {
         ArmReadTimer(codec_state_->read_deadline_ns);
       }
     }
-    if (options_.frame_read_timeout_ms > 0 && !closed()) {
+    if (options_.frame_read_timeout_ms > 0 && !in_.empty() && !closed()) {
       NoteFrameProgress(frames_.size() != frames_before);
     }
   }
@@ -323,7 +323,6 @@ void Connection::ArmReadTimer(int64_t deadline_ns) {
 }
 
 void Connection::NoteFrameProgress(bool frames_cut) {
-  if (in_.empty()) return;  // (cleared by the caller)
   // The bytes left over begin a frame: a new one if frames were cut off before them, else the
   // one already timed. The timer is lazy, as the idle timer: one already pending for an
   // earlier deadline (an earlier frame's) is kept and re-arms itself when it fires, so reads

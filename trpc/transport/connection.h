@@ -232,7 +232,7 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   void PostFlush();
   void ArmReadTimer(int64_t deadline_ns);
   void OnReadTimer();
-  // After a split, with frame_read_timeout_ms: times the partial frame left in in_.
+  // After a split that left bytes in in_, with frame_read_timeout_ms: times that partial frame.
   void NoteFrameProgress(bool frames_cut);
   void FinishInput();
 
