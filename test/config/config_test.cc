@@ -703,5 +703,46 @@ TEST(ConfigErrorTest, BadFilterLists) {
             "t.yaml:1: server.stop_max_wait_time: expected an integer in 0..600000, got '600001'");
 }
 
+TEST(ConfigTest, ReadFrameTimeout) {
+  auto timeout_of = [](const std::string& value) {
+    return MustLoad(OneService("      read_frame_timeout: " + value + "\n"))
+        .server.service.at(0)
+        .read_frame_timeout;
+  };
+  EXPECT_EQ(ServiceConfig{}.read_frame_timeout, 10000u);
+  EXPECT_EQ(MustLoad(OneService("")).server.service.at(0).read_frame_timeout, 10000u);
+  EXPECT_EQ(timeout_of("0"), 0u);
+  EXPECT_EQ(timeout_of("4294967295"), 4294967295u);
+  for (std::string bad : {"4294967296", "1s", "-1"}) {
+    EXPECT_EQ(LoadError(OneService("      read_frame_timeout: " + bad + "\n")),
+              "t.yaml:5: server.service[0].read_frame_timeout: expected an integer in "
+              "0..4294967295, got '" +
+                  bad + "'");
+  }
+  EXPECT_EQ(LoadError(OneService("      read_frame_timout: 300\n")),
+            "t.yaml:5: unknown key 'read_frame_timout' in server.service[0] (did you mean "
+            "'read_frame_timeout'?)");
+}
+
+// A server section must configure something to serve; a program that serves nothing leaves it
+// out (or empty), and one that serves only the admin service sets admin_port.
+TEST(ConfigErrorTest, ServerSectionWithoutServices) {
+  const std::string hint =
+      "no service configured: list them under 'service' (or leave the section out in a program "
+      "that serves nothing)";
+  EXPECT_EQ(LoadError("client:\n  service:\nserver:\n  app: a\n  server: s\n"),
+            "t.yaml:4: server: " + hint);
+  EXPECT_EQ(LoadError("server:\n  app: a\n  service: []\n"), "t.yaml:2: server: " + hint);
+  EXPECT_EQ(LoadError("server:\n  service:\n"), "t.yaml:2: server: " + hint);
+  EXPECT_EQ(LoadError("server: {stop_max_wait_time: 10}\n"), "t.yaml:1: server: " + hint);
+  EXPECT_TRUE(MustLoad("server:\n").server.service.empty());
+  EXPECT_TRUE(MustLoad("server: {}\n").server.service.empty());
+  Config admin_only = MustLoad("server:\n  admin_port: 8080\n");
+  EXPECT_EQ(admin_only.server.admin_port, 8080);
+  EXPECT_EQ(admin_only.server.origin, "t.yaml:2");
+  EXPECT_EQ(MustLoad(OneService("")).server.origin, "t.yaml:2");
+  EXPECT_EQ(MustLoad("client:\n  service:\n").server.origin, "");
+}
+
 }  // namespace
 }  // namespace trpc

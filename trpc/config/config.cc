@@ -36,6 +36,7 @@ constexpr UintRule kWorkStealingRatioRule{1, 1000000};
 constexpr UintRule kRunQueueSizeRule{256, 16u << 20, 1, true};  // Power of two: index by mask.
 constexpr UintRule kMaxConnNumRule{1, kU32Max};
 constexpr UintRule kIdleTimeRule{0, kU32Max};
+constexpr UintRule kReadFrameTimeoutRule{0, kU32Max};
 constexpr UintRule kMaxPacketSizeRule{16, kU32Max};  // At least a trpc frame header.
 constexpr UintRule kServiceTimeoutRule{0, kU32Max};
 constexpr UintRule kMaxPendingWriteBytesRule{4096, UINT64_MAX};
@@ -149,6 +150,7 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
   MapReader r = root.Map("server", {"app", "server", "admin_port", "admin_ip", "stop_max_wait_time",
                                     "filter", "service"});
   ServerConfig server;
+  if (!r.empty()) server.origin = fmt::format("{}:{}", file, r.line());
   if (r.Has("filter")) server.filter_origin = fmt::format("{}:{}", file, r.ValueLine("filter"));
   r.StringList("filter", &server.filter);
   r.String("app", &server.app);
@@ -165,7 +167,7 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
       "service",
       {"name", "protocol", "network", "ip", "port", "max_conn_num", "idle_time", "max_packet_size",
        "timeout", "max_pending_write_bytes", "max_pending_requests", "threadmodel_instance_name",
-       "filter", "protocol_options", "max_concurrency"},
+       "filter", "protocol_options", "max_concurrency", "read_frame_timeout"},
       [&](MapReader& s, size_t) {
         ServiceConfig svc;
         svc.origin = fmt::format("{}:{}", file, s.line());
@@ -183,6 +185,7 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
         s.Uint("port", kPortRule, &svc.port, Presence::kRequired);
         s.Uint("max_conn_num", kMaxConnNumRule, &svc.max_conn_num);
         s.Uint("idle_time", kIdleTimeRule, &svc.idle_time);
+        s.Uint("read_frame_timeout", kReadFrameTimeoutRule, &svc.read_frame_timeout);
         s.Uint("max_packet_size", kMaxPacketSizeRule, &svc.max_packet_size);
         s.Uint("timeout", kServiceTimeoutRule, &svc.timeout);
         s.Uint("max_pending_write_bytes", kMaxPendingWriteBytesRule, &svc.max_pending_write_bytes);
@@ -216,6 +219,14 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
         CheckListener(s, "port", {svc.ip, svc.port, s.path()}, &listeners);
         server.service.push_back(std::move(svc));
       });
+  // A section that configures a server must give it something to serve, or the process starts,
+  // says it is ready, and serves nothing. A program that serves nothing (a client) leaves the
+  // section out; one that only wants the admin service sets admin_port.
+  if (r.ok() && !r.empty() && server.service.empty() && server.admin_port == 0) {
+    r.FailMap(
+        "no service configured: list them under 'service' (or leave the section out in a "
+        "program that serves nothing)");
+  }
   if (r.ok()) *out = std::move(server);
 }
 

@@ -59,6 +59,7 @@ struct ServiceConfig {
   uint16_t port = 0;                    // Required; 0 = an ephemeral port.
   uint32_t max_conn_num = 10000;        // Connections open at once, >= 1.
   uint32_t idle_time = 60000;           // ms without traffic before closing; 0 = never.
+  uint32_t read_frame_timeout = 10000;  // ms from a frame's first bytes to its last; 0 = none.
   uint32_t max_packet_size = 10000000;  // Bytes per request frame, >= 16.
   uint32_t timeout = 1000;              // ms per request; 0 = no service timeout.
   uint64_t max_pending_write_bytes = 64ull << 20;  // Unsent reply bytes per connection, >= 4096.
@@ -87,6 +88,9 @@ struct ServerConfig {
   std::vector<std::string> filter;     // Server filters run for every service, by registered name.
   std::vector<ServiceConfig> service;
   std::string filter_origin;  // "file:line" of server.filter, for errors found after loading.
+  /// "file:line" of the server section when it has keys, for errors found after loading (a
+  /// program registered services the section does not list); "" when there is none.
+  std::string origin;
 
   bool operator==(const ServerConfig&) const = default;
 };

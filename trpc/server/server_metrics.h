@@ -41,6 +41,7 @@ struct ServiceMetrics {
   uint64_t connections_accepted = 0;
   uint64_t connections_refused = 0;  // over max_conn_num
   uint64_t protocol_errors = 0;      // connections closed for bytes that did not parse
+  uint64_t accept_backoffs = 0;      // pauses of accepting after accept() failed (out of fds)
   uint64_t bytes_in = 0;             // read from sockets
   uint64_t bytes_out = 0;            // written to sockets
   /// Requests refused without running their handler, by reason (docs/overload.md).

@@ -39,6 +39,7 @@ ServiceAdapter::ServiceAdapter(const ServiceConfig& config, ServicePtr service, 
   conn_options_.max_packet_size = config.max_packet_size;
   conn_options_.max_pending_write_bytes = config.max_pending_write_bytes;
   conn_options_.idle_timeout_ms = config.idle_time;
+  conn_options_.frame_read_timeout_ms = config.read_frame_timeout;
   conn_options_.max_pending_requests = config.max_pending_requests;
   if (config.max_concurrency > 0 || config.max_concurrency_auto) {
     limiter_ =
@@ -147,6 +148,7 @@ ServiceStats ServiceAdapter::stats() const {
   s.connections_accepted = connections_accepted_.load(std::memory_order_relaxed);
   s.connections_refused = connections_refused_.load(std::memory_order_relaxed);
   s.protocol_errors = protocol_errors_.load(std::memory_order_relaxed);
+  s.accept_backoffs = acceptor_->backoffs();
   for (const auto& c : counters_) {
     s.requests += c.requests.load(std::memory_order_relaxed);
     s.failed_requests += c.failed_requests.load(std::memory_order_relaxed);
@@ -173,6 +175,7 @@ void ServiceAdapter::CollectMetrics(ServiceMetrics* out) const {
     out->concurrency_limit = limiter_->limit();
     out->concurrency_in_flight = limiter_->in_flight();
   }
+  out->accept_backoffs = s.accept_backoffs;
   for (const TrafficCounters& t : traffic_) {
     out->bytes_in += t.bytes_in.load(std::memory_order_relaxed);
     out->bytes_out += t.bytes_out.load(std::memory_order_relaxed);

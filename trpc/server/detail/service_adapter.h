@@ -25,6 +25,7 @@ struct ServiceStats {
   uint64_t connections_accepted = 0;
   uint64_t connections_refused = 0;
   uint64_t protocol_errors = 0;
+  uint64_t accept_backoffs = 0;  // accept() failed (e.g. out of fds): paused
   uint64_t requests = 0;
   uint64_t failed_requests = 0;
   uint64_t rejected_overload = 0;
