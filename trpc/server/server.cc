@@ -203,14 +203,24 @@ bool Server::StartServices(std::string* err) {
 }
 
 void Server::Stop() {
+  int64_t deadline = MonotonicNanos() + int64_t{config_.stop_max_wait_time} * kNanosPerMilli;
   // Side services first: the admin service reads the adapters below.
   StopSideServices();
   // One budget for the whole server: every service stops accepting at once, then each waits
-  // for what is left of the time.
-  for (auto& [name, adapter] : adapters_) adapter->StopAccepting();
-  int64_t deadline = MonotonicNanos() + int64_t{config_.stop_max_wait_time} * kNanosPerMilli;
+  // until the same deadline.
+  for (auto& [name, adapter] : adapters_) adapter->StopAccepting(deadline);
   for (auto& [name, adapter] : adapters_) {
-    adapter->Stop(std::max<int64_t>(0, (deadline - MonotonicNanos()) / kNanosPerMilli));
+    bool clean = adapter->StopBy(deadline);
+    stop_outcome_.calls_cut += adapter->calls_cut();
+    stop_outcome_.workers_stuck += adapter->workers_stuck();
+    if (!clean) {
+      // Its stuck worker's connections still call it whenever that worker comes back; kept
+      // reachable, so leak checkers do not report it.
+      static std::mutex mu;
+      static auto* retired = new std::vector<std::unique_ptr<detail::ServiceAdapter>>();
+      std::lock_guard lock(mu);
+      retired->push_back(std::move(adapter));
+    }
   }
   adapters_.clear();
 }

@@ -50,9 +50,21 @@ class Server {
   /// when known) if one has no implementation, names an unknown protocol or thread model, or
   /// cannot listen; then nothing is left listening.
   bool Start(std::string* err);
-  /// Stops accepting, lets in-flight calls finish and their replies go out (bounded wait), then
-  /// closes all connections. Idempotent. Must run before the runtime stops.
+  /// Stops accepting, lets in-flight calls finish and their replies go out, then closes all
+  /// connections. Bounded by stop_max_wait_time: the calls still in handlers then are answered
+  /// with kServerSystemErr ("server stopped before the handler finished") and their late
+  /// replies dropped (docs/config.md). Idempotent. Must run before the runtime stops.
   void Stop();
+  /// What the last Stop() met at its limit. `calls_cut`: calls answered with kServerSystemErr
+  /// because their handlers had not finished. `workers_stuck`: workers that did not come back
+  /// (merge workers stuck in a handler, taken over): their threads cannot be joined, so the
+  /// runtime must not be stopped (a TrpcApp exits instead), and the services they served stay
+  /// allocated.
+  struct StopOutcome {
+    uint64_t calls_cut = 0;
+    uint32_t workers_stuck = 0;
+  };
+  const StopOutcome& stop_outcome() const { return stop_outcome_; }
 
   /// The bound address of service `name` (useful with port 0). False if unknown.
   bool GetAddress(const std::string& name, NetAddress* out) const;
@@ -85,6 +97,7 @@ class Server {
     std::unique_ptr<detail::ServiceAdapter> adapter;
   };
   std::vector<RunningSide> sides_;
+  StopOutcome stop_outcome_;
 };
 
 }  // namespace trpc

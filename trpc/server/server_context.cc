@@ -4,6 +4,7 @@
 #include "trpc/base/logging.h"
 #include "trpc/codec/codec.h"
 #include "trpc/reactor/reactor.h"
+#include "trpc/server/detail/in_flight.h"
 #include "trpc/server/detail/method_counters.h"
 #include "trpc/server/detail/service_adapter.h"
 #include "trpc/server/server_filter.h"
@@ -19,7 +20,62 @@ const NetAddress& ServerContext::GetRemoteAddr() const { return conn_->peer(); }
 void ServerContext::Run() {
   // Adopts the reference the adapter handed to the thread model with the task.
   ServerContextPtr self(this, kAdoptRef);
+  if (counted_pending_) {  // asynchronous dispatch (fiber): the in-flight list covers it
+    adapter_->RunSubmitted(self);
+    return;
+  }
+  // Inline (merge), on the loop thread: the slot lets a stop take over a worker stuck in this
+  // handler (the contract is in detail/in_flight.h).
+  detail::InFlightCalls* calls = detail::InFlightCalls::OfThisThread(conn_->reactor());
+  calls->slot.store(reinterpret_cast<uintptr_t>(this), std::memory_order_release);
+  in_slot_ = true;
   adapter_->RunSubmitted(self);
+  if (in_slot_) LeaveSlot();
+}
+
+void ServerContext::LeaveSlot() {
+  in_slot_ = false;
+  detail::InFlightCalls* calls = detail::InFlightCalls::OfThisThread(conn_->reactor());
+  uintptr_t mine = reinterpret_cast<uintptr_t>(this);
+  if (!calls->slot.compare_exchange_strong(mine, detail::InFlightCalls::kIdle,
+                                           std::memory_order_acq_rel)) {
+    calls->WaitReleased();  // a stop took this worker over meanwhile
+  }
+}
+
+void ServerContext::LinkInFlight() {
+  detail::InFlightCalls* calls = detail::InFlightCalls::OfThisThread(conn_->reactor());
+  in_flight_prev_ = nullptr;
+  in_flight_next_ = calls->head;
+  if (calls->head != nullptr) calls->head->in_flight_prev_ = this;
+  calls->head = this;
+  in_flight_.store(calls, std::memory_order_relaxed);
+}
+
+void ServerContext::UnlinkInFlight() {
+  detail::InFlightCalls* calls = in_flight_.load(std::memory_order_relaxed);
+  if (calls == nullptr) return;
+  if (in_flight_prev_ != nullptr) {
+    in_flight_prev_->in_flight_next_ = in_flight_next_;
+  } else {
+    calls->head = in_flight_next_;
+  }
+  if (in_flight_next_ != nullptr) in_flight_next_->in_flight_prev_ = in_flight_prev_;
+  in_flight_prev_ = nullptr;
+  in_flight_next_ = nullptr;
+  // Release: a thread that then sees null here may free the context (FreeLastRef).
+  in_flight_.store(nullptr, std::memory_order_release);
+}
+
+void ServerContext::FreeLastRef(const ServerContext* p) {
+  Reactor* r = p->conn_->reactor();
+  if (p->in_flight_.load(std::memory_order_acquire) != nullptr && !r->InLoopThread()) [[unlikely]] {
+    // Only a context dropped unanswered off its loop thread gets here (a reply from another
+    // thread keeps it alive in the task that carries the reply to the loop).
+    r->Post([p] { delete p; });
+    return;
+  }
+  delete p;
 }
 
 namespace {
@@ -41,8 +97,10 @@ void QueueOnLoop(const ConnectionPtr& conn, uint64_t slot, ChainBuffer&& out, bo
 
 ServerContext::~ServerContext() {
   // A handler that never replied: its request must still stop counting against the connection
-  // and give up its reply slot.
-  if (!replied_) QueueOnLoop(conn_, reply_slot_, ChainBuffer(), counted_pending_);
+  // and give up its reply slot — unless a stop answered it (and did both).
+  if (replied_ || reply_state_.exchange(kReplied, std::memory_order_acq_rel) == kCut) return;
+  UnlinkInFlight();  // on the loop thread (see FreeLastRef), or not linked
+  QueueOnLoop(conn_, reply_slot_, ChainBuffer(), counted_pending_);
 }
 
 void ServerContext::SetResponse(bool framework_replies) {
@@ -51,7 +109,62 @@ void ServerContext::SetResponse(bool framework_replies) {
     // An inline (merge) handler runs on the loop thread and was not counted: count it now, so
     // reading pauses at max_pending_requests and a graceful close waits for the late reply.
     conn_->BeginRequest();
-    counted_pending_ = true;
+    SetCountedPending();
+  }
+}
+
+bool ServerContext::ClaimReply() {
+  if (conn_->reactor()->InLoopThread() && in_slot_) {
+    // Merge, from inside its own handler: hold the slot busy while the reply is queued, so a
+    // stop cannot take the worker over meanwhile; a stop that already did answered the call.
+    uintptr_t mine = reinterpret_cast<uintptr_t>(this);
+    if (!detail::InFlightCalls::OfThisThread(conn_->reactor())
+             ->slot.compare_exchange_strong(mine, detail::InFlightCalls::kBusy,
+                                            std::memory_order_acq_rel)) {
+      return false;
+    }
+    slot_busy_ = true;
+    return true;
+  }
+  if (!counted_pending_) return true;  // a stop only answers counted requests (or the slot's)
+  return reply_state_.exchange(kReplied, std::memory_order_acq_rel) != kCut;
+}
+
+void ServerContext::FillResponseHeader(RpcResponse* rsp) const {
+  rsp->version = req_.version;
+  rsp->call_type = req_.call_type;
+  rsp->request_id = req_.request_id;
+  rsp->message_type = req_.message_type;
+  rsp->content_type = req_.content_type;
+  rsp->content_encoding = req_.content_encoding;
+  rsp->request_protocol = req_.protocol.get();
+}
+
+bool ServerContext::CutByStop(ChainBuffer* out) {
+  if (reply_state_.exchange(kCut, std::memory_order_acq_rel) != kNotReplied) return false;
+  Record(MonotonicNanos(), kServerSystemErr, 0);
+  if (IsOneway()) return true;
+  RpcResponse rsp;
+  FillResponseHeader(&rsp);
+  rsp.ret = kServerSystemErr;
+  rsp.error_msg = "server stopped before the handler finished";
+  if (!codec_->EncodeResponse(&rsp, nullptr, out)) out->Clear();
+  return true;
+}
+
+void ServerContext::FinishOnLoop(ChainBuffer&& out) {
+  Reactor* r = conn_->reactor();
+  if (r->InLoopThread()) {
+    UnlinkInFlight();
+    QueueOnLoop(conn_, reply_slot_, std::move(out), counted_pending_);
+  } else if (in_flight_.load(std::memory_order_relaxed) == nullptr) {
+    QueueOnLoop(conn_, reply_slot_, std::move(out), counted_pending_);
+  } else {
+    // The task holds the context instead of its connection (one reference either way).
+    r->Post([self = ServerContextPtr(this), buf = std::make_shared<ChainBuffer>(std::move(out))] {
+      self->UnlinkInFlight();
+      self->conn_->SendReply(self->reply_slot_, std::move(*buf), self->counted_pending_);
+    });
   }
 }
 
@@ -72,6 +185,19 @@ bool ServerContext::RunFilters(FilterPoint point) {
 void ServerContext::SendReply(const Status& status, const google::protobuf::MessageLite* body) {
   if (replied_) return;
   replied_ = true;
+  if (!ClaimReply()) return;  // a stop answered this call already
+  SendClaimedReply(status, body);
+  if (slot_busy_) {
+    // Replied: the handler's remaining code is no longer something a stop could answer for.
+    slot_busy_ = false;
+    in_slot_ = false;
+    detail::InFlightCalls::OfThisThread(conn_->reactor())
+        ->slot.store(detail::InFlightCalls::kIdle, std::memory_order_release);
+  }
+}
+
+void ServerContext::SendClaimedReply(const Status& status,
+                                     const google::protobuf::MessageLite* body) {
   // One clock read serves the deadline check and the latency (which therefore ends before the
   // reply is encoded).
   int64_t now = deadline_ns_ > 0 || method_counters_ != nullptr ? MonotonicNanos() : 0;
@@ -98,17 +224,12 @@ void ServerContext::SendReply(const Status& status, const google::protobuf::Mess
   }
   if (IsOneway()) {
     Record(now, chosen->GetFrameworkRetCode(), chosen->GetFuncRetCode());
-    QueueOnLoop(conn_, reply_slot_, ChainBuffer(), counted_pending_);
+    FinishOnLoop(ChainBuffer());
     return;
   }
   const Status& st = *chosen;
   RpcResponse rsp;
-  rsp.version = req_.version;
-  rsp.call_type = req_.call_type;
-  rsp.request_id = req_.request_id;
-  rsp.message_type = req_.message_type;
-  rsp.content_type = req_.content_type;
-  rsp.content_encoding = req_.content_encoding;
+  FillResponseHeader(&rsp);
   rsp.ret = st.GetFrameworkRetCode();
   rsp.func_ret = st.GetFuncRetCode();
   if (!st.OK()) {
@@ -118,7 +239,6 @@ void ServerContext::SendReply(const Status& status, const google::protobuf::Mess
   // The request's metadata travels back with the reply; the handler's own entries win.
   rsp.trans_info = std::move(req_.trans_info);
   for (auto& [k, v] : rsp_trans_info_) rsp.trans_info[k] = std::move(v);
-  rsp.request_protocol = req_.protocol.get();
   if (st.OK()) {
     rsp.protocol = std::move(protocol_rsp_);
     rsp.protocol_ref = protocol_rsp_ref_;
@@ -137,13 +257,13 @@ void ServerContext::SendReply(const Status& status, const google::protobuf::Mess
     out.Clear();
     Record(now, kServerEncodeErr, 0);
     if (!codec_->EncodeResponse(&err, nullptr, &out)) {
-      QueueOnLoop(conn_, reply_slot_, ChainBuffer(), counted_pending_);
+      FinishOnLoop(ChainBuffer());
       return;
     }
   } else {
     Record(now, rsp.ret, rsp.func_ret);
   }
-  QueueOnLoop(conn_, reply_slot_, std::move(out), counted_pending_);
+  FinishOnLoop(std::move(out));
 }
 
 void ServerContext::Record(int64_t now_ns, int32_t ret, int32_t func_ret) {
