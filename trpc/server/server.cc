@@ -213,9 +213,10 @@ void Server::Stop() {
     bool clean = adapter->StopBy(deadline);
     stop_outcome_.calls_cut += adapter->calls_cut();
     stop_outcome_.workers_stuck += adapter->workers_stuck();
-    if (!clean) {
-      // Its stuck worker's connections still call it whenever that worker comes back; kept
-      // reachable, so leak checkers do not report it.
+    if (!clean || adapter->calls_cut() > 0) {
+      // Handlers it gave up on may still return into it, and a stuck worker's connections
+      // still call it whenever that worker comes back: kept (reachable, so leak checkers do
+      // not report it).
       static std::mutex mu;
       static auto* retired = new std::vector<std::unique_ptr<detail::ServiceAdapter>>();
       std::lock_guard lock(mu);

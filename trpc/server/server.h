@@ -58,8 +58,8 @@ class Server {
   /// What the last Stop() met at its limit. `calls_cut`: calls answered with kServerSystemErr
   /// because their handlers had not finished. `workers_stuck`: workers that did not come back
   /// (merge workers stuck in a handler, taken over): their threads cannot be joined, so the
-  /// runtime must not be stopped (a TrpcApp exits instead), and the services they served stay
-  /// allocated.
+  /// runtime must not be stopped (a TrpcApp exits instead). A service that cut calls or left a
+  /// worker stuck is never freed: its handlers may still return into it.
   struct StopOutcome {
     uint64_t calls_cut = 0;
     uint32_t workers_stuck = 0;

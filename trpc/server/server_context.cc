@@ -21,6 +21,8 @@ void ServerContext::Run() {
   // Adopts the reference the adapter handed to the thread model with the task.
   ServerContextPtr self(this, kAdoptRef);
   if (counted_pending_) {  // asynchronous dispatch (fiber): the in-flight list covers it
+    // Still queued when a stop answered it: its handler would only work for a dropped reply.
+    if (reply_state_.load(std::memory_order_acquire) == kCut) return;
     adapter_->RunSubmitted(self);
     return;
   }
