@@ -5,6 +5,7 @@
 
 #include <signal.h>
 
+#include <cstdio>
 #include <deque>
 #include <string>
 #include <thread>
@@ -105,6 +106,8 @@ TEST_F(StopTest, CallsStillInHandlersAreAnsweredAtTheLimitAndTheProcessExitsInTi
   ASSERT_TRUE(server.WaitExit(kLimitMs + 10'000, &status));
   int64_t exit_ms = (MonotonicNanos() - signalled) / kNanosPerMilli;
   JoinCalls();
+  std::printf("%s model: exited %lld ms after SIGTERM (limit %d ms)\n", o.model.c_str(),
+              static_cast<long long>(exit_ms), kLimitMs);
   EXPECT_GE(exit_ms, kLimitMs - 50) << "the stop did not wait for the handlers";
   EXPECT_LE(exit_ms, kLimitMs + kExitMarginMs) << "the process did not exit in time";
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "wait status " << status;
