@@ -209,7 +209,9 @@ void ServiceAdapter::AnswerCalls(detail::InFlightCalls* calls, bool takeover) {
     ChainBuffer out;
     if (!c->CutByStop(&out)) return;  // its own reply came first
     calls_cut_.fetch_add(1, std::memory_order_relaxed);
-    Connection* conn = c->connection();  // kept alive by conns_
+    // A copy: once unlinked, the context (and with it maybe the last reference to a connection
+    // that has closed) may be freed by its handler's thread.
+    ConnectionPtr conn = c->conn_;
     uint64_t slot = c->reply_slot_;
     bool counted = c->counted_pending_;
     c->UnlinkInFlight();  // the last access: its handler's thread may free it from here on
