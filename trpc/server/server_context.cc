@@ -47,11 +47,13 @@ void ServerContext::LeaveSlot() {
 
 void ServerContext::LinkInFlight() {
   detail::InFlightCalls* calls = detail::InFlightCalls::OfThisThread(conn_->reactor());
+  uintptr_t held = calls->Hold();  // (merge: SetResponse(false) runs inside its handler)
   in_flight_prev_ = nullptr;
   in_flight_next_ = calls->head;
   if (calls->head != nullptr) calls->head->in_flight_prev_ = this;
   calls->head = this;
   in_flight_.store(calls, std::memory_order_relaxed);
+  calls->Unhold(held);
 }
 
 void ServerContext::UnlinkInFlight() {
@@ -101,8 +103,15 @@ ServerContext::~ServerContext() {
   // A handler that never replied: its request must still stop counting against the connection
   // and give up its reply slot — unless a stop answered it (and did both).
   if (replied_ || reply_state_.exchange(kReplied, std::memory_order_acq_rel) == kCut) return;
-  UnlinkInFlight();  // on the loop thread (see FreeLastRef), or not linked
+  detail::InFlightCalls* calls = in_flight_.load(std::memory_order_relaxed);
+  if (calls == nullptr) {
+    QueueOnLoop(conn_, reply_slot_, ChainBuffer(), counted_pending_);
+    return;
+  }
+  uintptr_t held = calls->Hold();  // on the loop thread (see FreeLastRef), maybe in a handler
+  UnlinkInFlight();
   QueueOnLoop(conn_, reply_slot_, ChainBuffer(), counted_pending_);
+  calls->Unhold(held);
 }
 
 void ServerContext::SetResponse(bool framework_replies) {
@@ -157,8 +166,12 @@ bool ServerContext::CutByStop(ChainBuffer* out) {
 void ServerContext::FinishOnLoop(ChainBuffer&& out) {
   Reactor* r = conn_->reactor();
   if (r->InLoopThread()) {
+    // (Merge: maybe inside another call's handler; its own reply already holds the slot.)
+    detail::InFlightCalls* calls = detail::InFlightCalls::OfThisThread(r);
+    uintptr_t held = calls->Hold();
     UnlinkInFlight();
     QueueOnLoop(conn_, reply_slot_, std::move(out), counted_pending_);
+    calls->Unhold(held);
   } else if (in_flight_.load(std::memory_order_relaxed) == nullptr) {
     QueueOnLoop(conn_, reply_slot_, std::move(out), counted_pending_);
   } else {

@@ -37,6 +37,18 @@ InFlightCalls* InFlightCalls::Of(const Reactor* r) {
   return it == Records().end() ? nullptr : it->second;
 }
 
+uintptr_t InFlightCalls::Hold() {
+  for (;;) {
+    // Only this thread moves the slot away from idle or kBusy.
+    uintptr_t v = slot.load(std::memory_order_relaxed);
+    if (v == kIdle || v == kBusy) return kIdle;
+    if (v != kTaken && slot.compare_exchange_strong(v, kBusy, std::memory_order_acq_rel)) {
+      return v;
+    }
+    usleep(100);  // a takeover is answering this worker's calls: a matter of ms
+  }
+}
+
 void InFlightCalls::WaitReleased() {
   TRPC_LOG_WARN(
       "a handler returned after the server's stop answered its call and took its worker over; "

@@ -35,7 +35,11 @@ namespace trpc::detail {
 ///     CASes kReleased -> 0 (acquire) and goes on. Everything the control thread wrote happens
 ///     before the worker's next access. If the worker's CAS wins, the control thread's fails
 ///     and it leaves the reactor alone.
-///   kBusy is never taken over: the control thread waits (it lasts one reply's queueing).
+///   kBusy is never taken over: the control thread waits (it lasts one reply's queueing);
+///   - other loop-thread work on connections or `head` that may run inside a handler (another
+///     call's reply, a SetResponse(false), an unanswered context freed) is bracketed by
+///     Hold()/Unhold(): the same CAS to kBusy and store back, and if a takeover is under way
+///     (kTaken) it waits for kReleased first. With no handler in the slot it is one load.
 struct InFlightCalls {
   static constexpr uintptr_t kIdle = 0;
   static constexpr uintptr_t kBusy = 1;
@@ -53,6 +57,11 @@ struct InFlightCalls {
   static InFlightCalls* OfThisThread(const Reactor* r);
   /// The record of `r`'s loop thread, or null if it never made a context. Any thread.
   static InFlightCalls* Of(const Reactor* r);
+  /// Loop thread: see the contract above. Returns what Unhold() puts back.
+  uintptr_t Hold();
+  void Unhold(uintptr_t held) {
+    if (held != kIdle) slot.store(held, std::memory_order_release);
+  }
   /// Worker side of a takeover: waits until the control thread released the reactor, then
   /// clears the slot.
   void WaitReleased();
