@@ -85,6 +85,11 @@ class Server {
   bool StartServices(std::string* err);
   bool StartSideServices(std::string* err);
   void StopSideServices();
+  // Adds a stopped adapter's outcome to stop_outcome_; frees it unless it must be kept.
+  void NoteStopped(std::unique_ptr<detail::ServiceAdapter> adapter);
+  // Keeps `kept` allocated for the life of the process.
+  template <typename T>
+  static void Keep(std::unique_ptr<T> kept);
 
   ServerConfig config_;
   std::map<std::string, ServicePtr> services_;
