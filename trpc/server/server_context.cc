@@ -28,8 +28,8 @@ void ServerContext::Run() {
   }
   // Inline (merge), on the loop thread: the slot lets a stop take over a worker stuck in this
   // handler (the contract is in detail/in_flight.h).
-  detail::InFlightCalls* calls = detail::InFlightCalls::OfThisThread(conn_->reactor());
-  calls->slot.store(reinterpret_cast<uintptr_t>(this), std::memory_order_release);
+  slot_calls_ = detail::InFlightCalls::OfThisThread(conn_->reactor());
+  slot_calls_->slot.store(reinterpret_cast<uintptr_t>(this), std::memory_order_release);
   in_slot_ = true;
   adapter_->RunSubmitted(self);
   if (in_slot_) LeaveSlot();
@@ -37,17 +37,17 @@ void ServerContext::Run() {
 
 void ServerContext::LeaveSlot() {
   in_slot_ = false;
-  detail::InFlightCalls* calls = detail::InFlightCalls::OfThisThread(conn_->reactor());
   uintptr_t mine = reinterpret_cast<uintptr_t>(this);
-  if (!calls->slot.compare_exchange_strong(mine, detail::InFlightCalls::kIdle,
-                                           std::memory_order_acq_rel)) {
-    calls->WaitReleased();  // a stop took this worker over meanwhile
+  if (!slot_calls_->slot.compare_exchange_strong(mine, detail::InFlightCalls::kIdle,
+                                                 std::memory_order_acq_rel)) {
+    slot_calls_->WaitReleased();  // a stop took this worker over meanwhile
   }
 }
 
 void ServerContext::LinkInFlight() {
   detail::InFlightCalls* calls = detail::InFlightCalls::OfThisThread(conn_->reactor());
-  uintptr_t held = calls->Hold();  // (merge: SetResponse(false) runs inside its handler)
+  // Only a merge handler's SetResponse(false) links from inside a handler (in_slot_).
+  uintptr_t held = in_slot_ ? calls->Hold() : detail::InFlightCalls::kIdle;
   in_flight_prev_ = nullptr;
   in_flight_next_ = calls->head;
   if (calls->head != nullptr) calls->head->in_flight_prev_ = this;
@@ -71,15 +71,15 @@ void ServerContext::UnlinkInFlight() {
   in_flight_.store(nullptr, std::memory_order_release);
 }
 
-void ServerContext::FreeLastRef(const ServerContext* p) {
+void ServerContext::FreeLinked(const ServerContext* p) {
   Reactor* r = p->conn_->reactor();
-  if (p->in_flight_.load(std::memory_order_acquire) != nullptr && !r->InLoopThread()) [[unlikely]] {
-    // Only a context dropped unanswered off its loop thread gets here (a reply from another
-    // thread keeps it alive in the task that carries the reply to the loop).
-    r->Post([p] { delete p; });
+  if (r->InLoopThread()) {
+    delete p;  // the destructor unlinks it
     return;
   }
-  delete p;
+  // Only a context dropped unanswered off its loop thread gets here (a reply from another
+  // thread keeps it alive in the task that carries the reply to the loop).
+  r->Post([p] { delete p; });
 }
 
 namespace {
@@ -125,20 +125,18 @@ void ServerContext::SetResponse(bool framework_replies) {
 }
 
 bool ServerContext::ClaimReply() {
-  if (conn_->reactor()->InLoopThread() && in_slot_) {
-    // Merge, from inside its own handler: hold the slot busy while the reply is queued, so a
-    // stop cannot take the worker over meanwhile; a stop that already did answered the call.
-    uintptr_t mine = reinterpret_cast<uintptr_t>(this);
-    if (!detail::InFlightCalls::OfThisThread(conn_->reactor())
-             ->slot.compare_exchange_strong(mine, detail::InFlightCalls::kBusy,
-                                            std::memory_order_acq_rel)) {
-      return false;
-    }
-    slot_busy_ = true;
-    return true;
+  if (counted_pending_) return reply_state_.exchange(kReplied, std::memory_order_acq_rel) != kCut;
+  // Not counted: a merge handler replying inline (or a filter's refusal before the handler), on
+  // the loop thread. Inside its handler it holds the slot busy while the reply is queued, so a
+  // stop cannot take the worker over meanwhile; a stop that already did answered the call.
+  if (!in_slot_) return true;
+  uintptr_t mine = reinterpret_cast<uintptr_t>(this);
+  if (!slot_calls_->slot.compare_exchange_strong(mine, detail::InFlightCalls::kBusy,
+                                                 std::memory_order_acq_rel)) {
+    return false;
   }
-  if (!counted_pending_) return true;  // a stop only answers counted requests (or the slot's)
-  return reply_state_.exchange(kReplied, std::memory_order_acq_rel) != kCut;
+  slot_busy_ = true;
+  return true;
 }
 
 void ServerContext::FillResponseHeader(RpcResponse* rsp) const {
@@ -165,21 +163,35 @@ bool ServerContext::CutByStop(ChainBuffer* out) {
 
 void ServerContext::FinishOnLoop(ChainBuffer&& out) {
   Reactor* r = conn_->reactor();
-  if (r->InLoopThread()) {
-    // (Merge: maybe inside another call's handler; its own reply already holds the slot.)
-    detail::InFlightCalls* calls = detail::InFlightCalls::OfThisThread(r);
-    uintptr_t held = calls->Hold();
-    UnlinkInFlight();
-    QueueOnLoop(conn_, reply_slot_, std::move(out), counted_pending_);
-    calls->Unhold(held);
-  } else if (in_flight_.load(std::memory_order_relaxed) == nullptr) {
-    QueueOnLoop(conn_, reply_slot_, std::move(out), counted_pending_);
-  } else {
+  detail::InFlightCalls* calls = in_flight_.load(std::memory_order_relaxed);
+  if (!r->InLoopThread()) {
+    if (calls == nullptr) {
+      QueueOnLoop(conn_, reply_slot_, std::move(out), counted_pending_);
+      return;
+    }
     // The task holds the context instead of its connection (one reference either way).
     r->Post([self = ServerContextPtr(this), buf = std::make_shared<ChainBuffer>(std::move(out))] {
       self->UnlinkInFlight();
       self->conn_->SendReply(self->reply_slot_, std::move(*buf), self->counted_pending_);
     });
+    return;
+  }
+  if (calls == nullptr) {
+    if (!out.empty() || reply_slot_ != 0 || counted_pending_) {
+      conn_->SendReply(reply_slot_, std::move(out), counted_pending_);
+    }
+  } else {
+    // (Merge: maybe inside another call's handler.)
+    uintptr_t held = calls->Hold();
+    UnlinkInFlight();
+    conn_->SendReply(reply_slot_, std::move(out), counted_pending_);
+    calls->Unhold(held);
+  }
+  if (slot_busy_) {
+    // Replied: the handler's remaining code is no longer something a stop could answer for.
+    slot_busy_ = false;
+    in_slot_ = false;
+    slot_calls_->slot.store(detail::InFlightCalls::kIdle, std::memory_order_release);
   }
 }
 
@@ -201,18 +213,6 @@ void ServerContext::SendReply(const Status& status, const google::protobuf::Mess
   if (replied_) return;
   replied_ = true;
   if (!ClaimReply()) return;  // a stop answered this call already
-  SendClaimedReply(status, body);
-  if (slot_busy_) {
-    // Replied: the handler's remaining code is no longer something a stop could answer for.
-    slot_busy_ = false;
-    in_slot_ = false;
-    detail::InFlightCalls::OfThisThread(conn_->reactor())
-        ->slot.store(detail::InFlightCalls::kIdle, std::memory_order_release);
-  }
-}
-
-void ServerContext::SendClaimedReply(const Status& status,
-                                     const google::protobuf::MessageLite* body) {
   // One clock read serves the deadline check and the latency (which therefore ends before the
   // reply is encoded).
   int64_t now = deadline_ns_ > 0 || method_counters_ != nullptr ? MonotonicNanos() : 0;

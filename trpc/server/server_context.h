@@ -148,16 +148,23 @@ class ServerContext final : public RefCounted<ServerContext>, private Task {
   void UnlinkInFlight();
   // SendReply's claim: false when a stop answered this call already.
   bool ClaimReply();
-  void SendClaimedReply(const Status& status, const google::protobuf::MessageLite* body);
   // Queues `out` and ends the request on the loop: directly on the loop thread, else from a
   // task that holds this context, so it stays linked (and alive) until its end arrives there.
+  // Then gives up the slot a merge reply held.
   void FinishOnLoop(ChainBuffer&& out);
   // Merge model, after the handler returned without replying: leaves the in-handler slot.
   void LeaveSlot();
   // RefCounted's last drop. A context freed off its loop thread while still linked is freed
   // on the loop thread instead: the list it is in is that thread's alone, and a stop may be
   // walking it.
-  static void FreeLastRef(const ServerContext* p);
+  static void FreeLastRef(const ServerContext* p) {
+    if (p->in_flight_.load(std::memory_order_acquire) != nullptr) [[unlikely]] {
+      FreeLinked(p);
+      return;
+    }
+    delete p;
+  }
+  static void FreeLinked(const ServerContext* p);
 
   std::shared_ptr<Connection> conn_;
   ServerCodec* codec_;
@@ -190,6 +197,7 @@ class ServerContext final : public RefCounted<ServerContext>, private Task {
   // context (in_slot_), and a reply from inside it holds the slot busy while it queues.
   bool in_slot_ = false;
   bool slot_busy_ = false;
+  detail::InFlightCalls* slot_calls_ = nullptr;  // the worker's record, set with in_slot_
 };
 
 }  // namespace trpc

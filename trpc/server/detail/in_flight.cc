@@ -20,15 +20,12 @@ std::unordered_map<const Reactor*, InFlightCalls*>& Records() {
 }
 }  // namespace
 
-InFlightCalls* InFlightCalls::OfThisThread(const Reactor* r) {
-  thread_local InFlightCalls* mine = nullptr;
-  if (mine != nullptr && mine->reactor == r) [[likely]]
-    return mine;
-  mine = new InFlightCalls;  // kept in Records() for good
-  mine->reactor = r;
+InFlightCalls* InFlightCalls::MakeForThisThread(const Reactor* r) {
+  mine_ = new InFlightCalls;  // kept in Records() for good
+  mine_->reactor = r;
   std::lock_guard lock(g_mu);
-  Records()[r] = mine;
-  return mine;
+  Records()[r] = mine_;
+  return mine_;
 }
 
 InFlightCalls* InFlightCalls::Of(const Reactor* r) {
@@ -37,15 +34,13 @@ InFlightCalls* InFlightCalls::Of(const Reactor* r) {
   return it == Records().end() ? nullptr : it->second;
 }
 
-uintptr_t InFlightCalls::Hold() {
+uintptr_t InFlightCalls::HoldHandlersSlot(uintptr_t v) {
   for (;;) {
-    // Only this thread moves the slot away from idle or kBusy.
-    uintptr_t v = slot.load(std::memory_order_relaxed);
-    if (v == kIdle || v == kBusy) return kIdle;
     if (v != kTaken && slot.compare_exchange_strong(v, kBusy, std::memory_order_acq_rel)) {
       return v;
     }
     usleep(100);  // a takeover is answering this worker's calls: a matter of ms
+    v = slot.load(std::memory_order_relaxed);
   }
 }
 

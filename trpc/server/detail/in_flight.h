@@ -53,18 +53,31 @@ struct InFlightCalls {
   // take the same stuck worker over in turn, each answering its own calls).
   ServerContext* taken = nullptr;
 
-  /// The calling loop thread's record (created on first use) for its reactor `r`.
-  static InFlightCalls* OfThisThread(const Reactor* r);
+  /// The calling loop thread's record (created on first use) for its reactor `r`. Inline: it
+  /// is on the request path.
+  static InFlightCalls* OfThisThread(const Reactor* r) {
+    InFlightCalls* mine = mine_;
+    return mine != nullptr && mine->reactor == r ? mine : MakeForThisThread(r);
+  }
   /// The record of `r`'s loop thread, or null if it never made a context. Any thread.
   static InFlightCalls* Of(const Reactor* r);
   /// Loop thread: see the contract above. Returns what Unhold() puts back.
-  uintptr_t Hold();
+  uintptr_t Hold() {
+    // Only this thread moves the slot away from idle or kBusy.
+    uintptr_t v = slot.load(std::memory_order_relaxed);
+    return v == kIdle || v == kBusy ? kIdle : HoldHandlersSlot(v);
+  }
   void Unhold(uintptr_t held) {
     if (held != kIdle) slot.store(held, std::memory_order_release);
   }
   /// Worker side of a takeover: waits until the control thread released the reactor, then
   /// clears the slot.
   void WaitReleased();
+
+ private:
+  static InFlightCalls* MakeForThisThread(const Reactor* r);
+  uintptr_t HoldHandlersSlot(uintptr_t v);
+  static inline thread_local InFlightCalls* mine_ = nullptr;
 };
 
 }  // namespace trpc::detail
