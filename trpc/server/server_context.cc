@@ -71,10 +71,11 @@ void ServerContext::UnlinkInFlight() {
   in_flight_.store(nullptr, std::memory_order_release);
 }
 
-void ServerContext::FreeLinked(const ServerContext* p) {
-  Reactor* r = p->conn_->reactor();
-  if (r->InLoopThread()) {
-    delete p;  // the destructor unlinks it
+void ServerContext::FreeLastRef(const ServerContext* p) {
+  Reactor* r;
+  if (p->in_flight_.load(std::memory_order_acquire) == nullptr ||
+      (r = p->conn_->reactor())->InLoopThread()) [[likely]] {
+    delete p;  // (a linked one is unlinked by its destructor, on its loop thread)
     return;
   }
   // Only a context dropped unanswered off its loop thread gets here (a reply from another

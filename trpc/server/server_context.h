@@ -157,14 +157,7 @@ class ServerContext final : public RefCounted<ServerContext>, private Task {
   // RefCounted's last drop. A context freed off its loop thread while still linked is freed
   // on the loop thread instead: the list it is in is that thread's alone, and a stop may be
   // walking it.
-  static void FreeLastRef(const ServerContext* p) {
-    if (p->in_flight_.load(std::memory_order_acquire) != nullptr) [[unlikely]] {
-      FreeLinked(p);
-      return;
-    }
-    delete p;
-  }
-  static void FreeLinked(const ServerContext* p);
+  static void FreeLastRef(const ServerContext* p);
 
   std::shared_ptr<Connection> conn_;
   ServerCodec* codec_;
