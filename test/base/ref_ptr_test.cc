@@ -96,5 +96,30 @@ TEST(RefPtrTest, ConcurrentDropsDeleteOnceAfterEveryWrite) {
   }
 }
 
+// A class with a static FreeLastRef decides what its last drop does (ServerContext hands a
+// context to its loop thread to free); only the last drop calls it.
+class FreedByHook final : public RefCounted<FreedByHook> {
+ public:
+  static inline int hook_calls = 0;
+
+ private:
+  friend class RefCounted<FreedByHook>;
+  ~FreedByHook() = default;
+  static void FreeLastRef(const FreedByHook* p) {
+    ++hook_calls;
+    delete p;
+  }
+};
+
+TEST(RefPtrTest, TheLastDropCallsTheClassesFreeLastRef) {
+  FreedByHook::hook_calls = 0;
+  auto p = MakeRef<FreedByHook>();
+  RefPtr<FreedByHook> copy = p;
+  p.reset();
+  EXPECT_EQ(FreedByHook::hook_calls, 0);
+  copy.reset();
+  EXPECT_EQ(FreedByHook::hook_calls, 1);
+}
+
 }  // namespace
 }  // namespace trpc

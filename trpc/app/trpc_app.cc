@@ -2,11 +2,16 @@
 
 #include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "trpc/admin/admin.h"
+#include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/runtime/runtime.h"
 
@@ -21,6 +26,45 @@ sigset_t StopSignals() {
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   return set;
+}
+
+// The whole stop (server, Destroy(), client, thread models) gets stop_max_wait_time plus this
+// before the watchdog ends the process.
+constexpr int64_t kStopWatchdogMarginMs = 150;
+
+// Ends the process now: no destructors, no atexit handlers (other threads may be inside the
+// objects they would destroy). Log lines are written whole when logged; stdio is flushed.
+[[noreturn]] void ExitNow(int status) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  _exit(status);
+}
+
+// Runs while a signal-started stop is under way: a second SIGINT/SIGTERM ends the process at
+// once (128 + the signal), and so does the stop running past `deadline_ns` (status 1). The
+// stop signals are blocked in every thread (Main), so sigtimedwait() here receives them.
+void StopWatchdog(int64_t deadline_ns, int64_t limit_ms, const std::atomic<bool>* done) {
+  sigset_t set = StopSignals();
+  while (!done->load(std::memory_order_acquire)) {
+    int64_t left = deadline_ns - MonotonicNanos();
+    if (left <= 0) {
+      TRPC_LOG_ERROR(
+          "the stop has not finished {} ms after it began (server.stop_max_wait_time {} ms + {} "
+          "ms): exiting now",
+          limit_ms + kStopWatchdogMarginMs, limit_ms, kStopWatchdogMarginMs);
+      ExitNow(1);
+    }
+    // Wakes every 10 ms at most to see whether the stop is done.
+    int64_t wait = std::min<int64_t>(left, 10 * kNanosPerMilli);
+    timespec timeout{static_cast<time_t>(wait / 1'000'000'000),
+                     static_cast<long>(wait % 1'000'000'000)};
+    int sig = sigtimedwait(&set, nullptr, &timeout);
+    if (sig > 0) {
+      TRPC_LOG_ERROR("signal {} ({}) during the stop: exiting at once with status {}", sig,
+                     strsignal(sig), 128 + sig);
+      ExitNow(128 + sig);
+    }
+  }
 }
 }  // namespace
 
@@ -149,7 +193,29 @@ void TrpcApp::Wait() {
 void TrpcApp::StopAll() {
   if (stopped_) return;
   stopped_ = true;
-  if (server_) server_->Stop();  // stop accepting; in-flight calls finish (bounded)
+  // Only a stop started by a signal (Main) is bounded for the process as a whole: a program
+  // that drives the app itself (Start/Terminate, tests) is never ended from here.
+  std::atomic<bool> stop_done{false};
+  std::thread watchdog;
+  int64_t limit_ms = config_.server.stop_max_wait_time;
+  if (signals_blocked_) {
+    int64_t deadline = MonotonicNanos() + (limit_ms + kStopWatchdogMarginMs) * kNanosPerMilli;
+    watchdog = std::thread(StopWatchdog, deadline, limit_ms, &stop_done);
+  }
+  Server::StopOutcome outcome;
+  if (server_) {
+    server_->Stop();  // stop accepting; in-flight calls finish (bounded)
+    outcome = server_->stop_outcome();
+  }
+  if (outcome.workers_stuck > 0) {
+    // A merge worker is stuck in a handler: its thread cannot be joined, and the client and
+    // thread models cannot be stopped under it.
+    TRPC_LOG_ERROR("{} worker(s) stuck in handlers at the stop's limit: {}", outcome.workers_stuck,
+                   signals_blocked_ ? "exiting without stopping the thread models"
+                                    : "the thread models are left running");
+    if (signals_blocked_) ExitNow(0);
+    return;
+  }
   if (runtime_started_) Destroy();
   if (client_) {
     client_->Stop();
@@ -159,6 +225,16 @@ void TrpcApp::StopAll() {
   server_.reset();
   if (runtime_started_) runtime::Stop();
   runtime_started_ = false;
+  if (watchdog.joinable()) {
+    stop_done.store(true, std::memory_order_release);
+    watchdog.join();
+  }
+  if (outcome.calls_cut > 0 && signals_blocked_) {
+    // Handlers the stop gave up on still hold their fibers' memory (and whatever they
+    // reference): exit without the static destructors and leak checks that would trip on them.
+    TRPC_LOG_INFO("stopped; {} calls were answered at stop_max_wait_time", outcome.calls_cut);
+    ExitNow(0);
+  }
 }
 
 }  // namespace trpc

@@ -32,7 +32,11 @@ namespace trpc {
 /// `server.service[]`. Wait() returns after SIGINT or SIGTERM (or Terminate()) once the app has
 /// stopped gracefully: no new connections or requests, in-flight calls finish and their replies
 /// go out (up to server.stop_max_wait_time), then Destroy(), the client and the thread models
-/// stop.
+/// stop. That stop is bounded (docs/config.md, "At stop_max_wait_time"): calls still in handlers
+/// at the limit are answered with ret 31; if some were, the process exits (status 0) instead of
+/// returning from Wait(), as it does when a merge worker is stuck in a handler. A watchdog ends
+/// the process (status 1) 150 ms after the limit, and a second SIGINT/SIGTERM at once (128 +
+/// the signal).
 ///
 /// Thread contract: Main/Start/Wait from the main thread; Terminate from any thread.
 class TrpcApp {

@@ -28,7 +28,15 @@ class RefCounted {
   void Release() const {
     // acq_rel rather than release plus an acquire fence on the last drop: the same code on x86
     // (one locked instruction), and ThreadSanitizer models it (it does not model fences).
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete static_cast<const T*>(this);
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // A class may decide where it is freed (a static FreeLastRef(const T*), e.g. on the
+      // thread that owns lists it is linked in); by default it is deleted here.
+      if constexpr (requires(const T* p) { T::FreeLastRef(p); }) {
+        T::FreeLastRef(static_cast<const T*>(this));
+      } else {
+        delete static_cast<const T*>(this);
+      }
+    }
   }
   /// The current count; for tests and assertions only (another thread may change it).
   uint32_t UseCount() const { return refs_.load(std::memory_order_relaxed); }

@@ -78,9 +78,10 @@ bool Scheduler::Start(std::string* err) {
   return true;
 }
 
-void Scheduler::Stop() {
+void Scheduler::Stop(int64_t sleep_deadline_ns) {
   if (!started_) return;
   started_ = false;
+  stop_sleep_deadline_ns_.store(sleep_deadline_ns, std::memory_order_relaxed);
   for (auto& g : groups_) g->stopping_.store(true, std::memory_order_release);
   for (auto& g : groups_) g->WakeAll();
   for (Worker* w : workers_) w->Join();

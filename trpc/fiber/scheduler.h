@@ -92,8 +92,11 @@ class Scheduler {
   /// Starts the workers; returns once all run. False (with *err) if a thread cannot start.
   bool Start(std::string* err);
   /// Lets the workers finish every runnable fiber and pending sleep, then joins them. Fibers
-  /// still blocked on something nobody will signal are abandoned (counted in the log).
-  void Stop();
+  /// still blocked on something nobody will signal are abandoned (counted in the log). With
+  /// `sleep_deadline_ns` >= 0 (a MonotonicNanos() value), a worker whose remaining sleepers
+  /// all wake after it abandons them too instead of waiting (a server's stop must not wait for
+  /// a handler that sleeps forever). Their stacks and what they hold are never freed.
+  void Stop(int64_t sleep_deadline_ns = -1);
 
   size_t WorkerCount() const { return workers_.size(); }
   size_t GroupCount() const { return groups_.size(); }
@@ -130,6 +133,9 @@ class Scheduler {
   bool started_ = false;
   bool oversubscribed_ = false;         // more workers than usable CPUs: idle workers do not spin
   std::atomic<int> outside_wakers_{0};  // threads outside the scheduler inside PushShared()
+  // Stop()'s sleep_deadline_ns; written before the groups' stopping_ flag (release), read by
+  // the workers after they saw that flag (acquire).
+  std::atomic<int64_t> stop_sleep_deadline_ns_{-1};
 };
 
 }  // namespace trpc::fiber

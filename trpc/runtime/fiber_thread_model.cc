@@ -3,12 +3,16 @@
 #include <algorithm>
 #include <utility>
 
+#include "trpc/base/clock.h"
 #include "trpc/fiber/fiber.h"
 #include "trpc/fiber/thread_bridge.h"
 
 namespace trpc {
 
 namespace {
+
+// How long Stop() still waits for sleeping fibers (see Stop()).
+constexpr int64_t kStopSleepWaitNs = 100 * kNanosPerMilli;
 
 // Runs a worker's reactor between its fibers, and parks the worker in epoll_wait (woken by the
 // reactor's eventfd) when it has none.
@@ -63,7 +67,9 @@ bool FiberThreadModel::Start(std::string* err) {
 void FiberThreadModel::Stop() {
   if (!started_) return;
   started_ = false;
-  scheduler_->Stop();
+  // Fibers asleep beyond this are abandoned rather than waited for: a handler a server's stop
+  // gave up on may sleep forever, and the merge model runs no timer after its stop either.
+  scheduler_->Stop(MonotonicNanos() + kStopSleepWaitNs);
 }
 
 int FiberThreadModel::IndexOf(const Reactor* reactor) const {

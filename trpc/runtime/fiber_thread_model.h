@@ -37,6 +37,8 @@ class FiberThreadModel final : public ThreadModel {
   std::string_view Type() const override { return "fiber"; }
   const std::string& InstanceName() const override { return name_; }
   bool Start(std::string* err) override;
+  /// Runs what is runnable and the sleeps that end within 100 ms, abandons the other sleeping
+  /// or blocked fibers (their memory is never freed), and joins the workers.
   void Stop() override;
   size_t ReactorCount() const override { return reactors_.size(); }
   Reactor* GetReactor(size_t index) override { return reactors_[index].get(); }

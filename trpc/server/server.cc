@@ -97,15 +97,39 @@ bool Server::StartSideServices(std::string* err) {
 void Server::StopSideServices() {
   for (RunningSide& r : sides_) {
     if (r.side.before_stop) r.side.before_stop();
+    bool stuck = false;
     if (r.adapter) {
-      r.adapter->Stop(std::min<int64_t>(config_.stop_max_wait_time, kSideStopWaitMs));
-      r.adapter.reset();
+      int64_t wait_ms = std::min<int64_t>(config_.stop_max_wait_time, kSideStopWaitMs);
+      stuck = !r.adapter->StopBy(MonotonicNanos() + wait_ms * kNanosPerMilli);
+      NoteStopped(std::move(r.adapter));
     }
     if (r.model) {
-      r.model->Stop();
-      r.model.reset();
+      // A thread stuck in a handler cannot be joined: its model is kept, running.
+      if (stuck) {
+        Keep(std::move(r.model));
+      } else {
+        r.model->Stop();
+        r.model.reset();
+      }
     }
   }
+}
+
+void Server::NoteStopped(std::unique_ptr<detail::ServiceAdapter> adapter) {
+  stop_outcome_.calls_cut += adapter->calls_cut();
+  stop_outcome_.workers_stuck += adapter->workers_stuck();
+  // Handlers it gave up on may still return into it, and a stuck worker's connections still
+  // call it whenever that worker comes back: kept.
+  if (adapter->workers_stuck() > 0 || adapter->calls_cut() > 0) Keep(std::move(adapter));
+}
+
+template <typename T>
+void Server::Keep(std::unique_ptr<T> kept) {
+  // Reachable for good, so leak checkers do not report what is kept on purpose.
+  static std::mutex mu;
+  static auto* all = new std::vector<std::shared_ptr<void>>();
+  std::lock_guard lock(mu);
+  all->push_back(std::shared_ptr<T>(std::move(kept)));
 }
 
 ServerMetrics Server::GetMetrics() const {
@@ -217,14 +241,15 @@ bool Server::StartServices(std::string* err) {
 }
 
 void Server::Stop() {
+  int64_t deadline = MonotonicNanos() + int64_t{config_.stop_max_wait_time} * kNanosPerMilli;
   // Side services first: the admin service reads the adapters below.
   StopSideServices();
   // One budget for the whole server: every service stops accepting at once, then each waits
-  // for what is left of the time.
-  for (auto& [name, adapter] : adapters_) adapter->StopAccepting();
-  int64_t deadline = MonotonicNanos() + int64_t{config_.stop_max_wait_time} * kNanosPerMilli;
+  // until the same deadline.
+  for (auto& [name, adapter] : adapters_) adapter->StopAccepting(deadline);
   for (auto& [name, adapter] : adapters_) {
-    adapter->Stop(std::max<int64_t>(0, (deadline - MonotonicNanos()) / kNanosPerMilli));
+    adapter->StopBy(deadline);
+    NoteStopped(std::move(adapter));
   }
   adapters_.clear();
 }

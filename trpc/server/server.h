@@ -51,9 +51,21 @@ class Server {
   /// cannot listen, or (at config().origin) if services are registered but none is configured;
   /// then nothing is left listening.
   bool Start(std::string* err);
-  /// Stops accepting, lets in-flight calls finish and their replies go out (bounded wait), then
-  /// closes all connections. Idempotent. Must run before the runtime stops.
+  /// Stops accepting, lets in-flight calls finish and their replies go out, then closes all
+  /// connections. Bounded by stop_max_wait_time: the calls still in handlers then are answered
+  /// with kServerSystemErr ("server stopped before the handler finished") and their late
+  /// replies dropped (docs/config.md). Idempotent. Must run before the runtime stops.
   void Stop();
+  /// What the last Stop() met at its limit. `calls_cut`: calls answered with kServerSystemErr
+  /// because their handlers had not finished. `workers_stuck`: workers that did not come back
+  /// (merge workers stuck in a handler, taken over): their threads cannot be joined, so the
+  /// runtime must not be stopped (a TrpcApp exits instead). A service that cut calls or left a
+  /// worker stuck is never freed: its handlers may still return into it.
+  struct StopOutcome {
+    uint64_t calls_cut = 0;
+    uint32_t workers_stuck = 0;
+  };
+  const StopOutcome& stop_outcome() const { return stop_outcome_; }
 
   /// The bound address of service `name` (useful with port 0). False if unknown.
   bool GetAddress(const std::string& name, NetAddress* out) const;
@@ -74,6 +86,11 @@ class Server {
   bool StartServices(std::string* err);
   bool StartSideServices(std::string* err);
   void StopSideServices();
+  // Adds a stopped adapter's outcome to stop_outcome_; frees it unless it must be kept.
+  void NoteStopped(std::unique_ptr<detail::ServiceAdapter> adapter);
+  // Keeps `kept` allocated for the life of the process.
+  template <typename T>
+  static void Keep(std::unique_ptr<T> kept);
 
   ServerConfig config_;
   std::map<std::string, ServicePtr> services_;
@@ -86,6 +103,7 @@ class Server {
     std::unique_ptr<detail::ServiceAdapter> adapter;
   };
   std::vector<RunningSide> sides_;
+  StopOutcome stop_outcome_;
 };
 
 }  // namespace trpc

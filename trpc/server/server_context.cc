@@ -5,6 +5,7 @@
 #include "trpc/codec/codec.h"
 #include "trpc/reactor/reactor.h"
 #include "trpc/server/detail/concurrency_limiter.h"
+#include "trpc/server/detail/in_flight.h"
 #include "trpc/server/detail/method_counters.h"
 #include "trpc/server/detail/service_adapter.h"
 #include "trpc/server/server_filter.h"
@@ -20,7 +21,69 @@ const NetAddress& ServerContext::GetRemoteAddr() const { return conn_->peer(); }
 void ServerContext::Run() {
   // Adopts the reference the adapter handed to the thread model with the task.
   ServerContextPtr self(this, kAdoptRef);
+  // Still queued when a stop answered it: its handler would only work for a dropped reply.
+  if (counted_pending_ && reply_state_.load(std::memory_order_acquire) == kCut) return;
+  if (counted_pending_ && !runs_on_loop_) {
+    adapter_->RunSubmitted(self);  // asynchronous dispatch (fiber): the in-flight list covers it
+    return;
+  }
+  // On the loop thread (merge, inline or after the pass's reads with max_concurrency): the slot
+  // lets a stop take over a worker stuck in this handler (the contract is in
+  // detail/in_flight.h). A request counted pending is also in the in-flight list, as after a
+  // handler's SetResponse(false).
+  slot_calls_ = detail::InFlightCalls::OfThisThread(conn_->reactor());
+  slot_calls_->slot.store(reinterpret_cast<uintptr_t>(this), std::memory_order_release);
+  in_slot_ = true;
   adapter_->RunSubmitted(self);
+  if (in_slot_) LeaveSlot();
+}
+
+void ServerContext::LeaveSlot() {
+  in_slot_ = false;
+  uintptr_t mine = reinterpret_cast<uintptr_t>(this);
+  if (!slot_calls_->slot.compare_exchange_strong(mine, detail::InFlightCalls::kIdle,
+                                                 std::memory_order_acq_rel)) {
+    slot_calls_->WaitReleased();  // a stop took this worker over meanwhile
+  }
+}
+
+void ServerContext::LinkInFlight() {
+  detail::InFlightCalls* calls = detail::InFlightCalls::OfThisThread(conn_->reactor());
+  // Only a merge handler's SetResponse(false) links from inside a handler (in_slot_).
+  uintptr_t held = in_slot_ ? calls->Hold() : detail::InFlightCalls::kIdle;
+  in_flight_prev_ = nullptr;
+  in_flight_next_ = calls->head;
+  if (calls->head != nullptr) calls->head->in_flight_prev_ = this;
+  calls->head = this;
+  in_flight_.store(calls, std::memory_order_relaxed);
+  calls->Unhold(held);
+}
+
+void ServerContext::UnlinkInFlight() {
+  detail::InFlightCalls* calls = in_flight_.load(std::memory_order_relaxed);
+  if (calls == nullptr) return;
+  if (in_flight_prev_ != nullptr) {
+    in_flight_prev_->in_flight_next_ = in_flight_next_;
+  } else {
+    calls->head = in_flight_next_;
+  }
+  if (in_flight_next_ != nullptr) in_flight_next_->in_flight_prev_ = in_flight_prev_;
+  in_flight_prev_ = nullptr;
+  in_flight_next_ = nullptr;
+  // Release: a thread that then sees null here may free the context (FreeLastRef).
+  in_flight_.store(nullptr, std::memory_order_release);
+}
+
+void ServerContext::FreeLastRef(const ServerContext* p) {
+  Reactor* r;
+  if (p->in_flight_.load(std::memory_order_acquire) == nullptr ||
+      (r = p->conn_->reactor())->InLoopThread()) [[likely]] {
+    delete p;  // (a linked one is unlinked by its destructor, on its loop thread)
+    return;
+  }
+  // Only a context dropped unanswered off its loop thread gets here (a reply from another
+  // thread keeps it alive in the task that carries the reply to the loop).
+  r->Post([p] { delete p; });
 }
 
 namespace {
@@ -42,9 +105,19 @@ void QueueOnLoop(const ConnectionPtr& conn, uint64_t slot, ChainBuffer&& out, bo
 
 ServerContext::~ServerContext() {
   // A handler that never replied: its request must still stop counting against the connection
-  // and give up its reply slot.
-  if (!replied_) QueueOnLoop(conn_, reply_slot_, ChainBuffer(), counted_pending_);
+  // and give up its reply slot — unless a stop answered it (and did both). Either way it
+  // leaves the concurrency limit.
   if (limiter_ != nullptr) LeaveLimiter(MonotonicNanos());
+  if (replied_ || reply_state_.exchange(kReplied, std::memory_order_acq_rel) == kCut) return;
+  detail::InFlightCalls* calls = in_flight_.load(std::memory_order_relaxed);
+  if (calls == nullptr) {
+    QueueOnLoop(conn_, reply_slot_, ChainBuffer(), counted_pending_);
+    return;
+  }
+  uintptr_t held = calls->Hold();  // on the loop thread (see FreeLastRef), maybe in a handler
+  UnlinkInFlight();
+  QueueOnLoop(conn_, reply_slot_, ChainBuffer(), counted_pending_);
+  calls->Unhold(held);
 }
 
 void ServerContext::LeaveLimiter(int64_t now_ns) {
@@ -59,7 +132,78 @@ void ServerContext::SetResponse(bool framework_replies) {
     // An inline (merge) handler runs on the loop thread and was not counted: count it now, so
     // reading pauses at max_pending_requests and a graceful close waits for the late reply.
     conn_->BeginRequest();
-    counted_pending_ = true;
+    SetCountedPending();
+  }
+}
+
+bool ServerContext::ClaimReply() {
+  if (counted_pending_) return reply_state_.exchange(kReplied, std::memory_order_acq_rel) != kCut;
+  // Not counted: a merge handler replying inline (or a filter's refusal before the handler), on
+  // the loop thread. Inside its handler it holds the slot busy while the reply is queued, so a
+  // stop cannot take the worker over meanwhile; a stop that already did answered the call.
+  if (!in_slot_) return true;
+  uintptr_t mine = reinterpret_cast<uintptr_t>(this);
+  if (!slot_calls_->slot.compare_exchange_strong(mine, detail::InFlightCalls::kBusy,
+                                                 std::memory_order_acq_rel)) {
+    return false;
+  }
+  slot_busy_ = true;
+  return true;
+}
+
+void ServerContext::FillResponseHeader(RpcResponse* rsp) const {
+  rsp->version = req_.version;
+  rsp->call_type = req_.call_type;
+  rsp->request_id = req_.request_id;
+  rsp->message_type = req_.message_type;
+  rsp->content_type = req_.content_type;
+  rsp->content_encoding = req_.content_encoding;
+  rsp->request_protocol = req_.protocol.get();
+}
+
+bool ServerContext::CutByStop(ChainBuffer* out) {
+  if (reply_state_.exchange(kCut, std::memory_order_acq_rel) != kNotReplied) return false;
+  Record(MonotonicNanos(), kServerSystemErr, 0);
+  if (IsOneway()) return true;
+  RpcResponse rsp;
+  FillResponseHeader(&rsp);
+  rsp.ret = kServerSystemErr;
+  rsp.error_msg = "server stopped before the handler finished";
+  if (!codec_->EncodeResponse(&rsp, nullptr, out)) out->Clear();
+  return true;
+}
+
+void ServerContext::FinishOnLoop(ChainBuffer&& out) {
+  Reactor* r = conn_->reactor();
+  detail::InFlightCalls* calls = in_flight_.load(std::memory_order_relaxed);
+  if (!r->InLoopThread()) {
+    if (calls == nullptr) {
+      QueueOnLoop(conn_, reply_slot_, std::move(out), counted_pending_);
+      return;
+    }
+    // The task holds the context instead of its connection (one reference either way).
+    r->Post([self = ServerContextPtr(this), buf = std::make_shared<ChainBuffer>(std::move(out))] {
+      self->UnlinkInFlight();
+      self->conn_->SendReply(self->reply_slot_, std::move(*buf), self->counted_pending_);
+    });
+    return;
+  }
+  if (calls == nullptr) {
+    if (!out.empty() || reply_slot_ != 0 || counted_pending_) {
+      conn_->SendReply(reply_slot_, std::move(out), counted_pending_);
+    }
+  } else {
+    // (Merge: maybe inside another call's handler.)
+    uintptr_t held = calls->Hold();
+    UnlinkInFlight();
+    conn_->SendReply(reply_slot_, std::move(out), counted_pending_);
+    calls->Unhold(held);
+  }
+  if (slot_busy_) {
+    // Replied: the handler's remaining code is no longer something a stop could answer for.
+    slot_busy_ = false;
+    in_slot_ = false;
+    slot_calls_->slot.store(detail::InFlightCalls::kIdle, std::memory_order_release);
   }
 }
 
@@ -80,6 +224,7 @@ bool ServerContext::RunFilters(FilterPoint point) {
 void ServerContext::SendReply(const Status& status, const google::protobuf::MessageLite* body) {
   if (replied_) return;
   replied_ = true;
+  if (!ClaimReply()) return;  // a stop answered this call already
   // One clock read serves the deadline check and the latency (which therefore ends before the
   // reply is encoded).
   int64_t now = deadline_ns_ > 0 || method_counters_ != nullptr ? MonotonicNanos() : 0;
@@ -107,17 +252,12 @@ void ServerContext::SendReply(const Status& status, const google::protobuf::Mess
   }
   if (IsOneway()) {
     Record(now, chosen->GetFrameworkRetCode(), chosen->GetFuncRetCode());
-    QueueOnLoop(conn_, reply_slot_, ChainBuffer(), counted_pending_);
+    FinishOnLoop(ChainBuffer());
     return;
   }
   const Status& st = *chosen;
   RpcResponse rsp;
-  rsp.version = req_.version;
-  rsp.call_type = req_.call_type;
-  rsp.request_id = req_.request_id;
-  rsp.message_type = req_.message_type;
-  rsp.content_type = req_.content_type;
-  rsp.content_encoding = req_.content_encoding;
+  FillResponseHeader(&rsp);
   rsp.ret = st.GetFrameworkRetCode();
   rsp.func_ret = st.GetFuncRetCode();
   if (!st.OK()) {
@@ -127,7 +267,6 @@ void ServerContext::SendReply(const Status& status, const google::protobuf::Mess
   // The request's metadata travels back with the reply; the handler's own entries win.
   rsp.trans_info = std::move(req_.trans_info);
   for (auto& [k, v] : rsp_trans_info_) rsp.trans_info[k] = std::move(v);
-  rsp.request_protocol = req_.protocol.get();
   if (st.OK()) {
     rsp.protocol = std::move(protocol_rsp_);
     rsp.protocol_ref = protocol_rsp_ref_;
@@ -146,13 +285,13 @@ void ServerContext::SendReply(const Status& status, const google::protobuf::Mess
     out.Clear();
     Record(now, kServerEncodeErr, 0);
     if (!codec_->EncodeResponse(&err, nullptr, &out)) {
-      QueueOnLoop(conn_, reply_slot_, ChainBuffer(), counted_pending_);
+      FinishOnLoop(ChainBuffer());
       return;
     }
   } else {
     Record(now, rsp.ret, rsp.func_ret);
   }
-  QueueOnLoop(conn_, reply_slot_, std::move(out), counted_pending_);
+  FinishOnLoop(std::move(out));
 }
 
 void ServerContext::Record(int64_t now_ns, int32_t ret, int32_t func_ret) {

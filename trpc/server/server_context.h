@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -30,6 +31,7 @@ template <typename Filter, typename ContextPtr>
 class FilterChain;
 using ServerFilterChain = FilterChain<MessageServerFilter, ServerContextPtr>;
 struct MethodCounters;
+struct InFlightCalls;
 class ServiceAdapter;
 }  // namespace detail
 
@@ -120,7 +122,12 @@ class ServerContext final : public RefCounted<ServerContext>, private Task {
   void SendReply(const Status& status, const google::protobuf::MessageLite* body);
   /// The request was counted with Connection::BeginRequest() (asynchronous dispatch): the reply
   /// (or, for one-way calls and contexts dropped unreplied, the end) ends it on the connection.
-  void SetCountedPending() { counted_pending_ = true; }
+  /// Also links it into its loop thread's in-flight calls (loop thread), which a bounded stop
+  /// answers at the limit (detail/in_flight.h).
+  void SetCountedPending() {
+    counted_pending_ = true;
+    LinkInFlight();
+  }
   /// The per-method counters the reply is recorded in (latency from GetRecvTimestampNs() to
   /// SendReply(), and the error code); null records nothing. Must outlive the context.
   void SetMethodCounters(detail::MethodCounters* counters) { method_counters_ = counters; }
@@ -132,6 +139,32 @@ class ServerContext final : public RefCounted<ServerContext>, private Task {
   void LeaveLimiter(int64_t now_ns);
   Connection* connection() const { return conn_.get(); }
   void Record(int64_t now_ns, int32_t ret, int32_t func_ret);
+
+  // Bounded stop (ServiceAdapter::Stop, detail/in_flight.h). A reply is claimed once, by the
+  // handler's side (SendReply) or by the stop (CutByStop); the loser sends nothing.
+  enum : uint8_t { kNotReplied, kReplied, kCut };
+  /// The stop's answer to a call still in its handler at stop_max_wait_time: claims the reply
+  /// and encodes kServerSystemErr into `*out` (left empty for one-way calls). False when the
+  /// handler's own reply was claimed first. Reads only fields nobody writes after decoding
+  /// (the request's header), so the handler may be running meanwhile on another thread.
+  bool CutByStop(ChainBuffer* out);
+  // The reply's fields taken from the request's header (only reads it).
+  void FillResponseHeader(RpcResponse* rsp) const;
+  void LinkInFlight();
+  // Loop thread (or a stop's takeover). Its release store is the context's last access.
+  void UnlinkInFlight();
+  // SendReply's claim: false when a stop answered this call already.
+  bool ClaimReply();
+  // Queues `out` and ends the request on the loop: directly on the loop thread, else from a
+  // task that holds this context, so it stays linked (and alive) until its end arrives there.
+  // Then gives up the slot a merge reply held.
+  void FinishOnLoop(ChainBuffer&& out);
+  // Merge model, after the handler returned without replying: leaves the in-handler slot.
+  void LeaveSlot();
+  // RefCounted's last drop. A context freed off its loop thread while still linked is freed
+  // on the loop thread instead: the list it is in is that thread's alone, and a stop may be
+  // walking it.
+  static void FreeLastRef(const ServerContext* p);
 
   std::shared_ptr<Connection> conn_;
   ServerCodec* codec_;
@@ -152,9 +185,25 @@ class ServerContext final : public RefCounted<ServerContext>, private Task {
   detail::ConcurrencyLimiter* limiter_ = nullptr;  // until the reply, if admitted by one
   uint32_t limiter_reactor_ = 0;
   int64_t start_ns_ = 0;  // when the handler started, if admitted by a limiter
+  // The thread model runs the handler on the connection's loop thread (merge), even when it
+  // was counted pending (deferred to the end of the pass by max_concurrency).
+  bool runs_on_loop_ = false;
   // Set while the request waits for its thread model to run it (Run()).
   detail::ServiceAdapter* adapter_ = nullptr;
   RpcMethodHandler* handler_ = nullptr;
+  // Bounded stop. reply_state_: kNotReplied until SendReply (for counted requests) or the stop
+  // claims it with an exchange (acq_rel: the winner's writes before it are seen by the
+  // loser). in_flight_: the list this context is linked in (null: none); written by the loop
+  // thread, read by the thread that frees the context (FreeLastRef).
+  std::atomic<uint8_t> reply_state_{kNotReplied};
+  std::atomic<detail::InFlightCalls*> in_flight_{nullptr};
+  ServerContext* in_flight_prev_ = nullptr;
+  ServerContext* in_flight_next_ = nullptr;
+  // Merge model, loop thread only: the handler runs inline with the reactor's slot naming this
+  // context (in_slot_), and a reply from inside it holds the slot busy while it queues.
+  bool in_slot_ = false;
+  bool slot_busy_ = false;
+  detail::InFlightCalls* slot_calls_ = nullptr;  // the worker's record, set with in_slot_
 };
 
 }  // namespace trpc

@@ -542,4 +542,29 @@ void Connection::Close(const std::string& reason, CloseCause cause) {
   handler_->OnClose(this, reason);
 }
 
+void Connection::QueueReplyWhileLoopHeld(uint64_t slot, ChainBuffer&& data, bool ends_request) {
+  QueueReply(slot, std::move(data));
+  if (ends_request && pending_requests_ > 0) --pending_requests_;
+}
+
+void Connection::FlushAndShutdownWhileLoopHeld() {
+  if (closed()) return;
+  while (writable() && !out_.empty()) {
+    iovec iov[kMaxWriteIov];
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = out_.ExportIovecs(iov, kMaxWriteIov);
+    ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      out_.Skip(static_cast<size_t>(n));
+      stats_.bytes_out += static_cast<uint64_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      break;  // a full socket or an error: what is left is lost with the connection
+    }
+  }
+  ::shutdown(fd_, SHUT_RDWR);
+}
+
 }  // namespace trpc

@@ -145,6 +145,16 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   /// input is read and discarded; what is queued is written, then as CloseAfterFlush.
   void Shutdown(const std::string& reason);
 
+  /// For an owner that took the connection over while its loop thread is held outside every
+  /// connection (a server's bounded stop taking over a worker stuck in a handler): the caller
+  /// has the connection to itself and must touch no reactor state. Queues `data` in `slot`'s
+  /// order (ends a counted request when `ends_request`) without writing.
+  void QueueReplyWhileLoopHeld(uint64_t slot, ChainBuffer&& data, bool ends_request);
+  /// ... then writes what the socket takes without blocking and shuts it down both ways: the
+  /// peer reads the replies, then EOF. The connection stays open (no fd is closed under the
+  /// loop); its loop closes it when it runs again.
+  void FlushAndShutdownWhileLoopHeld();
+
   bool closed() const { return state_ == State::kClosed; }
   bool connecting() const {
     return state_ == State::kConnecting || state_ == State::kConnectingToClose;

@@ -230,6 +230,12 @@ void Worker::ParkUntilWork() {
   group_->parked_mask_.fetch_and(~bit, std::memory_order_seq_cst);
 }
 
+bool Worker::WaitsForSleepersAtStop() {
+  if (timers_.size() == 0) return false;
+  int64_t limit = sched_->stop_sleep_deadline_ns_.load(std::memory_order_relaxed);
+  return limit < 0 || timers_.NextDeadline() <= limit;
+}
+
 void Worker::Loop() {
   int since_poll = 0;
   for (;;) {
@@ -260,8 +266,9 @@ void Worker::Loop() {
       continue;
     }
     ApplyTimerCancels();
-    if (group_->stopping_.load(std::memory_order_acquire) && timers_.size() == 0) {
-      // Drain: exit once nothing is runnable and nothing is left to wake up on this worker.
+    if (group_->stopping_.load(std::memory_order_acquire) && !WaitsForSleepersAtStop()) {
+      // Drain: exit once nothing is runnable and nothing is left to wake up on this worker (in
+      // time).
       if ((f = FindWork(true)) == nullptr) break;
       RunFiber(f);
       continue;

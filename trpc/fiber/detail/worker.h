@@ -83,6 +83,9 @@ class Worker {
 
  private:
   void Loop();
+  // Stopping: whether a sleeping fiber of this worker is still to be waited for (one wakes
+  // before Scheduler::Stop()'s sleep deadline).
+  bool WaitsForSleepersAtStop();
   void RunFiber(FiberEntity* f);
   FiberEntity* FindWork(bool allow_remote);
   bool SpinForWork(FiberEntity** out);

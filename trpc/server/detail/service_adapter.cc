@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <latch>
 #include <memory>
 #include <mutex>
@@ -99,48 +101,184 @@ bool ServiceAdapter::Start(std::string* err) {
   return true;
 }
 
-void ServiceAdapter::RunOnEveryReactor(const std::function<void(size_t)>& fn) {
-  std::latch done(static_cast<std::ptrdiff_t>(model_->ReactorCount()));
-  for (size_t i = 0; i < model_->ReactorCount(); ++i) {
-    model_->GetReactor(i)->RunInLoop([&, i] {
-      fn(i);
-      done.count_down();
+namespace {
+// Waits this long after the stop's deadline for each worker to answer its calls on its own
+// loop, then takes over the ones stuck in a handler; and at most this long for a takeover.
+constexpr int64_t kLoopAnswerNs = 20 * kNanosPerMilli;
+constexpr int64_t kTakeOverNs = 20 * kNanosPerMilli;
+
+// One RunOnReactorsUntil() call, shared with the tasks it posts: a task that has not started
+// by the deadline must find out, whenever its loop gets to it, that it must not run (the
+// adapter may be gone by then).
+struct ReactorJob {
+  enum : int { kPending, kRunning, kDone, kAbandoned };
+  ReactorJob(size_t n, std::function<void(size_t)> f) : fn(std::move(f)), state(n) {}
+  std::function<void(size_t)> fn;
+  std::vector<std::atomic<int>> state;  // per reactor index
+  std::mutex mu;
+  std::condition_variable cv;
+};
+}  // namespace
+
+std::vector<bool> ServiceAdapter::RunOnReactorsUntil(const std::vector<size_t>& which,
+                                                     const std::function<void(size_t)>& fn,
+                                                     int64_t deadline_ns) {
+  auto job = std::make_shared<ReactorJob>(model_->ReactorCount(), fn);
+  for (size_t i : which) {
+    model_->GetReactor(i)->RunInLoop([job, i] {
+      // pending -> running here, pending -> abandoned by the waiter at the deadline: exactly
+      // one of them happens (acq_rel: the waiter sees what fn wrote once it sees kDone).
+      int pending = ReactorJob::kPending;
+      if (!job->state[i].compare_exchange_strong(pending, ReactorJob::kRunning,
+                                                 std::memory_order_acq_rel)) {
+        return;
+      }
+      job->fn(i);
+      std::lock_guard lock(job->mu);
+      job->state[i].store(ReactorJob::kDone, std::memory_order_release);
+      job->cv.notify_all();
     });
   }
-  done.wait();
+  std::vector<bool> ran(model_->ReactorCount(), false);
+  std::unique_lock lock(job->mu);
+  for (size_t i : which) {
+    for (;;) {
+      int st = job->state[i].load(std::memory_order_acquire);
+      if (st == ReactorJob::kDone) break;
+      if (st == ReactorJob::kPending && deadline_ns >= 0 && MonotonicNanos() >= deadline_ns &&
+          job->state[i].compare_exchange_strong(st, ReactorJob::kAbandoned,
+                                                std::memory_order_acq_rel)) {
+        break;
+      }
+      // (Running: fn never blocks, so this wait is short even past the deadline.)
+      job->cv.wait_for(lock, std::chrono::milliseconds(1));
+    }
+    ran[i] = job->state[i].load(std::memory_order_acquire) == ReactorJob::kDone;
+  }
+  return ran;
 }
 
-void ServiceAdapter::StopAccepting() {
+void ServiceAdapter::StopAccepting(int64_t deadline_ns) {
   if (!started_ || accepting_stopped_) return;
   accepting_stopped_ = true;
-  std::latch stopped(1);
-  accept_reactor_->RunInLoop([&] {
-    acceptor_->Stop();
-    stopped.count_down();
-  });
-  stopped.wait();
+  size_t index = static_cast<size_t>(model_->IndexOf(accept_reactor_));
+  if (!RunOnReactorsUntil(
+          {index}, [this](size_t) { acceptor_->Stop(); }, deadline_ns)[index]) {
+    TRPC_LOG_ERROR(
+        "service {}: its accepting worker is stuck in a handler: the listening socket stays "
+        "open until the process exits",
+        config_.name);
+  }
 }
 
-void ServiceAdapter::Stop(int64_t grace_ms) {
-  if (!started_) return;
-  StopAccepting();
+bool ServiceAdapter::StopBy(int64_t deadline_ns) {
+  if (!started_) return true;
+  StopAccepting(deadline_ns);
   started_ = false;
+  std::vector<size_t> all(model_->ReactorCount());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
   // In-flight handlers finish and their replies are written (a connection with requests still
-  // pending closes only after they end); nothing new is read.
-  RunOnEveryReactor([this](size_t i) {
-    std::vector<ConnectionPtr> conns;
-    for (auto& [raw, conn] : conns_[i]) conns.push_back(conn);
-    for (auto& conn : conns) conn->Shutdown("server stopping");
-  });
-  int64_t deadline = MonotonicNanos() + grace_ms * kNanosPerMilli;
-  while (conn_count_.load(std::memory_order_relaxed) > 0 && MonotonicNanos() < deadline) {
+  // pending closes only after they end); nothing new is read. A worker stuck in a handler does
+  // not run this; the deadline below deals with it.
+  RunOnReactorsUntil(
+      all,
+      [this](size_t i) {
+        std::vector<ConnectionPtr> conns;
+        for (auto& [raw, conn] : conns_[i]) conns.push_back(conn);
+        for (auto& conn : conns) conn->Shutdown("server stopping");
+      },
+      deadline_ns);
+  while (conn_count_.load(std::memory_order_relaxed) > 0 && MonotonicNanos() < deadline_ns) {
     usleep(1000);
   }
-  RunOnEveryReactor([this](size_t i) {
-    auto conns = std::move(conns_[i]);
-    conns_[i].clear();
-    for (auto& [raw, conn] : conns) conn->Close("server stopped");
-  });
+  // The limit: every worker answers its calls still in handlers and closes its connections;
+  // the ones that do not come back at once are taken over.
+  std::vector<bool> cut = RunOnReactorsUntil(
+      all, [this](size_t i) { CutAndClose(i); }, MonotonicNanos() + kLoopAnswerNs);
+  workers_stuck_ = 0;
+  for (size_t i = 0; i < cut.size(); ++i) {
+    if (cut[i]) continue;
+    ++workers_stuck_;
+    TakeOver(i, MonotonicNanos() + kTakeOverNs);
+  }
+  if (uint64_t n = calls_cut(); n > 0) {
+    TRPC_LOG_WARN(
+        "service {}: stop_max_wait_time reached: answered {} calls still in handlers with {} "
+        "(server stopped before the handler finished)",
+        config_.name, n, static_cast<int>(kServerSystemErr));
+  }
+  return workers_stuck_ == 0;
+}
+
+void ServiceAdapter::AnswerCalls(detail::InFlightCalls* calls, bool takeover) {
+  auto answer = [&](ServerContext* c) {
+    ChainBuffer out;
+    if (!c->CutByStop(&out)) return;  // its own reply came first
+    calls_cut_.fetch_add(1, std::memory_order_relaxed);
+    // A copy: once unlinked, the context (and with it maybe the last reference to a connection
+    // that has closed) may be freed by its handler's thread.
+    ConnectionPtr conn = c->conn_;
+    uint64_t slot = c->reply_slot_;
+    bool counted = c->counted_pending_;
+    c->UnlinkInFlight();  // the last access: its handler's thread may free it from here on
+    if (takeover) {
+      conn->QueueReplyWhileLoopHeld(slot, std::move(out), counted);
+    } else {
+      conn->SendReply(slot, std::move(out), counted);
+    }
+  };
+  // Every linked context is alive: one freed off its loop thread is handed to that loop to
+  // free (ServerContext::FreeLastRef), and this loop (or, in a takeover, its waiting
+  // worker) is not running that.
+  for (ServerContext* c = calls->head; c != nullptr;) {
+    ServerContext* next = c->in_flight_next_;
+    if (c->adapter_ == this) answer(c);
+    c = next;
+  }
+  // The slot's context: its handler holds it while the worker waits.
+  if (takeover && calls->taken != nullptr && calls->taken->adapter_ == this) answer(calls->taken);
+}
+
+void ServiceAdapter::CutAndClose(size_t i) {
+  AnswerCalls(detail::InFlightCalls::OfThisThread(model_->GetReactor(i)), /*takeover=*/false);
+  auto conns = std::move(conns_[i]);
+  conns_[i].clear();
+  for (auto& [raw, conn] : conns) {
+    // Writes the answers now (a graceful close still waiting for a reply posted by another
+    // thread would flush them only later), then closes.
+    conn->Send(ChainBuffer());
+    conn->Close("server stopped");
+  }
+}
+
+bool ServiceAdapter::TakeOver(size_t i, int64_t until_ns) {
+  using detail::InFlightCalls;
+  InFlightCalls* calls = InFlightCalls::Of(model_->GetReactor(i));
+  for (;;) {
+    uintptr_t v =
+        calls != nullptr ? calls->slot.load(std::memory_order_acquire) : InFlightCalls::kIdle;
+    // A context (in its handler) or kReleased (taken over by an earlier service's stop, still
+    // in that handler). kBusy ends within a reply's queueing; idle: not in a handler.
+    if (v >= InFlightCalls::kReleased &&
+        calls->slot.compare_exchange_strong(v, InFlightCalls::kTaken, std::memory_order_acq_rel)) {
+      if (v != InFlightCalls::kReleased) calls->taken = reinterpret_cast<ServerContext*>(v);
+      AnswerCalls(calls, /*takeover=*/true);
+      for (auto& [raw, conn] : conns_[i]) conn->FlushAndShutdownWhileLoopHeld();
+      TRPC_LOG_WARN(
+          "service {}: worker {} was stuck in a handler at the stop's limit: its calls were "
+          "answered and its connections shut down from the stopping thread",
+          config_.name, i);
+      calls->slot.store(InFlightCalls::kReleased, std::memory_order_release);
+      return true;
+    }
+    if (MonotonicNanos() >= until_ns) break;
+    usleep(1000);
+  }
+  TRPC_LOG_ERROR(
+      "service {}: worker {} did not come back at the stop's limit and is not in a handler: its "
+      "connections stay open until the process exits",
+      config_.name, i);
+  return false;
 }
 
 ServiceStats ServiceAdapter::stats() const {
@@ -277,6 +415,7 @@ void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
   }
   ctx->adapter_ = this;
   ctx->handler_ = method;
+  ctx->runs_on_loop_ = model_->HandlesInline();
   // The thread model runs the request (RunSubmitted) now or later; the reference handed over
   // here keeps the context alive until then.
   if (after_reads) {

@@ -6,10 +6,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "trpc/base/clock.h"
 #include "trpc/codec/codec.h"
 #include "trpc/config/config.h"
 #include "trpc/runtime/thread_model.h"
 #include "trpc/server/detail/concurrency_limiter.h"
+#include "trpc/server/detail/in_flight.h"
 #include "trpc/server/detail/method_counters.h"
 #include "trpc/server/server_context.h"
 #include "trpc/server/server_filter.h"
@@ -48,12 +50,25 @@ class ServiceAdapter final : public Connection::Handler {
   ~ServiceAdapter() override;
 
   bool Start(std::string* err);
-  /// Closes the listening socket; connections keep being served. Blocks until done.
-  void StopAccepting();
+  /// Closes the listening socket; connections keep being served. Blocks until done, or until
+  /// `deadline_ns` (MonotonicNanos(); < 0: no limit) if the accepting worker is stuck in a
+  /// handler (then the socket stays open, unserved).
+  void StopAccepting(int64_t deadline_ns = -1);
   /// Stops accepting, then closes every connection gracefully: no more requests are read,
-  /// queued replies are written, and connections still open after `grace_ms` are closed hard.
-  /// Blocks until done.
-  void Stop(int64_t grace_ms = 3000);
+  /// queued replies are written. At `grace_ms` the calls still in handlers are answered with
+  /// kServerSystemErr and the connections closed (see StopBy). Blocks until done.
+  void Stop(int64_t grace_ms = 3000) { StopBy(MonotonicNanos() + grace_ms * kNanosPerMilli); }
+  /// Stop() with an absolute deadline. At it, each worker answers its connections' calls still
+  /// in handlers (kServerSystemErr, "server stopped before the handler finished") and closes
+  /// them. A merge worker that does not come back within a few ms because it is stuck in a
+  /// handler is taken over (detail/in_flight.h): this thread answers its calls, writes what
+  /// its connections have queued and shuts their sockets down, while the worker waits. False
+  /// when some worker did not come back: its connections (and this adapter, which they call)
+  /// must then outlive the process's stop, and its thread may never be joinable.
+  bool StopBy(int64_t deadline_ns);
+  /// Calls the last stop answered at its deadline, and workers it took over (or found stuck).
+  uint64_t calls_cut() const { return calls_cut_.load(std::memory_order_relaxed); }
+  uint32_t workers_stuck() const { return workers_stuck_; }
 
   const ServiceConfig& config() const { return config_; }
   /// The bound address (real port when the config asked for port 0).
@@ -99,7 +114,18 @@ class ServiceAdapter final : public Connection::Handler {
     size_t slot = id < slot_of_handler_.size() ? slot_of_handler_[id] : 0;
     return &method_counters_[reactor * method_names_.size() + slot];
   }
-  void RunOnEveryReactor(const std::function<void(size_t)>& fn);
+  // Runs fn(i) on the loop of each reactor i in `which` and waits until they ran or
+  // `deadline_ns` (< 0: no limit); one that has not started by then never runs it. Returns
+  // which ran.
+  std::vector<bool> RunOnReactorsUntil(const std::vector<size_t>& which,
+                                       const std::function<void(size_t)>& fn, int64_t deadline_ns);
+  // The stop's deadline, on reactor i's loop: answers the calls still in handlers, closes.
+  void CutAndClose(size_t i);
+  // The same for a reactor whose loop did not come back (control thread); false if it could
+  // not be taken over by `until_ns` (the worker is not in a handler).
+  bool TakeOver(size_t i, int64_t until_ns);
+  // Answers this service's calls in `calls` (and, in a takeover, the one in its slot).
+  void AnswerCalls(detail::InFlightCalls* calls, bool takeover);
 
   ServiceConfig config_;
   ServicePtr service_;
@@ -130,6 +156,8 @@ class ServiceAdapter final : public Connection::Handler {
   std::atomic<uint64_t> protocol_errors_{0};
   bool started_ = false;
   bool accepting_stopped_ = false;
+  std::atomic<uint64_t> calls_cut_{0};
+  uint32_t workers_stuck_ = 0;
 };
 
 }  // namespace trpc::detail
