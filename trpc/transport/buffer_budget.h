@@ -36,7 +36,7 @@ class Connection;
 ///  - total_: written by every Slot's loop thread with relaxed fetch_add (one per batch, so
 ///    the line is rarely contended); read (relaxed) by loop threads deciding whether to pause,
 ///    resume or close, by the release timer, and by metrics. It orders nothing: a decision on
-///    a stale total is corrected at the next check (the Slot timer, every check_interval), and
+///    a stale total is corrected at the next check (the Slot timer, every kCheckIntervalMs), and
 ///    read-modify-writes keep it exact as the sum of what was passed on.
 ///  - connections_: relaxed fetch_add/fetch_sub when a connection starts/closes; read relaxed
 ///    for the fair share. Same reasoning: a heuristic input.
@@ -54,7 +54,9 @@ class BufferBudget : public std::enable_shared_from_this<BufferBudget> {
   /// Output queued within one batch between two reports to the Slot.
   static constexpr size_t kStep = 256u << 10;
 
-  /// One reactor's share of the accounting. Loop-thread only (of `reactor`).
+  /// One reactor's share of the accounting. Loop-thread only (of `reactor`), except
+  /// ConnectionOpened/ConnectionClosed (atomic counts: a connection may be made or dropped on
+  /// another thread).
   class Slot {
    public:
     Reactor* reactor() const { return reactor_; }
