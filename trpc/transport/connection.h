@@ -239,10 +239,11 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   }
   bool PauseCheck();
   // Reports the bytes buffered to the budget if they changed since the last report (cheap when
-  // they did not: request/response traffic ends each event with nothing buffered).
+  // they did not: request/response traffic ends each event with nothing buffered). Frames held
+  // back are counted by the slow path only: while there are some, the sum here falls short of
+  // the last report, so it runs.
   void AccountBuffered() {
-    if (options_.budget != nullptr &&
-        (in_.size() + out_.size() != budget_bytes_ || next_frame_ < frames_.size())) {
+    if (options_.budget != nullptr && in_.size() + out_.size() != budget_bytes_) {
       AccountBufferedSlow();
     }
   }
