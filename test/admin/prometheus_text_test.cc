@@ -20,6 +20,12 @@ ServerMetrics Sample() {
   s.connections = 2;
   s.connections_accepted = 3;
   s.connections_refused = 1;
+  s.accept_backoffs = 4;
+  s.rejected_overload = 6;
+  s.rejected_deadline_passed = 7;
+  s.rejected_deadline_unmeetable = 8;
+  s.concurrency_limit = 9;
+  s.concurrency_in_flight = 10;
   s.bytes_in = 100;
   s.bytes_out = 200;
   MethodMetrics& meth = s.methods.emplace_back();
@@ -57,6 +63,14 @@ TEST(PrometheusTextTest, FamiliesAndSamples) {
   EXPECT_TRUE(Has(t, "trpc_server_requests_total{" + escaped + "} 0")) << t;
   EXPECT_TRUE(Has(t, R"(trpc_server_connections{service="trpc.test.Svc"} 2)"));
   EXPECT_TRUE(Has(t, R"(trpc_server_connections_refused_total{service="trpc.test.Svc"} 1)"));
+  EXPECT_TRUE(Has(t, R"(trpc_server_accept_backoffs_total{service="trpc.test.Svc"} 4)"));
+  EXPECT_TRUE(Has(t, R"(trpc_server_rejected_total{service="trpc.test.Svc",reason="overload"} 6)"));
+  EXPECT_TRUE(
+      Has(t, R"(trpc_server_rejected_total{service="trpc.test.Svc",reason="deadline_passed"} 7)"));
+  EXPECT_TRUE(Has(
+      t, R"(trpc_server_rejected_total{service="trpc.test.Svc",reason="deadline_unmeetable"} 8)"));
+  EXPECT_TRUE(Has(t, R"(trpc_server_concurrency_limit{service="trpc.test.Svc"} 9)"));
+  EXPECT_TRUE(Has(t, R"(trpc_server_concurrency_in_flight{service="trpc.test.Svc"} 10)"));
   EXPECT_TRUE(Has(t, R"(trpc_server_received_bytes_total{service="trpc.test.Svc"} 100)"));
   EXPECT_TRUE(Has(t, R"(trpc_server_sent_bytes_total{service="trpc.test.Svc"} 200)"));
   EXPECT_TRUE(Has(t, R"(trpc_threadmodel_workers{threadmodel="w",type="fiber"} 2)"));
@@ -127,7 +141,10 @@ TEST(StatsJsonTest, SameNumbers) {
   EXPECT_TRUE(j.starts_with(R"({"app":"app","server":"srv","services":[{"name":"trpc.test.Svc",)"
                             R"("protocol":"trpc","connections":2,"connections_accepted_total":3,)"
                             R"("connections_refused_total":1,"protocol_errors_total":0,)"
-                            R"("received_bytes_total":100,"sent_bytes_total":200,"methods":[)"
+                            R"("received_bytes_total":100,"sent_bytes_total":200,)"
+                            R"("accept_backoffs_total":4,"rejected_total":{"overload":6,)"
+                            R"("deadline_passed":7,"deadline_unmeetable":8},)"
+                            R"("concurrency_limit":9,"concurrency_in_flight":10,"methods":[)"
                             R"({"method":"/p.S/M","requests_total":3,"errors_total":{"func":1},)"
                             R"("latency_seconds":{"sum":0.0015,"count":3,"buckets":{"0.00005":1,)"
                             R"("0.0001":1,"0.00025":1,"0.0005":3,)"))

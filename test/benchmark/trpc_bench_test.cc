@@ -29,7 +29,7 @@
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "fmt/format.h"
-#include "test/benchmark_servers/child_server.h"
+#include "test/common/child_server.h"
 #include "trpc/base/clock.h"
 #include "trpc/config/config.h"
 #include "trpc/runtime/runtime.h"
@@ -587,7 +587,7 @@ TEST_F(TrpcBenchTest, HttpTimeoutsNeverTakeALateReply) {
 // Against the raw-epoll HTTP responder (the baseline wrk is compared on): pipelined closed loop
 // and an open loop that keeps its rate.
 TEST_F(TrpcBenchTest, HttpAgainstRawHttpServer) {
-  test::benchmark_servers::ChildServer raw;
+  test::ChildServer raw;
   std::string target = raw.Start({RAW_HTTP_SERVER_PATH, "--port", "0"});
   ASSERT_FALSE(target.empty());
   BenchRun closed = RunBench(

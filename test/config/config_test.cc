@@ -436,6 +436,35 @@ TEST(ConfigErrorTest, BadChoices) {
             "t.yaml:5: server.service[0].protocol: expected a non-empty string, got ''");
 }
 
+TEST(ConfigTest, OverloadKeys) {
+  Config c = MustLoad(OneService("      max_concurrency: 64\n"));
+  EXPECT_EQ(c.server.service[0].max_concurrency, 64u);
+  EXPECT_FALSE(c.server.service[0].max_concurrency_auto);
+  c = MustLoad(OneService("      max_concurrency: auto\n"));
+  EXPECT_EQ(c.server.service[0].max_concurrency, 0u);
+  EXPECT_TRUE(c.server.service[0].max_concurrency_auto);
+  c = MustLoad(OneService(""));
+  EXPECT_EQ(c.server.service[0].max_concurrency, 0u);
+  EXPECT_FALSE(c.server.service[0].max_concurrency_auto);
+  c = MustLoad(
+      "client:\n  service:\n    - name: a\n      target: 1.2.3.4:5\n"
+      "      overload_throttle: true\n");
+  EXPECT_TRUE(c.client.service[0].overload_throttle);
+  EXPECT_FALSE(ClientServiceConfig{}.overload_throttle);
+}
+
+TEST(ConfigErrorTest, BadOverloadKeys) {
+  EXPECT_EQ(LoadError(OneService("      max_concurrency: lots\n")),
+            "t.yaml:5: server.service[0].max_concurrency: expected an integer in 0..1048576 or "
+            "'auto', got 'lots'");
+  EXPECT_EQ(LoadError(OneService("      max_concurrency: 1048577\n")),
+            "t.yaml:5: server.service[0].max_concurrency: expected an integer in 0..1048576, "
+            "got '1048577'");
+  EXPECT_EQ(LoadError("client:\n  service:\n    - name: a\n      target: 1.2.3.4:5\n"
+                      "      overload_throttle: yes\n"),
+            "t.yaml:5: client.service[0].overload_throttle: expected one of true|false, got 'yes'");
+}
+
 TEST(ConfigErrorTest, BadTargets) {
   auto target_error = [](const std::string& target) {
     return LoadError("client:\n  service:\n    - name: a\n      target: '" + target + "'\n");
@@ -674,13 +703,57 @@ TEST(ConfigErrorTest, BadFilterLists) {
             "t.yaml:1: server.stop_max_wait_time: expected an integer in 0..600000, got '600001'");
 }
 
+TEST(ConfigTest, ReadFrameTimeout) {
+  auto timeout_of = [](const std::string& value) {
+    return MustLoad(OneService("      read_frame_timeout: " + value + "\n"))
+        .server.service.at(0)
+        .read_frame_timeout;
+  };
+  EXPECT_EQ(ServiceConfig{}.read_frame_timeout, 10000u);
+  EXPECT_EQ(MustLoad(OneService("")).server.service.at(0).read_frame_timeout, 10000u);
+  EXPECT_EQ(timeout_of("0"), 0u);
+  EXPECT_EQ(timeout_of("4294967295"), 4294967295u);
+  for (std::string bad : {"4294967296", "1s", "-1"}) {
+    EXPECT_EQ(LoadError(OneService("      read_frame_timeout: " + bad + "\n")),
+              "t.yaml:5: server.service[0].read_frame_timeout: expected an integer in "
+              "0..4294967295, got '" +
+                  bad + "'");
+  }
+  EXPECT_EQ(LoadError(OneService("      read_frame_timout: 300\n")),
+            "t.yaml:5: unknown key 'read_frame_timout' in server.service[0] (did you mean "
+            "'read_frame_timeout'?)");
+}
+
+// A server section must configure something to serve; a program that serves nothing leaves it
+// out (or empty), and one that serves only the admin service sets admin_port.
+TEST(ConfigErrorTest, ServerSectionWithoutServices) {
+  const std::string hint =
+      "no service configured: list them under 'service' (or leave the section out in a program "
+      "that serves nothing)";
+  EXPECT_EQ(LoadError("client:\n  service:\nserver:\n  app: a\n  server: s\n"),
+            "t.yaml:4: server: " + hint);
+  EXPECT_EQ(LoadError("server:\n  app: a\n  service: []\n"), "t.yaml:2: server: " + hint);
+  EXPECT_EQ(LoadError("server:\n  service:\n"), "t.yaml:2: server: " + hint);
+  EXPECT_EQ(LoadError("server: {stop_max_wait_time: 10}\n"), "t.yaml:1: server: " + hint);
+  EXPECT_TRUE(MustLoad("server:\n").server.service.empty());
+  EXPECT_TRUE(MustLoad("server: {}\n").server.service.empty());
+  Config admin_only = MustLoad("server:\n  admin_port: 8080\n");
+  EXPECT_EQ(admin_only.server.admin_port, 8080);
+  EXPECT_EQ(admin_only.server.origin, "t.yaml:2");
+  EXPECT_EQ(MustLoad(OneService("")).server.origin, "t.yaml:2");
+  EXPECT_EQ(MustLoad("client:\n  service:\n").server.origin, "");
+}
+
 TEST(ConfigTest, BufferBound) {
-  Config c = MustLoad("server:\n  max_buffered_bytes: 33554432\n  buffered_bytes_timeout: 250\n");
+  Config c = MustLoad(
+      "server:\n  max_buffered_bytes: 33554432\n  buffered_bytes_timeout: 250\n  service:\n"
+      "    - {name: s, port: 1}\n");
   EXPECT_EQ(c.server.max_buffered_bytes, 33554432u);
   EXPECT_EQ(c.server.buffered_bytes_timeout, 250u);
   EXPECT_EQ(Config{}.server.max_buffered_bytes, 0u);  // automatic: sized for the machine
   EXPECT_EQ(Config{}.server.buffered_bytes_timeout, 10000u);
-  EXPECT_EQ(MustLoad("server: {max_buffered_bytes: 1048576}\n").server.max_buffered_bytes,
+  EXPECT_EQ(MustLoad("server: {max_buffered_bytes: 1048576, admin_port: 8080}\n")
+                .server.max_buffered_bytes,
             1048576u);
 }
 

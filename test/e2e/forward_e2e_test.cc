@@ -694,6 +694,48 @@ TEST(TrpcAppTest, UnknownClientFilterStopsStartAfterInitialize) {
       << out;
 }
 
+// A program that registers services its config does not serve stops at start-up (it would say
+// it is ready and serve nothing), naming them; one that serves nothing (a client) starts.
+TEST(TrpcAppTest, RegisteredServicesTheConfigDoesNotServeStopStart) {
+  Config config = ClientConfigYaml("");  // no server section
+  GreeterApp app;
+  int rc = 0;
+  std::string out = StderrOf([&] { rc = app.Start(config); });
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("app.yaml:1: server.service is empty, so none of the registered services "
+                     "is served ('trpc.test.helloworld.Greeter'): configure them under "
+                     "server.service"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(GetTrpcClient(), nullptr);
+
+  config = ClientConfigYaml(R"(server:
+  service:
+    - name: trpc.test.helloworld.Greter
+      ip: 127.0.0.1
+      port: 0
+)");
+  GreeterApp app2;
+  out = StderrOf([&] { rc = app2.Start(config); });
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("app.yaml:9: service 'trpc.test.helloworld.Greter' is configured but no "
+                     "implementation was registered under that name (did you mean "
+                     "'trpc.test.helloworld.Greeter'? registered: trpc.test.helloworld.Greeter)"),
+            std::string::npos)
+      << out;
+}
+
+TEST(TrpcAppTest, AProgramThatServesNothingStarts) {
+  Config config =
+      ClientConfigYaml("client:\n  service:\n    - {name: callee, target: '127.0.0.1:1'}\n");
+  InitRecordingApp app;
+  ASSERT_EQ(app.Start(config), 0);
+  EXPECT_TRUE(app.initialized);
+  EXPECT_NE(GetTrpcClient(), nullptr);
+  app.Terminate();
+  app.Wait();
+}
+
 TEST(RunInTrpcRuntimeTest, UnknownClientProtocolStopsBeforeTheFunctionRuns) {
   Config config = ClientConfigYaml(kBadProtocolClient);
   bool ran = false;

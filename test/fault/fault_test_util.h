@@ -4,6 +4,7 @@
 // the test, and a client runtime (one merge worker) with proxies to it.
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "fmt/format.h"
 #include "test/common/child_server.h"
+#include "trpc/base/net_address.h"
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
 #include "trpc/runtime/runtime.h"
@@ -65,6 +67,20 @@ inline std::string StartFaultServer(ChildServer* server, const FaultServerOption
   std::string addr = server->Start({FAULT_SERVER_PATH, "--config", path});
   std::remove(path.c_str());
   return addr;
+}
+
+// A plain blocking TCP connection to `addr` ("IP:PORT"), or -1: for bytes no client would send,
+// or connections the server may never accept (the kernel completes them from the backlog).
+inline int RawConnect(const std::string& addr) {
+  NetAddress a;
+  if (!NetAddress::Parse(addr, &a)) return -1;
+  int fd = socket(a.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (connect(fd, a.sockaddr_ptr(), a.length()) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 // A test suite with a client runtime: one merge worker.

@@ -320,6 +320,52 @@ TEST_F(ConnectionTest, TrafficKeepsAConnectionOpenPastItsIdleTimeout) {
   EXPECT_EQ(CloseReasonsOnceClosed(), std::vector<std::string>{"idle timeout"});
 }
 
+TEST_F(ConnectionTest, FrameLeftIncompleteClosesAfterFrameReadTimeout) {
+  ConnectionOptions options;
+  options.frame_read_timeout_ms = 200;
+  options.linger_ms = 0;  // the close is graceful: without this it waits 2 s for the peer's FIN
+  Open(options);
+  const std::string frame = LengthPrefixCodec::Frame("slow");
+  int64_t start_ms = MonotonicMillis();
+  ASSERT_TRUE(WriteAll(peer(), frame.substr(0, 6)));
+  std::string got;
+  ASSERT_TRUE(WaitForPeerClose(peer(), 5000, &got)) << "partial frame still open after 5 s";
+  EXPECT_GE(MonotonicMillis() - start_ms, 200) << "closed before its frame read timeout";
+  EXPECT_EQ(handler_.FrameCount(), 0u);
+  ASSERT_TRUE(WaitFor([&] { return !handler_.CloseCauses().empty(); }));
+  EXPECT_EQ(handler_.CloseCauses(), std::vector<CloseCause>{CloseCause::kTimeout});
+}
+
+// The frame read timeout counts only time the connection reads: a partial frame waiting while
+// reading is paused for our own backlog is not the peer's delay.
+TEST_F(ConnectionTest, FrameReadTimeoutDoesNotRunWhileReadingIsPaused) {
+  handler_.set_echo(true);
+  ConnectionOptions options;
+  options.frame_read_timeout_ms = 1000;
+  options.max_pending_write_bytes = 256u << 10;
+  Open(options);
+  const std::string request = LengthPrefixCodec::Frame("late");
+  ASSERT_TRUE(WriteAll(peer(), request.substr(0, 6)));
+  ASSERT_TRUE(WaitFor([&] { return BytesIn() == 6; }));
+  // The peer does not read: the big reply stays queued over the limit and reading pauses.
+  constexpr size_t kBig = 8u << 20;
+  const std::string big = Pattern(kBig);
+  ASSERT_TRUE(loop_.Run([&] {
+    conn_->Send(Buffer(big));
+    return conn_->reading_paused();
+  }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_FALSE(Closed()) << "closed for a frame it did not read";
+  // The peer catches up, reading resumes, and the frame completed now is answered.
+  std::string got;
+  ASSERT_EQ(ReadExactly(peer(), kBig, 60'000, &got), ReadStatus::kOk);
+  ASSERT_TRUE(WriteAll(peer(), request.substr(6)));
+  std::string reply;
+  ASSERT_EQ(ReadExactly(peer(), request.size(), 5000, &reply), ReadStatus::kOk);
+  EXPECT_EQ(reply, request);
+  EXPECT_FALSE(Closed());
+}
+
 TEST_F(ConnectionTest, FrameAboveMaxPacketSizeClosesBeforeItsPayloadArrives) {
   ConnectionOptions options;
   options.max_packet_size = 1024;

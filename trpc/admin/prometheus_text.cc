@@ -134,14 +134,35 @@ std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process
       {"trpc_server_protocol_errors_total", "counter",
        "Connections closed because their bytes did not parse.",
        [](const ServiceMetrics& s) { return s.protocol_errors; }},
+      {"trpc_server_accept_backoffs_total", "counter",
+       "Pauses of accepting because accept() failed (out of file descriptors or memory).",
+       [](const ServiceMetrics& s) { return s.accept_backoffs; }},
       {"trpc_server_received_bytes_total", "counter", "Bytes read from the service's sockets.",
        [](const ServiceMetrics& s) { return s.bytes_in; }},
       {"trpc_server_sent_bytes_total", "counter", "Bytes written to the service's sockets.",
        [](const ServiceMetrics& s) { return s.bytes_out; }},
+      {"trpc_server_concurrency_limit", "gauge",
+       "max_concurrency now (adaptive with auto); 0 = no limit.",
+       [](const ServiceMetrics& s) -> uint64_t { return s.concurrency_limit; }},
+      {"trpc_server_concurrency_in_flight", "gauge",
+       "Requests admitted by max_concurrency and not yet answered.",
+       [](const ServiceMetrics& s) -> uint64_t { return s.concurrency_in_flight; }},
   };
   for (const PerService& f : per_service) {
     w.Family(f.name, f.type, f.help);
     for (const auto& s : m.services) w.Sample(f.name, ServiceLabels(s), f.get(s));
+  }
+  w.Family("trpc_server_rejected_total", "counter",
+           "Requests refused without running their handler, by reason: overload "
+           "(max_concurrency), deadline_passed, deadline_unmeetable.");
+  for (const auto& s : m.services) {
+    std::string labels = ServiceLabels(s) + ",";
+    w.Sample("trpc_server_rejected_total", labels + Label("reason", "overload"),
+             s.rejected_overload);
+    w.Sample("trpc_server_rejected_total", labels + Label("reason", "deadline_passed"),
+             s.rejected_deadline_passed);
+    w.Sample("trpc_server_rejected_total", labels + Label("reason", "deadline_unmeetable"),
+             s.rejected_deadline_unmeetable);
   }
 
   // The server's bound on buffered bytes (server.max_buffered_bytes): one sample each.

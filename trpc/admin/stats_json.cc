@@ -59,12 +59,17 @@ void AppendMethod(const MethodMetrics& m, std::string* out) {
 }
 
 void AppendService(const ServiceMetrics& s, std::string* out) {
-  fmt::format_to(std::back_inserter(*out),
-                 R"({{"name":{},"protocol":{},"connections":{},"connections_accepted_total":{},)"
-                 R"("connections_refused_total":{},"protocol_errors_total":{},)"
-                 R"("received_bytes_total":{},"sent_bytes_total":{},"methods":[)",
-                 JsonString(s.name), JsonString(s.protocol), s.connections, s.connections_accepted,
-                 s.connections_refused, s.protocol_errors, s.bytes_in, s.bytes_out);
+  fmt::format_to(
+      std::back_inserter(*out),
+      R"({{"name":{},"protocol":{},"connections":{},"connections_accepted_total":{},)"
+      R"("connections_refused_total":{},"protocol_errors_total":{},)"
+      R"("received_bytes_total":{},"sent_bytes_total":{},"accept_backoffs_total":{},)"
+      R"("rejected_total":{{"overload":{},"deadline_passed":{},"deadline_unmeetable":{}}},)"
+      R"("concurrency_limit":{},"concurrency_in_flight":{},"methods":[)",
+      JsonString(s.name), JsonString(s.protocol), s.connections, s.connections_accepted,
+      s.connections_refused, s.protocol_errors, s.bytes_in, s.bytes_out, s.accept_backoffs,
+      s.rejected_overload, s.rejected_deadline_passed, s.rejected_deadline_unmeetable,
+      s.concurrency_limit, s.concurrency_in_flight);
   for (size_t j = 0; j < s.methods.size(); ++j) {
     if (j > 0) *out += ',';
     AppendMethod(s.methods[j], out);

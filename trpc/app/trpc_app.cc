@@ -87,7 +87,13 @@ bool TrpcApp::StartFromConfig(std::string* err) {
   }
   runtime_started_ = true;
   SetTrpcClient(client_);
-  server_ = std::make_unique<Server>(config_.server);
+  ServerConfig server_config = config_.server;
+  // A file without a server section: errors about it (services registered but none
+  // configured) point at the file.
+  if (server_config.origin.empty() && !config_.path.empty()) {
+    server_config.origin = config_.path + ":1";
+  }
+  server_ = std::make_unique<Server>(std::move(server_config));
   admin::EnableAdmin(server_.get());  // when server.admin_port asks for it
   if (int rc = Initialize(); rc != 0) {
     *err = config_.path + ": Initialize() failed with " + std::to_string(rc);

@@ -11,6 +11,7 @@
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/base/zero_copy_stream.h"
+#include "trpc/client/detail/overload_throttle.h"
 #include "trpc/codec/codec.h"
 #include "trpc/codec/message_body.h"
 #include "trpc/fiber/event.h"
@@ -51,6 +52,8 @@ class ServiceProxy::Impl {
   void StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call);
   // Decodes a reply (or takes a failure) into the call's Status and runs its callback.
   void Finish(Call* call, Status st, ChainBuffer&& frame);
+  // Tells the overload throttle (if any) how a call that it let through ended.
+  void NoteForThrottle(const Status& st);
   ClientConnectionPool* GetPool(size_t reactor_index, size_t backend);
   ClientConnectionPtr GetConnection(size_t reactor_index, size_t backend, size_t slot, Status* st);
   ClientConnectionPtr Connect(size_t reactor_index, size_t backend, Status* st);
@@ -62,6 +65,7 @@ class ServiceProxy::Impl {
   ThreadModel* model_;
   std::shared_ptr<ClientCodec> codec_;
   detail::ClientFilterChain filters_;
+  std::unique_ptr<detail::OverloadThrottle> throttle_;  // overload_throttle: true
   std::vector<NetAddress> backends_;
   std::vector<std::string> backend_names_;  // "ip:port" of backends_[i] (a request's authority)
   // conns_[reactor][backend * conns_per_backend_ + k]: touched only on that reactor's thread.
@@ -137,6 +141,7 @@ bool ServiceProxy::Impl::Init(std::string* err) {
   }
   conn_options_.idle_timeout_ms = 0;  // a client's connection stays until the server closes it
   conn_options_.max_packet_size = config_.max_packet_size;
+  if (config_.overload_throttle) throttle_ = std::make_unique<detail::OverloadThrottle>();
   initialized_ = true;
   return true;
 }
@@ -193,6 +198,11 @@ bool ServiceProxy::Impl::Prepare(const ClientContextPtr& ctx, RpcRequest* req_in
   }
   if (deadline > 0 && deadline <= now) {
     *st = Status(kClientFullLinkTimeoutErr, "no time left for the call");
+    return false;
+  }
+  if (throttle_ != nullptr && throttle_->ShouldRefuse(now)) {
+    *st = Status(kClientLimitedErr, "refused by the client's overload throttle: " + config_.name +
+                                        " has been answering 'overloaded'");
     return false;
   }
   r.call_type = call_type;
@@ -322,6 +332,8 @@ void ServiceProxy::Impl::StartOnLoop(Reactor* reactor, std::shared_ptr<Call> cal
 
 void ServiceProxy::Impl::Finish(Call* call, Status st, ChainBuffer&& frame) {
   if (call->frame_done) {
+    // Handed back undecoded: the throttle sees the transport's status only.
+    NoteForThrottle(st);
     call->ctx->SetStatus(st);
     call->frame_done(st, std::move(frame));
     return;
@@ -354,8 +366,19 @@ void ServiceProxy::Impl::Finish(Call* call, Status st, ChainBuffer&& frame) {
       }
     }
   }
+  NoteForThrottle(st);
   call->ctx->SetStatus(st);
   call->done(st);
+}
+
+void ServiceProxy::Impl::NoteForThrottle(const Status& st) {
+  if (throttle_ == nullptr) return;
+  // The callee accepted the call unless it answered "overloaded" or the call timed out (an
+  // overloaded callee that sheds nothing shows up as timeouts).
+  int ret = st.GetFrameworkRetCode();
+  throttle_->OnResult(MonotonicNanos(), ret != kServerOverloadErr &&
+                                            ret != kClientInvokeTimeoutErr &&
+                                            ret != kClientFullLinkTimeoutErr);
 }
 
 void ServiceProxy::Impl::AsyncUnaryInvoke(const ClientContextPtr& ctx,

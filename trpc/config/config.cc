@@ -36,6 +36,7 @@ constexpr UintRule kWorkStealingRatioRule{1, 1000000};
 constexpr UintRule kRunQueueSizeRule{256, 16u << 20, 1, true};  // Power of two: index by mask.
 constexpr UintRule kMaxConnNumRule{1, kU32Max};
 constexpr UintRule kIdleTimeRule{0, kU32Max};
+constexpr UintRule kReadFrameTimeoutRule{0, kU32Max};
 constexpr UintRule kMaxPacketSizeRule{16, kU32Max};  // At least a trpc frame header.
 constexpr UintRule kServiceTimeoutRule{0, kU32Max};
 constexpr UintRule kMaxPendingWriteBytesRule{4096, UINT64_MAX};
@@ -44,6 +45,7 @@ constexpr UintRule kClientTimeoutRule{1, kU32Max};
 constexpr UintRule kClientMaxConnNumRule{0, 1024};
 constexpr UintRule kPipelineDepthRule{1, 1024};
 constexpr UintRule kStopMaxWaitTimeRule{0, 600000};
+constexpr UintRule kMaxConcurrencyRule{0, 1u << 20};
 constexpr UintRule kMaxBufferedBytesRule{0, UINT64_MAX};  // 0, or >= kMinBufferedBytes
 constexpr uint64_t kMinBufferedBytes = 1u << 20;
 constexpr UintRule kBufferedBytesTimeoutRule{1, kU32Max};
@@ -152,6 +154,7 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
       root.Map("server", {"app", "server", "admin_port", "admin_ip", "stop_max_wait_time",
                           "max_buffered_bytes", "buffered_bytes_timeout", "filter", "service"});
   ServerConfig server;
+  if (!r.empty()) server.origin = fmt::format("{}:{}", file, r.line());
   if (r.Has("filter")) server.filter_origin = fmt::format("{}:{}", file, r.ValueLine("filter"));
   r.StringList("filter", &server.filter);
   r.String("app", &server.app);
@@ -175,7 +178,7 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
       "service",
       {"name", "protocol", "network", "ip", "port", "max_conn_num", "idle_time", "max_packet_size",
        "timeout", "max_pending_write_bytes", "max_pending_requests", "threadmodel_instance_name",
-       "filter", "protocol_options"},
+       "filter", "protocol_options", "max_concurrency", "read_frame_timeout"},
       [&](MapReader& s, size_t) {
         ServiceConfig svc;
         svc.origin = fmt::format("{}:{}", file, s.line());
@@ -193,10 +196,24 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
         s.Uint("port", kPortRule, &svc.port, Presence::kRequired);
         s.Uint("max_conn_num", kMaxConnNumRule, &svc.max_conn_num);
         s.Uint("idle_time", kIdleTimeRule, &svc.idle_time);
+        s.Uint("read_frame_timeout", kReadFrameTimeoutRule, &svc.read_frame_timeout);
         s.Uint("max_packet_size", kMaxPacketSizeRule, &svc.max_packet_size);
         s.Uint("timeout", kServiceTimeoutRule, &svc.timeout);
         s.Uint("max_pending_write_bytes", kMaxPendingWriteBytesRule, &svc.max_pending_write_bytes);
         s.Uint("max_pending_requests", kMaxPendingRequestsRule, &svc.max_pending_requests);
+        // A number, or `auto`.
+        std::string concurrency;
+        s.String("max_concurrency", &concurrency);
+        if (concurrency == "auto") {
+          svc.max_concurrency_auto = true;
+        } else if (!concurrency.empty() &&
+                   concurrency.find_first_not_of("0123456789") != std::string::npos) {
+          s.FailValue("max_concurrency",
+                      fmt::format("expected an integer in {}..{} or 'auto', got '{}'",
+                                  kMaxConcurrencyRule.lo, kMaxConcurrencyRule.hi, concurrency));
+        } else {
+          s.Uint("max_concurrency", kMaxConcurrencyRule, &svc.max_concurrency);
+        }
         s.String("threadmodel_instance_name", &svc.threadmodel_instance_name);
         if (s.ok() && !svc.threadmodel_instance_name.empty() &&
             instances.find(svc.threadmodel_instance_name) == instances.end()) {
@@ -213,6 +230,14 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
         CheckListener(s, "port", {svc.ip, svc.port, s.path()}, &listeners);
         server.service.push_back(std::move(svc));
       });
+  // A section that configures a server must give it something to serve, or the process starts,
+  // says it is ready, and serves nothing. A program that serves nothing (a client) leaves the
+  // section out; one that only wants the admin service sets admin_port.
+  if (r.ok() && !r.empty() && server.service.empty() && server.admin_port == 0) {
+    r.FailMap(
+        "no service configured: list them under 'service' (or leave the section out in a "
+        "program that serves nothing)");
+  }
   if (r.ok()) *out = std::move(server);
 }
 
@@ -225,7 +250,7 @@ void ReadClient(const MapReader& root, const std::string& file, ClientConfig* ou
   r.ForEachMap(
       "service",
       {"name", "target", "protocol", "timeout", "conn_type", "max_conn_num", "pipeline_depth",
-       "max_packet_size", "connect_timeout", "filter"},
+       "max_packet_size", "connect_timeout", "filter", "overload_throttle"},
       [&](MapReader& s, size_t) {
         ClientServiceConfig svc;
         svc.origin = fmt::format("{}:{}", file, s.line());
@@ -255,6 +280,9 @@ void ReadClient(const MapReader& root, const std::string& file, ClientConfig* ou
         s.Uint("max_packet_size", kMaxPacketSizeRule, &svc.max_packet_size);
         s.Uint("connect_timeout", kServiceTimeoutRule, &svc.connect_timeout);
         s.StringList("filter", &svc.filter);
+        std::string throttle = svc.overload_throttle ? "true" : "false";
+        s.OneOf("overload_throttle", {"true", "false"}, &throttle);
+        svc.overload_throttle = throttle == "true";
         client.service.push_back(std::move(svc));
       });
   if (r.ok()) *out = std::move(client);

@@ -59,10 +59,15 @@ struct ServiceConfig {
   uint16_t port = 0;                    // Required; 0 = an ephemeral port.
   uint32_t max_conn_num = 10000;        // Connections open at once, >= 1.
   uint32_t idle_time = 60000;           // ms without traffic before closing; 0 = never.
+  uint32_t read_frame_timeout = 10000;  // ms from a frame's first bytes to its last; 0 = none.
   uint32_t max_packet_size = 10000000;  // Bytes per request frame, >= 16.
   uint32_t timeout = 1000;              // ms per request; 0 = no service timeout.
   uint64_t max_pending_write_bytes = 64ull << 20;  // Unsent reply bytes per connection, >= 4096.
-  uint32_t max_pending_requests = 1024;   // Requests handed to handlers, not yet replied, per conn.
+  uint32_t max_pending_requests = 1024;  // Requests handed to handlers, not yet replied, per conn.
+  /// Requests in the server at once (admitted, not yet replied); one more is answered with ret
+  /// 22 at once. 0 = no limit. docs/overload.md.
+  uint32_t max_concurrency = 0;
+  bool max_concurrency_auto = false;      // `max_concurrency: auto`: an adaptive limit instead
   std::string threadmodel_instance_name;  // "" = the first configured instance.
   std::vector<std::string> filter;        // Server filters for this service, after server.filter.
   /// The protocol's own settings (`protocol_options:` — for http: max_body_bytes, ...), checked
@@ -87,6 +92,9 @@ struct ServerConfig {
   std::vector<std::string> filter;  // Server filters run for every service, by registered name.
   std::vector<ServiceConfig> service;
   std::string filter_origin;  // "file:line" of server.filter, for errors found after loading.
+  /// "file:line" of the server section when it has keys, for errors found after loading (a
+  /// program registered services the section does not list); "" when there is none.
+  std::string origin;
 
   bool operator==(const ServerConfig&) const = default;
 };
@@ -108,6 +116,9 @@ struct ClientServiceConfig {
   uint32_t max_packet_size = 10000000;  // Bytes per response frame, >= 16.
   uint32_t connect_timeout = 3000;      // ms to establish a connection; 0 = no limit.
   std::vector<std::string> filter;      // Client filters for this callee, after client.filter.
+  /// Refuse calls locally (ret 123) with a probability that grows while the callee answers
+  /// "overloaded" (ret 22): an adaptive throttle (docs/overload.md). Off by default.
+  bool overload_throttle = false;
   std::string origin;  // "file:line" of this entry, for errors found after loading.
 
   bool operator==(const ClientServiceConfig&) const = default;

@@ -87,19 +87,12 @@ void FiberThreadModel::Submit(Reactor* reactor, Task* task) {
     return;
   }
   PendingChain& chain = pending_[static_cast<size_t>(index)];
-  if (chain.head == nullptr) {
-    chain.head = task;
-    reactor->AtIterationEnd(&FiberThreadModel::StartPending, &chain);
-  } else {
-    chain.tail->next_ = task;
-  }
-  chain.tail = task;
+  if (chain.tasks.Append(task)) reactor->AtIterationEnd(&FiberThreadModel::StartPending, &chain);
 }
 
 void FiberThreadModel::StartPending(void* arg) {
   auto* chain = static_cast<PendingChain*>(arg);
-  Task* first = std::exchange(chain->head, nullptr);
-  chain->tail = nullptr;
+  Task* first = chain->tasks.TakeAll();
   FiberThreadModel* self = chain->model;
   self->scheduler_->SpawnOn(chain->worker, [self, first] { self->RunChain(first); });
 }
@@ -119,8 +112,7 @@ struct ChainHandOff {
 
 void FiberThreadModel::RunChain(Task* t) {
   while (t != nullptr) {
-    Task* rest = t->next_;
-    t->next_ = nullptr;
+    Task* rest = TaskChain::Detach(t);
     if (rest != nullptr && fiber::SiblingWorkerIdle()) {
       // Someone could run the rest now, in parallel with `t`: let them (they steal the fiber).
       SpawnChain(rest);

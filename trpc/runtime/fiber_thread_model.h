@@ -53,12 +53,11 @@ class FiberThreadModel final : public ThreadModel {
 
  private:
   // The tasks submitted during the current iteration of one reactor; touched only by its loop
-  // thread. A non-null head means the reactor's iteration-end call is armed.
+  // thread. A non-empty chain means the reactor's iteration-end call is armed.
   struct alignas(64) PendingChain {
     FiberThreadModel* model = nullptr;
     size_t worker = 0;
-    Task* head = nullptr;
-    Task* tail = nullptr;
+    TaskChain tasks;
   };
   // Reactor::AtIterationEnd's call: starts the chain `arg` (a PendingChain) in one fiber.
   static void StartPending(void* arg);

@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <latch>
+#include <utility>
 
 namespace trpc {
 
@@ -12,6 +13,26 @@ MergeThreadModel::MergeThreadModel(std::string instance_name, size_t io_thread_n
   for (size_t i = 0; i < std::max<size_t>(io_thread_num, 1); ++i) {
     reactors_.push_back(std::make_unique<Reactor>());
     reactors_.back()->set_owner(this, static_cast<int>(i));
+  }
+  deferred_.resize(reactors_.size());
+}
+
+void MergeThreadModel::SubmitAfterReads(Reactor* reactor, Task* task) {
+  int index = IndexOf(reactor);
+  if (index < 0 || !reactor->InLoopThread()) {
+    task->Run();  // not from one of our loops (outside the contract): nothing to wait for
+    return;
+  }
+  Deferred& d = deferred_[static_cast<size_t>(index)];
+  if (d.tasks.Append(task)) reactor->AtIterationEnd(&MergeThreadModel::RunDeferred, &d);
+}
+
+void MergeThreadModel::RunDeferred(void* arg) {
+  Task* t = static_cast<Deferred*>(arg)->tasks.TakeAll();
+  while (t != nullptr) {
+    Task* next = TaskChain::Detach(t);
+    t->Run();  // may destroy *t
+    t = next;
   }
 }
 

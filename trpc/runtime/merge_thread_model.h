@@ -26,13 +26,22 @@ class MergeThreadModel final : public ThreadModel {
   int IndexOf(const Reactor* reactor) const override;
   Reactor* NextReactor() override;
   void Submit(Reactor*, Task* task) override { task->Run(); }
+  void SubmitAfterReads(Reactor* reactor, Task* task) override;
   bool HandlesInline() const override { return true; }
   void Dispatch(Reactor* owner, std::function<void()> task) override;
   bool MayBlockCurrentThread() const override { return IndexOf(Reactor::Current()) < 0; }
 
  private:
+  // The tasks SubmitAfterReads() left for the end of one reactor's current iteration; touched
+  // only by its loop thread. A non-empty chain means the reactor's iteration-end call is armed.
+  struct alignas(64) Deferred {
+    TaskChain tasks;
+  };
+  static void RunDeferred(void* arg);
+
   std::string name_;
   std::vector<std::unique_ptr<Reactor>> reactors_;
+  std::vector<Deferred> deferred_;  // per reactor
   std::vector<std::thread> threads_;
   std::atomic<size_t> next_{0};
   bool started_ = false;

@@ -2,7 +2,7 @@
 
 namespace trpc {
 
-class FiberThreadModel;
+class TaskChain;
 
 /// A unit of work handed to ThreadModel::Submit() (a request to handle). Intrusive: the
 /// submitter embeds it in an object it allocates anyway (the request's context), so submitting
@@ -19,8 +19,41 @@ class Task {
   ~Task() = default;  // not owned through Task*: whoever embeds it owns it
 
  private:
-  friend class FiberThreadModel;  // links the tasks of one reactor iteration into a chain
+  friend class TaskChain;
   Task* next_ = nullptr;
+};
+
+/// The tasks a thread model collects during one reactor iteration, in submission order
+/// (intrusive: links Task::next_). One thread only.
+class TaskChain {
+ public:
+  /// Appends `task`; true if the chain was empty (the caller then arms whatever runs it).
+  bool Append(Task* task) {
+    bool first = head_ == nullptr;
+    if (first) {
+      head_ = task;
+    } else {
+      tail_->next_ = task;
+    }
+    tail_ = task;
+    return first;
+  }
+  /// Takes the whole chain (its first task, or null), leaving it empty.
+  Task* TakeAll() {
+    Task* first = head_;
+    head_ = tail_ = nullptr;
+    return first;
+  }
+  /// Unlinks `task` from the tasks after it and returns them (a chain's first task, or null).
+  static Task* Detach(Task* task) {
+    Task* rest = task->next_;
+    task->next_ = nullptr;
+    return rest;
+  }
+
+ private:
+  Task* head_ = nullptr;
+  Task* tail_ = nullptr;
 };
 
 }  // namespace trpc

@@ -43,6 +43,12 @@ class ThreadModel {
   /// a fiber after the reactor's current loop iteration, in one chain with every task
   /// submitted during that iteration (FiberThreadModel says how a chain runs).
   virtual void Submit(Reactor* reactor, Task* task) = 0;
+  /// Submit(), except that a model that runs tasks inline (merge) runs `task` at the end of the
+  /// reactor's current loop iteration, after every connection ready in it has been read, in
+  /// submission order. The server submits this way when it admits requests against a limit
+  /// (max_concurrency): the refusals decided while reading go out before the admitted handlers
+  /// run, instead of waiting behind them. fiber: the same as Submit().
+  virtual void SubmitAfterReads(Reactor* reactor, Task* task) { Submit(reactor, task); }
   /// True when Submit() runs a task inline, before it returns (merge). A caller that keeps
   /// per-connection accounting of requests in flight needs to count only the others.
   virtual bool HandlesInline() const = 0;

@@ -151,6 +151,18 @@ ServerMetrics Server::GetMetrics() const {
 }
 
 bool Server::StartServices(std::string* err) {
+  std::vector<std::string> registered;
+  for (const auto& [name, service] : services_) registered.push_back(name);
+  if (config_.service.empty() && !registered.empty()) {
+    // The program means to serve, the config gives it nothing to serve on: it would start, say
+    // it is ready, and serve nothing.
+    std::string names;
+    for (const std::string& name : registered) names += (names.empty() ? "'" : ", '") + name + "'";
+    *err = (config_.origin.empty() ? "" : config_.origin + ": ") +
+           "server.service is empty, so none of the registered services is served (" + names +
+           "): configure them under server.service";
+    return false;
+  }
   // A registered service the config does not list is not served; likely a name mismatch.
   for (const auto& [name, service] : services_) {
     bool configured = false;
@@ -164,7 +176,9 @@ bool Server::StartServices(std::string* err) {
     std::string where = sc.origin.empty() ? "" : sc.origin + ": ";
     auto it = services_.find(sc.name);
     if (it == services_.end()) {
-      *err = where + "service '" + sc.name + "' is configured but no implementation was registered";
+      *err = where + "service '" + sc.name +
+             "' is configured but no implementation was registered under that name" +
+             RegisteredNamesHint(sc.name, registered);
       return false;
     }
     auto codec = CodecRegistry::Instance().GetServer(sc.protocol);

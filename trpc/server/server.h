@@ -50,7 +50,8 @@ class Server {
   bool RegisterService(const std::string& name, ServicePtr service);
   /// Starts every configured service. Fails (with "file:line: ..." of the service's config entry
   /// when known) if one has no implementation, names an unknown protocol or thread model, or
-  /// cannot listen; then nothing is left listening.
+  /// cannot listen, or (at config().origin) if services are registered but none is configured;
+  /// then nothing is left listening.
   bool Start(std::string* err);
   /// Stops accepting, lets in-flight calls finish and their replies go out (bounded wait), then
   /// closes all connections. Idempotent. Must run before the runtime stops.

@@ -4,6 +4,7 @@
 #include "trpc/base/logging.h"
 #include "trpc/codec/codec.h"
 #include "trpc/reactor/reactor.h"
+#include "trpc/server/detail/concurrency_limiter.h"
 #include "trpc/server/detail/method_counters.h"
 #include "trpc/server/detail/service_adapter.h"
 #include "trpc/server/server_filter.h"
@@ -43,6 +44,13 @@ ServerContext::~ServerContext() {
   // A handler that never replied: its request must still stop counting against the connection
   // and give up its reply slot.
   if (!replied_) QueueOnLoop(conn_, reply_slot_, ChainBuffer(), counted_pending_);
+  if (limiter_ != nullptr) LeaveLimiter(MonotonicNanos());
+}
+
+void ServerContext::LeaveLimiter(int64_t now_ns) {
+  limiter_->OnDone(limiter_reactor_, now_ns - recv_ns_, start_ns_ > 0 ? now_ns - start_ns_ : 0,
+                   now_ns);
+  limiter_ = nullptr;
 }
 
 void ServerContext::SetResponse(bool framework_replies) {
@@ -76,6 +84,7 @@ void ServerContext::SendReply(const Status& status, const google::protobuf::Mess
   // reply is encoded).
   int64_t now = deadline_ns_ > 0 || method_counters_ != nullptr ? MonotonicNanos() : 0;
   if (now != 0 && conn_->reactor()->InLoopThread()) conn_->reactor()->NoteTime(now);
+  if (limiter_ != nullptr) LeaveLimiter(now != 0 ? now : MonotonicNanos());
   Status late;
   // A downstream call that timed out because this request's own budget ran out (full-link
   // timeout) is this request's timeout: the caller learns it with the server's code.

@@ -25,6 +25,7 @@ class ServerContext;
 class Service;
 using ServerContextPtr = RefPtr<ServerContext>;
 namespace detail {
+class ConcurrencyLimiter;
 template <typename Filter, typename ContextPtr>
 class FilterChain;
 using ServerFilterChain = FilterChain<MessageServerFilter, ServerContextPtr>;
@@ -123,6 +124,12 @@ class ServerContext final : public RefCounted<ServerContext>, private Task {
   /// The per-method counters the reply is recorded in (latency from GetRecvTimestampNs() to
   /// SendReply(), and the error code); null records nothing. Must outlive the context.
   void SetMethodCounters(detail::MethodCounters* counters) { method_counters_ = counters; }
+  // The request was admitted by `limiter` on reactor `reactor`: it leaves it at the reply.
+  void SetLimiter(detail::ConcurrencyLimiter* limiter, size_t reactor) {
+    limiter_ = limiter;
+    limiter_reactor_ = static_cast<uint32_t>(reactor);
+  }
+  void LeaveLimiter(int64_t now_ns);
   Connection* connection() const { return conn_.get(); }
   void Record(int64_t now_ns, int32_t ret, int32_t func_ret);
 
@@ -142,6 +149,9 @@ class ServerContext final : public RefCounted<ServerContext>, private Task {
   bool invoked_ = false;
   const detail::ServerFilterChain* filters_ = nullptr;
   detail::MethodCounters* method_counters_ = nullptr;
+  detail::ConcurrencyLimiter* limiter_ = nullptr;  // until the reply, if admitted by one
+  uint32_t limiter_reactor_ = 0;
+  int64_t start_ns_ = 0;  // when the handler started, if admitted by a limiter
   // Set while the request waits for its thread model to run it (Run()).
   detail::ServiceAdapter* adapter_ = nullptr;
   RpcMethodHandler* handler_ = nullptr;

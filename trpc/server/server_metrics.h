@@ -41,8 +41,16 @@ struct ServiceMetrics {
   uint64_t connections_accepted = 0;
   uint64_t connections_refused = 0;  // over max_conn_num
   uint64_t protocol_errors = 0;      // connections closed for bytes that did not parse
+  uint64_t accept_backoffs = 0;      // pauses of accepting after accept() failed (out of fds)
   uint64_t bytes_in = 0;             // read from sockets
   uint64_t bytes_out = 0;            // written to sockets
+  /// Requests refused without running their handler, by reason (docs/overload.md).
+  uint64_t rejected_overload = 0;             // max_concurrency reached (ret 22)
+  uint64_t rejected_deadline_passed = 0;      // the deadline passed before the start (ret 21)
+  uint64_t rejected_deadline_unmeetable = 0;  // too little time left to finish (ret 21)
+  /// max_concurrency now (0 = no limit) and the requests it counts now.
+  uint32_t concurrency_limit = 0;
+  uint32_t concurrency_in_flight = 0;
   std::vector<MethodMetrics> methods;
 };
 

@@ -224,6 +224,7 @@ void Connection::ProcessInput() {
     in_.Clear();  // the protocol has ended this connection's input
   } else if (!in_.empty()) {
     std::string err;
+    const size_t frames_before = frames_.size();
     SplitResult r =
         codec_->SplitWithState(&in_, &frames_, options_.max_packet_size, &err, codec_state_.get());
     if (r == SplitResult::kError) {
@@ -251,7 +252,11 @@ void Connection::ProcessInput() {
         ArmReadTimer(codec_state_->read_deadline_ns);
       }
     }
+    if (options_.frame_read_timeout_ms > 0 && !in_.empty() && !closed()) {
+      NoteFrameProgress(frames_.size() != frames_before);
+    }
   }
+  if (in_.empty()) frame_started_ns_ = 0;
   DeliverFrames();
   if (input_finished_ && !closed() && next_frame_ == frames_.size()) FinishInput();
 }
@@ -328,16 +333,38 @@ void Connection::ArmReadTimer(int64_t deadline_ns) {
   });
 }
 
+void Connection::NoteFrameProgress(bool frames_cut) {
+  // The bytes left over begin a frame: a new one if frames were cut off before them, else the
+  // one already timed. The timer is lazy, as the idle timer: one already pending for an
+  // earlier deadline (an earlier frame's) is kept and re-arms itself when it fires, so reads
+  // that leave partial frames cost no timer operation each.
+  if (frame_started_ns_ == 0 || frames_cut) frame_started_ns_ = reactor_->LoopTimeNs();
+  ArmReadTimer(frame_started_ns_ + options_.frame_read_timeout_ms * kNanosPerMilli);
+}
+
 void Connection::OnReadTimer() {
   read_timer_ = 0;
-  if (closed() || input_finished_ || codec_state_ == nullptr) return;
-  int64_t deadline = codec_state_->read_deadline_ns;
-  if (deadline == 0) return;  // the frame completed in time
-  if (reactor_->LoopTimeNs() < deadline) {
-    ArmReadTimer(deadline);
+  if (closed() || input_finished_ || draining_) return;
+  const int64_t now = reactor_->LoopTimeNs();
+  if (frame_started_ns_ != 0 && reading_paused_) {
+    // We stopped reading (our backlog), so the frame cannot complete: not the peer's delay.
+    // Check again later; ResumeReadingSoon() restarts its time.
+    frame_started_ns_ = now;
+  }
+  int64_t codec_deadline = codec_state_ != nullptr ? codec_state_->read_deadline_ns : 0;
+  int64_t frame_deadline = frame_started_ns_ != 0
+                               ? frame_started_ns_ + options_.frame_read_timeout_ms * kNanosPerMilli
+                               : 0;
+  const bool codec_due = codec_deadline != 0 && now >= codec_deadline;
+  if (!codec_due && (frame_deadline == 0 || now < frame_deadline)) {
+    // Nothing due (a frame completed in time, or a later one runs): wait for the earliest.
+    int64_t next = codec_deadline == 0   ? frame_deadline
+                   : frame_deadline == 0 ? codec_deadline
+                                         : std::min(codec_deadline, frame_deadline);
+    if (next != 0) ArmReadTimer(next);
     return;
   }
-  codec_state_->OnReadTimeout();
+  if (codec_due) codec_state_->OnReadTimeout();  // the protocol's answer (HTTP's 408)
   input_finished_ = true;
   finish_reason_ = "read timeout: a frame stayed incomplete too long";
   finish_cause_ = CloseCause::kTimeout;
@@ -504,6 +531,8 @@ void Connection::ResumeAfterBudget() {
 
 void Connection::ResumeReadingSoon() {
   reading_paused_ = false;
+  // A partial frame's time starts again: while we did not read, the peer could not finish it.
+  if (frame_started_ns_ != 0) frame_started_ns_ = reactor_->LoopTimeNs();
   budget_paused_ = false;  // (StopReading, BeginLinger: input is read to be discarded)
   // Edge-triggered: bytes that arrived while paused raise no new event, so read them now —
   // from a task, not from here, so pause/resume cycles never nest on the stack.

@@ -48,6 +48,12 @@ struct ConnectionOptions {
   bool pause_reading_when_backlogged = true;
   /// Close after this long without reading or writing a byte; 0 = never.
   int64_t idle_timeout_ms = 60'000;
+  /// A frame begun (bytes buffered that do not form a whole frame yet) must be complete this
+  /// long after the read that began it, else the input ends and the connection closes
+  /// gracefully with kTimeout; 0 = no limit. Protocol-neutral (HTTP's codec bounds the request
+  /// head on its own, FrameCodecState::read_deadline_ns). Time while reading is paused (our
+  /// backlog, not the peer's doing) does not count.
+  int64_t frame_read_timeout_ms = 0;
   /// A graceful close (Shutdown/CloseAfterFlush) sends FIN once the queue is written, then keeps
   /// reading and discarding until the peer's FIN or this long, whichever comes first. Closing
   /// with unread input would make the kernel send a reset, which can destroy replies the peer
@@ -257,6 +263,8 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   void PostFlush();
   void ArmReadTimer(int64_t deadline_ns);
   void OnReadTimer();
+  // After a split that left bytes in in_, with frame_read_timeout_ms: times that partial frame.
+  void NoteFrameProgress(bool frames_cut);
   void FinishInput();
 
   Reactor* reactor_;
@@ -276,6 +284,9 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   TimerId linger_timer_ = 0;
   TimerId read_timer_ = 0;
   int64_t read_timer_at_ = 0;
+  // LoopTimeNs() of the read that began the partial frame at the front of in_; 0 = none (or
+  // frame_read_timeout_ms is 0).
+  int64_t frame_started_ns_ = 0;
   detail::ReplySequencer sequencer_;  // used when ordered_
   uint64_t frame_slot_ = 0;
   uint32_t pending_requests_ = 0;

@@ -82,6 +82,8 @@ class MapReader {
   std::string PathOf(std::string_view key) const;
 
   bool Has(std::string_view key) const { return FindEntry(key) != nullptr; }
+  /// No keys (the map is absent, null or `{}`).
+  bool empty() const { return entries_.empty(); }
   /// Line of the key's value (of the key itself when the value is null); line() if absent.
   int ValueLine(std::string_view key) const;
 

@@ -39,7 +39,13 @@ ServiceAdapter::ServiceAdapter(const ServiceConfig& config, ServicePtr service, 
   conn_options_.max_packet_size = config.max_packet_size;
   conn_options_.max_pending_write_bytes = config.max_pending_write_bytes;
   conn_options_.idle_timeout_ms = config.idle_time;
+  conn_options_.frame_read_timeout_ms = config.read_frame_timeout;
   conn_options_.max_pending_requests = config.max_pending_requests;
+  if (config.max_concurrency > 0 || config.max_concurrency_auto) {
+    limiter_ =
+        std::make_unique<ConcurrencyLimiter>(config.max_concurrency, config.max_concurrency_auto,
+                                             model->ReactorCount(), model->HandlesInline());
+  }
   acceptor_ = std::make_unique<Acceptor>(
       accept_reactor_, [this](int fd, const NetAddress& peer) { OnNewConnection(fd, peer); });
   BuildMethodTable();
@@ -153,9 +159,14 @@ ServiceStats ServiceAdapter::stats() const {
   s.connections_accepted = connections_accepted_.load(std::memory_order_relaxed);
   s.connections_refused = connections_refused_.load(std::memory_order_relaxed);
   s.protocol_errors = protocol_errors_.load(std::memory_order_relaxed);
+  s.accept_backoffs = acceptor_->backoffs();
   for (const auto& c : counters_) {
     s.requests += c.requests.load(std::memory_order_relaxed);
     s.failed_requests += c.failed_requests.load(std::memory_order_relaxed);
+    s.rejected_overload += c.rejected_overload.load(std::memory_order_relaxed);
+    s.rejected_deadline_passed += c.rejected_deadline_passed.load(std::memory_order_relaxed);
+    s.rejected_deadline_unmeetable +=
+        c.rejected_deadline_unmeetable.load(std::memory_order_relaxed);
   }
   return s;
 }
@@ -168,6 +179,14 @@ void ServiceAdapter::CollectMetrics(ServiceMetrics* out) const {
   out->connections_accepted = s.connections_accepted;
   out->connections_refused = s.connections_refused;
   out->protocol_errors = s.protocol_errors;
+  out->rejected_overload = s.rejected_overload;
+  out->rejected_deadline_passed = s.rejected_deadline_passed;
+  out->rejected_deadline_unmeetable = s.rejected_deadline_unmeetable;
+  if (limiter_ != nullptr) {
+    out->concurrency_limit = limiter_->limit();
+    out->concurrency_in_flight = limiter_->in_flight();
+  }
+  out->accept_backoffs = s.accept_backoffs;
   for (const TrafficCounters& t : traffic_) {
     out->bytes_in += t.bytes_in.load(std::memory_order_relaxed);
     out->bytes_out += t.bytes_out.load(std::memory_order_relaxed);
@@ -242,6 +261,17 @@ void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
   // under its method.
   RpcMethodHandler* method = service_->Route(*ctx);
   ctx->SetMethodCounters(CountersOf(index, method));
+  if (limiter_ != nullptr) {
+    // Before the filters and the body's parse: refusing must cost far less than serving.
+    if (!limiter_->TryAdmit(index, recv_ns)) {
+      counters.rejected_overload.fetch_add(1, std::memory_order_relaxed);
+      counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
+      ctx->SendReply(Status(kServerOverloadErr, "server overloaded: max_concurrency reached"),
+                     nullptr);
+      return;
+    }
+    ctx->SetLimiter(limiter_.get(), index);
+  }
   if (!filters_->Empty()) {
     ctx->SetFilterChain(filters_);
     if (!ctx->RunFilters(FilterPoint::SERVER_POST_RECV_MSG)) {
@@ -250,7 +280,9 @@ void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
       return;
     }
   }
-  if (!model_->HandlesInline()) {
+  // An admitted request runs after the reads (merge too), so refusals do not wait behind it.
+  const bool after_reads = limiter_ != nullptr;
+  if (!model_->HandlesInline() || after_reads) {
     // Runs later: it counts against the connection's requests in flight until its reply.
     conn->BeginRequest();
     ctx->SetCountedPending();
@@ -259,7 +291,11 @@ void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
   ctx->handler_ = method;
   // The thread model runs the request (RunSubmitted) now or later; the reference handed over
   // here keeps the context alive until then.
-  model_->Submit(conn->reactor(), static_cast<Task*>(ctx.release()));
+  if (after_reads) {
+    model_->SubmitAfterReads(conn->reactor(), static_cast<Task*>(ctx.release()));
+  } else {
+    model_->Submit(conn->reactor(), static_cast<Task*>(ctx.release()));
+  }
 }
 
 void ServiceAdapter::RunSubmitted(const ServerContextPtr& ctx) {
@@ -275,11 +311,26 @@ void ServiceAdapter::RunSubmitted(const ServerContextPtr& ctx) {
 void ServiceAdapter::HandleRequest(const ServerContextPtr& ctx, RpcMethodHandler* method,
                                    ReactorCounters& counters, int64_t now_ns) {
   int64_t deadline = ctx->GetDeadlineNs();
-  if (deadline > 0 && (now_ns != 0 ? now_ns : MonotonicNanos()) >= deadline) {
-    counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
-    ctx->SendReply(Status(kServerTimeoutErr, "deadline passed before the request was handled"),
-                   nullptr);
-    return;
+  if (deadline > 0) {
+    if (now_ns == 0) now_ns = MonotonicNanos();
+    if (now_ns >= deadline) {
+      counters.rejected_deadline_passed.fetch_add(1, std::memory_order_relaxed);
+      counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
+      ctx->SendReply(Status(kServerTimeoutErr, "deadline passed before the request was handled"),
+                     nullptr);
+      return;
+    }
+    // With a limiter, the service time is known: a request with less time left than that would
+    // only be answered late, so its handler's time goes to one that can make it.
+    if (limiter_ != nullptr && now_ns + limiter_->service_time_ns() > deadline) {
+      counters.rejected_deadline_unmeetable.fetch_add(1, std::memory_order_relaxed);
+      counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
+      ctx->SendReply(Status(kServerTimeoutErr,
+                            "deadline cannot be met: less time is left than "
+                            "the service's no-load latency"),
+                     nullptr);
+      return;
+    }
   }
   if (method == nullptr) {
     counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
@@ -292,6 +343,10 @@ void ServiceAdapter::HandleRequest(const ServerContextPtr& ctx, RpcMethodHandler
     return;
   }
   ctx->MarkInvoked();
+  if (limiter_ != nullptr) {
+    // Where the limiter's service time starts (the queueing before this is measured apart).
+    ctx->start_ns_ = now_ns != 0 ? now_ns : MonotonicNanos();
+  }
   try {
     method->Handle(ctx);
   } catch (const std::exception& e) {

@@ -9,6 +9,7 @@
 #include "trpc/codec/codec.h"
 #include "trpc/config/config.h"
 #include "trpc/runtime/thread_model.h"
+#include "trpc/server/detail/concurrency_limiter.h"
 #include "trpc/server/detail/method_counters.h"
 #include "trpc/server/server_context.h"
 #include "trpc/server/server_filter.h"
@@ -24,8 +25,12 @@ struct ServiceStats {
   uint64_t connections_accepted = 0;
   uint64_t connections_refused = 0;
   uint64_t protocol_errors = 0;
+  uint64_t accept_backoffs = 0;  // accept() failed (e.g. out of fds): paused
   uint64_t requests = 0;
   uint64_t failed_requests = 0;
+  uint64_t rejected_overload = 0;
+  uint64_t rejected_deadline_passed = 0;
+  uint64_t rejected_deadline_unmeetable = 0;
 };
 
 /// Binds one configured service to the network: listens on its address, spreads connections over
@@ -73,6 +78,10 @@ class ServiceAdapter final : public Connection::Handler {
   struct alignas(64) ReactorCounters {
     std::atomic<uint64_t> requests{0};
     std::atomic<uint64_t> failed_requests{0};
+    // Requests refused without running their handler, by reason.
+    std::atomic<uint64_t> rejected_overload{0};
+    std::atomic<uint64_t> rejected_deadline_passed{0};
+    std::atomic<uint64_t> rejected_deadline_unmeetable{0};
   };
 
   void OnNewConnection(int fd, const NetAddress& peer);
@@ -101,6 +110,8 @@ class ServiceAdapter final : public Connection::Handler {
   std::shared_ptr<ServerCodec> codec_;
   const ServerFilterChain* filters_;
   ConnectionOptions conn_options_;
+  // max_concurrency (null: no limit).
+  std::unique_ptr<ConcurrencyLimiter> limiter_;
   std::unique_ptr<Acceptor> acceptor_;
   Reactor* accept_reactor_;
   std::vector<std::unordered_map<Connection*, ConnectionPtr>> conns_;  // per reactor
