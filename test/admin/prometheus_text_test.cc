@@ -37,6 +37,7 @@ ServerMetrics Sample() {
   meth.errors = {{"func", 1}};
   s.methods.emplace_back().name = "GET /a \"b\"";
   m.thread_models.push_back({"w", "fiber", 2, true, 5, 1});
+  m.buffers = {33554432, 1234, 7, 3, 2};
   return m;
 }
 
@@ -77,6 +78,12 @@ TEST(PrometheusTextTest, FamiliesAndSamples) {
   EXPECT_TRUE(Has(t, R"(trpc_fiber_run_queue_depth{threadmodel="w"} 1)"));
   EXPECT_TRUE(Has(t, "process_cpu_seconds_total 1.5"));
   EXPECT_TRUE(Has(t, "process_resident_memory_bytes 4096"));
+  EXPECT_TRUE(Has(t, "trpc_server_buffered_bytes 1234")) << t;
+  EXPECT_TRUE(Has(t, "trpc_server_buffered_bytes_limit 33554432"));
+  EXPECT_TRUE(Has(t, "# TYPE trpc_server_connections_paused_over_limit_total counter"));
+  EXPECT_TRUE(Has(t, "trpc_server_connections_paused_over_limit_total 7"));
+  EXPECT_TRUE(Has(t, "trpc_server_connections_closed_over_limit_total 3"));
+  EXPECT_TRUE(Has(t, "trpc_server_memory_releases_total 2"));
   EXPECT_TRUE(t.starts_with("# HELP trpc_build_info "));
 }
 

@@ -744,5 +744,30 @@ TEST(ConfigErrorTest, ServerSectionWithoutServices) {
   EXPECT_EQ(MustLoad("client:\n  service:\n").server.origin, "");
 }
 
+TEST(ConfigTest, BufferBound) {
+  Config c = MustLoad(
+      "server:\n  max_buffered_bytes: 33554432\n  buffered_bytes_timeout: 250\n  service:\n"
+      "    - {name: s, port: 1}\n");
+  EXPECT_EQ(c.server.max_buffered_bytes, 33554432u);
+  EXPECT_EQ(c.server.buffered_bytes_timeout, 250u);
+  EXPECT_EQ(Config{}.server.max_buffered_bytes, 0u);  // automatic: sized for the machine
+  EXPECT_EQ(Config{}.server.buffered_bytes_timeout, 10000u);
+  EXPECT_EQ(MustLoad("server: {max_buffered_bytes: 1048576, admin_port: 8080}\n")
+                .server.max_buffered_bytes,
+            1048576u);
+}
+
+TEST(ConfigErrorTest, BadBufferBound) {
+  EXPECT_EQ(LoadError("server:\n  max_buffered_bytes: 1048575\n"),
+            "t.yaml:2: server.max_buffered_bytes: expected 0 (automatic) or at least 1048576 "
+            "bytes, got 1048575");
+  EXPECT_EQ(LoadError("server:\n  max_buffered_bytes: -1\n"),
+            "t.yaml:2: server.max_buffered_bytes: expected an integer in "
+            "0..18446744073709551615, got '-1'");
+  EXPECT_EQ(LoadError("server:\n  buffered_bytes_timeout: 0\n"),
+            "t.yaml:2: server.buffered_bytes_timeout: expected an integer in 1..4294967295, got "
+            "'0'");
+}
+
 }  // namespace
 }  // namespace trpc

@@ -165,6 +165,35 @@ std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process
              s.rejected_deadline_unmeetable);
   }
 
+  // The server's bound on buffered bytes (server.max_buffered_bytes): one sample each.
+  struct Whole {
+    const char* name;
+    const char* type;
+    const char* help;
+    int64_t value;
+  };
+  const Whole whole[] = {
+      {"trpc_server_buffered_bytes", "gauge",
+       "Bytes the server's connections hold buffered (input not handled, replies not written).",
+       m.buffers.buffered},
+      {"trpc_server_buffered_bytes_limit", "gauge", "server.max_buffered_bytes in effect.",
+       static_cast<int64_t>(m.buffers.limit)},
+      {"trpc_server_connections_paused_over_limit_total", "counter",
+       "Times a connection stopped reading because the buffered bytes were over the limit.",
+       static_cast<int64_t>(m.buffers.paused_total)},
+      {"trpc_server_connections_closed_over_limit_total", "counter",
+       "Connections closed for staying over their share of the limit past "
+       "buffered_bytes_timeout.",
+       static_cast<int64_t>(m.buffers.closed_over_limit)},
+      {"trpc_server_memory_releases_total", "counter",
+       "Free memory handed back to the system after a burst of buffered bytes.",
+       static_cast<int64_t>(m.buffers.memory_releases)},
+  };
+  for (const Whole& f : whole) {
+    w.Family(f.name, f.type, f.help);
+    w.Sample(f.name, "", f.value);
+  }
+
   w.Family("trpc_threadmodel_workers", "gauge", "Worker threads of each thread-model instance.");
   for (const auto& t : m.thread_models) {
     w.Sample("trpc_threadmodel_workers", Label("threadmodel", t.name) + "," + Label("type", t.type),

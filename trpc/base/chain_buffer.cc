@@ -100,6 +100,17 @@ void FreeBlockSlow(Block* b) {
   std::free(b);
 }
 
+void ReleasePooledBlocks() {
+  if (tls_dead) return;
+  ThreadBlocks& t = tls_blocks;
+  while (t.free_list != nullptr) {
+    Block* next = t.free_list->next_free;
+    std::free(t.free_list);
+    t.free_list = next;
+  }
+  t.free_count = 0;
+}
+
 void RefList::Grow() {
   uint32_t n = end_ - begin_;
   if (begin_ > 0 && n < cap_ / 2) {

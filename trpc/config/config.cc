@@ -46,6 +46,9 @@ constexpr UintRule kClientMaxConnNumRule{0, 1024};
 constexpr UintRule kPipelineDepthRule{1, 1024};
 constexpr UintRule kStopMaxWaitTimeRule{0, 600000};
 constexpr UintRule kMaxConcurrencyRule{0, 1u << 20};
+constexpr UintRule kMaxBufferedBytesRule{0, UINT64_MAX};  // 0, or >= kMinBufferedBytes
+constexpr uint64_t kMinBufferedBytes = 1u << 20;
+constexpr UintRule kBufferedBytesTimeoutRule{1, kU32Max};
 
 // Instance name -> path of the entry that declared it.
 using InstanceNames = std::map<std::string, std::string, std::less<>>;
@@ -147,8 +150,9 @@ void ReadIp(MapReader& r, std::string_view key, std::string* out) {
 
 void ReadServer(const MapReader& root, const std::string& file, const InstanceNames& instances,
                 ServerConfig* out) {
-  MapReader r = root.Map("server", {"app", "server", "admin_port", "admin_ip", "stop_max_wait_time",
-                                    "filter", "service"});
+  MapReader r =
+      root.Map("server", {"app", "server", "admin_port", "admin_ip", "stop_max_wait_time",
+                          "max_buffered_bytes", "buffered_bytes_timeout", "filter", "service"});
   ServerConfig server;
   if (!r.empty()) server.origin = fmt::format("{}:{}", file, r.line());
   if (r.Has("filter")) server.filter_origin = fmt::format("{}:{}", file, r.ValueLine("filter"));
@@ -158,6 +162,13 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
   r.Uint("admin_port", kPortRule, &server.admin_port);
   ReadIp(r, "admin_ip", &server.admin_ip);
   r.Uint("stop_max_wait_time", kStopMaxWaitTimeRule, &server.stop_max_wait_time);
+  r.Uint("max_buffered_bytes", kMaxBufferedBytesRule, &server.max_buffered_bytes);
+  if (r.ok() && server.max_buffered_bytes != 0 && server.max_buffered_bytes < kMinBufferedBytes) {
+    r.FailValue("max_buffered_bytes",
+                fmt::format("expected 0 (automatic) or at least {} bytes, got {}",
+                            kMinBufferedBytes, server.max_buffered_bytes));
+  }
+  r.Uint("buffered_bytes_timeout", kBufferedBytesTimeoutRule, &server.buffered_bytes_timeout);
 
   std::vector<Listener> listeners;
   CheckListener(r, "admin_port", {server.admin_ip, server.admin_port, "server.admin_port"},

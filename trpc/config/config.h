@@ -85,7 +85,11 @@ struct ServerConfig {
   uint16_t admin_port = 0;  // 0 = no admin service.
   std::string admin_ip = "127.0.0.1";
   uint32_t stop_max_wait_time = 3000;  // ms a graceful stop waits for in-flight calls, 0..600000.
-  std::vector<std::string> filter;     // Server filters run for every service, by registered name.
+  /// Bytes all connections together may hold buffered (input not yet handled, replies not yet
+  /// written); 0 = a quarter of the memory this process may use, 64 MiB..4 GiB. Else >= 1 MiB.
+  uint64_t max_buffered_bytes = 0;
+  uint32_t buffered_bytes_timeout = 10000;  // ms a connection may stay over its share; >= 1.
+  std::vector<std::string> filter;  // Server filters run for every service, by registered name.
   std::vector<ServiceConfig> service;
   std::string filter_origin;  // "file:line" of server.filter, for errors found after loading.
   /// "file:line" of the server section when it has keys, for errors found after loading (a

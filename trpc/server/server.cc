@@ -12,6 +12,7 @@
 #include "trpc/runtime/merge_thread_model.h"
 #include "trpc/runtime/runtime.h"
 #include "trpc/server/detail/service_adapter.h"
+#include "trpc/transport/buffer_budget.h"
 
 namespace trpc {
 
@@ -42,6 +43,9 @@ bool Server::RegisterService(const std::string& name, ServicePtr service) {
 }
 
 bool Server::Start(std::string* err) {
+  uint64_t limit =
+      config_.max_buffered_bytes != 0 ? config_.max_buffered_bytes : DefaultBufferLimit();
+  budget_ = std::make_shared<BufferBudget>(limit, int64_t{config_.buffered_bytes_timeout});
   if (!StartServices(err) || !StartSideServices(err)) {
     Stop();  // what did start must not keep listening
     return false;
@@ -86,6 +90,7 @@ bool Server::StartSideServices(std::string* err) {
         KeepChain(std::make_unique<detail::ServerFilterChain>());
     r.adapter = std::make_unique<detail::ServiceAdapter>(sc, r.side.service, r.model.get(), codec,
                                                          no_filters);
+    r.adapter->SetBufferBudget(budget_);
     if (!r.adapter->Start(err)) {
       r.adapter.reset();
       return false;
@@ -136,6 +141,13 @@ ServerMetrics Server::GetMetrics() const {
   ServerMetrics m;
   m.app = config_.app;
   m.server = config_.server;
+  if (budget_) {
+    m.buffers.limit = budget_->limit();
+    m.buffers.buffered = budget_->total();
+    m.buffers.paused_total = budget_->paused_total();
+    m.buffers.closed_over_limit = budget_->closed_over_limit();
+    m.buffers.memory_releases = budget_->releases();
+  }
   std::vector<ThreadModel*> models;
   auto add = [&](const detail::ServiceAdapter& a) {
     a.CollectMetrics(&m.services.emplace_back());
@@ -231,6 +243,7 @@ bool Server::StartServices(std::string* err) {
     }
     auto adapter = std::make_unique<detail::ServiceAdapter>(sc, it->second, model, codec,
                                                             KeepChain(std::move(chain)));
+    adapter->SetBufferBudget(budget_);
     if (!adapter->Start(err)) {
       *err = where + *err;
       return false;

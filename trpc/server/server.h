@@ -39,6 +39,8 @@ struct SideService {
   std::function<void()> before_stop;
 };
 
+class BufferBudget;
+
 class Server {
  public:
   explicit Server(ServerConfig config);
@@ -93,6 +95,8 @@ class Server {
   static void Keep(std::unique_ptr<T> kept);
 
   ServerConfig config_;
+  // The bound on bytes buffered by every service's connections (server.max_buffered_bytes).
+  std::shared_ptr<BufferBudget> budget_;
   std::map<std::string, ServicePtr> services_;
   std::map<std::string, std::unique_ptr<detail::ServiceAdapter>> adapters_;
   // Side services, each with its own one-thread merge model (not in the runtime's registry)

@@ -64,11 +64,21 @@ struct ThreadModelMetrics {
   uint64_t run_queue_depth = 0;  // runnable, waiting for a worker
 };
 
+/// The server's bound on buffered bytes (server.max_buffered_bytes).
+struct BufferMetrics {
+  uint64_t limit = 0;              // bytes
+  int64_t buffered = 0;            // bytes now (lags by a batch per worker)
+  uint64_t paused_total = 0;       // times a connection stopped reading for the bound
+  uint64_t closed_over_limit = 0;  // connections closed for staying over it
+  uint64_t memory_releases = 0;    // free memory returned to the system after a burst
+};
+
 /// What Server::GetMetrics() returns: every service (the admin service last, if it runs) and
 /// the thread models they run on.
 struct ServerMetrics {
   std::string app;
   std::string server;
+  BufferMetrics buffers;
   std::vector<ServiceMetrics> services;
   std::vector<ThreadModelMetrics> thread_models;
 };

@@ -39,11 +39,20 @@ Connection::Connection(Reactor* reactor, int fd, const NetAddress& peer, FrameCo
       handler_(handler),
       options_(options),
       state_(connecting ? State::kConnecting : State::kOpen),
-      ordered_(codec->OrderedReplies()) {}
+      ordered_(codec->OrderedReplies()),
+      write_limit_(options.max_pending_write_bytes) {
+  if (options_.budget != nullptr) {
+    options_.budget->ConnectionOpened();
+    write_limit_ = std::min(write_limit_, BufferBudget::kStep);
+  }
+}
 
 Connection::~Connection() {
   if (state_ != State::kClosed) {
     ::close(fd_);
+    // (Owners close their connections before dropping them; the bytes are not given back here,
+    // as this may run on any thread, but the count of connections is.)
+    if (options_.budget != nullptr) options_.budget->ConnectionClosed();
   }
 }
 
@@ -174,6 +183,8 @@ void Connection::HandleRead(bool to_eof) {
         // A long pipelined stream: handle what is here and send its replies before reading on.
         ProcessInput();
         if (!closed() && !out_.empty()) Flush();
+        // An incomplete large frame stays in in_: the budget sees it every 1 MiB.
+        if (!closed()) AccountBuffered();
       }
       // A short read drained the socket; edge-triggered epoll reports the next arrival, so the
       // extra read(2) that would only return EAGAIN is skipped.
@@ -304,7 +315,7 @@ void Connection::SendReply(uint64_t slot, ChainBuffer&& data, bool ends_request)
   } else if (queued) {
     PostFlush();
   }
-  if (closed() || closing_after_flush() || !reading_paused_) return;
+  if (closed() || closing_after_flush() || !reading_paused_ || budget_paused_) return;
   if (out_.size() <= options_.max_pending_write_bytes / 2 &&
       pending_requests_ < options_.max_pending_requests) {
     ResumeReadingSoon();
@@ -409,7 +420,7 @@ void Connection::DeliverFrames() {
   // requests with large replies cannot queue more than one reply beyond the limit.
   if (frames_.empty()) return;
   while (next_frame_ < frames_.size()) {
-    if (options_.pause_reading_when_backlogged && Backlogged()) {
+    if (options_.pause_reading_when_backlogged && ShouldPause()) {
       reading_paused_ = true;
       return;
     }
@@ -475,18 +486,54 @@ void Connection::Flush() {
     BeginLinger();
     return;
   }
-  if (!reading_paused_ && !draining_ && options_.pause_reading_when_backlogged && Backlogged()) {
+  AccountBuffered();
+  if (!reading_paused_ && !draining_ && options_.pause_reading_when_backlogged && ShouldPause()) {
     reading_paused_ = true;
-  } else if (reading_paused_ && !in_batch_ && out_.size() <= options_.max_pending_write_bytes / 2 &&
+  } else if (reading_paused_ && !budget_paused_ && !in_batch_ &&
+             out_.size() <= options_.max_pending_write_bytes / 2 &&
              pending_requests_ < options_.max_pending_requests) {
     ResumeReadingSoon();
   }
+}
+
+bool Connection::PauseCheck() {
+  if (Backlogged()) return true;
+  // Only the budget's report point was passed: report, and the budget may say stop.
+  AccountBufferedSlow();
+  return budget_paused_;
+}
+
+void Connection::AccountBufferedSlow() {
+  size_t now = in_.size() + out_.size();
+  for (size_t i = next_frame_; i < frames_.size(); ++i) now += frames_[i].size();
+  BufferBudget::Slot* slot = options_.budget;
+  if (now != budget_bytes_) {
+    slot->Add(static_cast<int64_t>(now) - static_cast<int64_t>(budget_bytes_));
+    budget_bytes_ = now;
+  }
+  write_limit_ = std::min(options_.max_pending_write_bytes, out_.size() + BufferBudget::kStep);
+  // Over the bound, the connections holding more than their allowance stop reading (and
+  // handing up frames, so producing replies); the others go on. A draining connection reads
+  // only to discard, which frees memory.
+  if (budget_paused_ || draining_ || now <= slot->budget().Allowance()) {
+    return;
+  }
+  budget_paused_ = true;
+  reading_paused_ = true;
+  slot->Paused(shared_from_this());
+}
+
+void Connection::ResumeAfterBudget() {
+  if (!budget_paused_ || closed()) return;
+  budget_paused_ = false;
+  if (reading_paused_ && !Backlogged()) ResumeReadingSoon();
 }
 
 void Connection::ResumeReadingSoon() {
   reading_paused_ = false;
   // A partial frame's time starts again: while we did not read, the peer could not finish it.
   if (frame_started_ns_ != 0) frame_started_ns_ = reactor_->LoopTimeNs();
+  budget_paused_ = false;  // (StopReading, BeginLinger: input is read to be discarded)
   // Edge-triggered: bytes that arrived while paused raise no new event, so read them now —
   // from a task, not from here, so pause/resume cycles never nest on the stack.
   std::weak_ptr<Connection> weak = weak_from_this();
@@ -539,6 +586,13 @@ void Connection::Close(const std::string& reason, CloseCause cause) {
   }
   in_.Clear();
   out_.Clear();
+  if (options_.budget != nullptr) {
+    // The frames not handed up are freed with the connection; they no longer count either.
+    options_.budget->Add(-static_cast<int64_t>(budget_bytes_));
+    options_.budget->ConnectionClosed();
+    options_.budget = nullptr;
+    budget_bytes_ = 0;
+  }
   handler_->OnClose(this, reason);
 }
 

@@ -10,6 +10,7 @@
 #include "trpc/base/net_address.h"
 #include "trpc/reactor/event_handler.h"
 #include "trpc/reactor/reactor.h"
+#include "trpc/transport/buffer_budget.h"
 #include "trpc/transport/detail/reply_sequencer.h"
 #include "trpc/transport/frame_codec.h"
 
@@ -61,6 +62,10 @@ struct ConnectionOptions {
   /// Optional: counters every byte read and written is also added to. Must belong to the
   /// connection's reactor (one writer) and outlive the connection.
   TrafficCounters* traffic = nullptr;
+  /// Optional: the slot (of this connection's reactor) of the process-wide bound on buffered
+  /// bytes (BufferBudget) that this connection's input and output count against. Must outlive
+  /// the connection. Server connections only: they pause reading when over their share.
+  BufferBudget::Slot* budget = nullptr;
 };
 
 /// Byte counters of one connection (loop thread writes, readers tolerate staleness).
@@ -76,6 +81,7 @@ enum class CloseCause : uint8_t {
   kTimeout,        // idle_time, or a frame that stayed incomplete too long
   kIoError,        // a failed read, write, connect or epoll registration
   kProtocolError,  // bytes the codec could not accept
+  kOverLimit,      // held more than its share of the process's buffer bound for too long
 };
 
 /// One TCP connection owned by one reactor: reads until EAGAIN into a chain buffer, splits frames
@@ -173,6 +179,12 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   /// text reason is for people; this is for counting.
   CloseCause close_cause() const { return close_cause_; }
 
+  /// The process-wide buffer bound (ConnectionOptions::budget): the bytes this connection last
+  /// reported to it, whether it stopped reading for it, and the slot's call to read again.
+  size_t budget_bytes() const { return budget_bytes_; }
+  bool budget_paused() const { return budget_paused_; }
+  void ResumeAfterBudget();
+
   void HandleEvents(uint32_t events) override;
 
  private:
@@ -233,6 +245,25 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
     return out_.size() > options_.max_pending_write_bytes ||
            pending_requests_ >= options_.max_pending_requests;
   }
+  // Backlogged(), or the output grew by BufferBudget::kStep since the last report to the budget
+  // and the budget now says stop: write_limit_ is the lower of max_pending_write_bytes and the
+  // next report's point, so the per-frame check costs what it did without a budget.
+  bool ShouldPause() {
+    return out_.size() > write_limit_ || pending_requests_ >= options_.max_pending_requests
+               ? PauseCheck()
+               : false;
+  }
+  bool PauseCheck();
+  // Reports the bytes buffered to the budget if they changed since the last report (cheap when
+  // they did not: request/response traffic ends each event with nothing buffered). Frames held
+  // back are counted by the slow path only: while there are some, the sum here falls short of
+  // the last report, so it runs.
+  void AccountBuffered() {
+    if (options_.budget != nullptr && in_.size() + out_.size() != budget_bytes_) {
+      AccountBufferedSlow();
+    }
+  }
+  void AccountBufferedSlow();
   void ResumeReadingSoon();
   void SendImmediate(uint64_t slot, bool final);
   // Appends `data` to out_ (in `slot`'s order): false when nothing was appended.
@@ -284,6 +315,11 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   bool flush_posted_ = false;  // a loop task will flush out_
   bool reading_paused_ = false;
   bool small_reads_ = true;  // the last read did not fill its first block: read(2), not readv
+  // The process-wide buffer bound (options_.budget): bytes last reported, the output size at
+  // which the next report is due, and reading paused by the budget (with reading_paused_).
+  bool budget_paused_ = false;
+  size_t budget_bytes_ = 0;
+  size_t write_limit_;
   CloseCause close_cause_ = CloseCause::kLocal;   // with close_reason_
   CloseCause finish_cause_ = CloseCause::kLocal;  // with finish_reason_
   std::string close_reason_;  // for the handler's OnClose once a graceful close ends

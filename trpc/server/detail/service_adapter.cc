@@ -77,7 +77,18 @@ void ServiceAdapter::BuildMethodTable() {
   method_counters_ = KeepMethodCounters(model_->ReactorCount() * method_names_.size());
 }
 
-ServiceAdapter::~ServiceAdapter() { Stop(); }
+ServiceAdapter::~ServiceAdapter() {
+  Stop();
+  if (budget_) budget_->DropSlots(this);
+}
+
+void ServiceAdapter::SetBufferBudget(std::shared_ptr<BufferBudget> budget) {
+  budget_ = std::move(budget);
+  budget_slots_.clear();
+  for (size_t i = 0; budget_ && i < model_->ReactorCount(); ++i) {
+    budget_slots_.push_back(budget_->NewSlot(model_->GetReactor(i), this));
+  }
+}
 
 bool ServiceAdapter::Start(std::string* err) {
   NetAddress addr;
@@ -345,6 +356,7 @@ void ServiceAdapter::OnNewConnection(int fd, const NetAddress& peer) {
   r->RunInLoop([this, r, index, fd, peer] {
     ConnectionOptions options = conn_options_;
     options.traffic = &traffic_[index];
+    if (!budget_slots_.empty()) options.budget = budget_slots_[index];
     auto conn = std::make_shared<Connection>(r, fd, peer, codec_.get(), this, options);
     conns_[index].emplace(conn.get(), conn);
     conn->Start();

@@ -49,6 +49,9 @@ class ServiceAdapter final : public Connection::Handler {
                  std::shared_ptr<ServerCodec> codec, const ServerFilterChain* filters);
   ~ServiceAdapter() override;
 
+  /// Counts this service's connections against `budget` (the server's bound on buffered
+  /// bytes); before Start().
+  void SetBufferBudget(std::shared_ptr<BufferBudget> budget);
   bool Start(std::string* err);
   /// Closes the listening socket; connections keep being served. Blocks until done, or until
   /// `deadline_ns` (MonotonicNanos(); < 0: no limit) if the accepting worker is stuck in a
@@ -149,7 +152,9 @@ class ServiceAdapter final : public Connection::Handler {
   uint32_t first_handler_id_ = 0;
   std::vector<uint32_t> slot_of_handler_;
   MethodCounters* method_counters_ = nullptr;
-  std::vector<TrafficCounters> traffic_;  // per reactor; connections add their bytes
+  std::vector<TrafficCounters> traffic_;           // per reactor; connections add their bytes
+  std::shared_ptr<BufferBudget> budget_;           // null: no bound
+  std::vector<BufferBudget::Slot*> budget_slots_;  // per reactor, when budget_ is set
   // Written by the accepting thread or on close; rare, so shared.
   std::atomic<uint64_t> connections_accepted_{0};
   std::atomic<uint64_t> connections_refused_{0};
