@@ -109,8 +109,10 @@ def run(args):
     res = {"machine": machine_info(), "deadline_ms": DEADLINE_MS, "kinds": {}}
     try:
         for kind, (_, delay, service_s) in KINDS.items():
+            if kind not in args.kinds:
+                continue
             res["kinds"][kind] = {"delay": delay, "models": {}}
-            for model in ("merge", "fiber"):
+            for model in args.models:
                 srv = runner.start(model, "none")
                 try:
                     # Closed loop with a deadline long enough that nothing times out: the
@@ -121,17 +123,17 @@ def run(args):
                     unloaded = runner.load(srv, kind, light, 3)
                 finally:
                     srv.stop()
-                # A fixed limit sized by hand, as a user would: in-flight work for four service
-                # times at capacity, at least 4.
-                fixed = max(4, round(cap * 4 * service_s))
+                # A fixed limit sized by hand, as a user would: in-flight work for
+                # --fixed-factor service times at capacity, at least 4.
+                fixed = max(4, round(cap * args.fixed_factor * service_s))
                 entry = {"capacity_qps": cap, "fixed_limit": fixed,
                          "unloaded_p99_us": summarize(unloaded)["ok_p99_us"], "rows": {}}
                 log(f"{kind} {model}: capacity {cap:.0f} QPS, unloaded P99 "
                     f"{entry['unloaded_p99_us']} us, fixed limit {fixed}")
-                for limit in ("none", str(fixed), "auto"):
-                    label = "fixed" if limit == str(fixed) else limit
+                for label in args.limits:
+                    limit = str(fixed) if label == "fixed" else label
                     rows = []
-                    for level in LEVELS:
+                    for level in args.levels:
                         srv = runner.start(model, limit)
                         try:
                             secs = window_2x if level == 2.0 else window
@@ -222,7 +224,18 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--out", default=os.path.join(ROOT, "build/results"))
     ap.add_argument("--quick", action="store_true", help="shorter runs (a smoke test)")
+    ap.add_argument("--kinds", default="cpu,sleep", help="handler kinds: cpu,sleep")
+    ap.add_argument("--models", default="merge,fiber")
+    ap.add_argument("--limits", default="none,fixed,auto")
+    ap.add_argument("--levels", default=",".join(map(str, LEVELS)),
+                    help="offered loads, x capacity")
+    ap.add_argument("--fixed-factor", type=float, default=6,
+                    help="the fixed limit: this many service times of work at capacity (>= 4)")
     args = ap.parse_args()
+    args.kinds = args.kinds.split(",")
+    args.models = args.models.split(",")
+    args.limits = args.limits.split(",")
+    args.levels = [float(x) for x in args.levels.split(",")]
     res = run(args)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "overload.json"), "w") as f:

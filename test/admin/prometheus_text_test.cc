@@ -137,7 +137,8 @@ TEST(PrometheusTextTest, LabelEscapesAndBucketBounds) {
 
 TEST(StatsJsonTest, SameNumbers) {
   ProcessMetrics p{1.5, 4096};
-  std::string j = StatsJson(Sample(), &p);
+  ServerMetrics m = Sample();
+  std::string j = StatsJson(m, &p);
   EXPECT_TRUE(j.starts_with(R"({"app":"app","server":"srv","services":[{"name":"trpc.test.Svc",)"
                             R"("protocol":"trpc","connections":2,"connections_accepted_total":3,)"
                             R"("connections_refused_total":1,"protocol_errors_total":0,)"
@@ -152,10 +153,16 @@ TEST(StatsJsonTest, SameNumbers) {
   EXPECT_NE(j.find(R"("+Inf":3}}},{"method":"GET /a \"b\"","requests_total":0,)"),
             std::string::npos)
       << j;
-  EXPECT_TRUE(j.ends_with(R"(],"threadmodels":[{"name":"w","type":"fiber","workers":2,)"
-                          R"("fibers_alive":5,"run_queue_depth":1}],)"
-                          R"("process":{"cpu_seconds_total":1.5,"resident_memory_bytes":4096}})"
-                          "\n"))
+  EXPECT_TRUE(
+      j.ends_with(R"(],"buffers":{"limit":)" + std::to_string(m.buffers.limit) + R"(,"buffered":)" +
+                  std::to_string(m.buffers.buffered) + R"(,"paused_total":)" +
+                  std::to_string(m.buffers.paused_total) + R"(,"closed_over_limit_total":)" +
+                  std::to_string(m.buffers.closed_over_limit) + R"(,"memory_releases_total":)" +
+                  std::to_string(m.buffers.memory_releases) +
+                  R"(},"threadmodels":[{"name":"w","type":"fiber","workers":2,)"
+                  R"("fibers_alive":5,"run_queue_depth":1}],)"
+                  R"("process":{"cpu_seconds_total":1.5,"resident_memory_bytes":4096}})"
+                  "\n"))
       << j;
   EXPECT_EQ(JsonString("a\"\\\n\x01"), R"("a\"\\\n\u0001")");
 }

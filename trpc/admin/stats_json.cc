@@ -88,7 +88,11 @@ std::string StatsJson(const ServerMetrics& m, const ProcessMetrics* process) {
     if (i > 0) out += ',';
     AppendService(m.services[i], &out);
   }
-  out += R"(],"threadmodels":[)";
+  const BufferMetrics& b = m.buffers;
+  fmt::format_to(it,
+                 R"(],"buffers":{{"limit":{},"buffered":{},"paused_total":{},)"
+                 R"("closed_over_limit_total":{},"memory_releases_total":{}}},"threadmodels":[)",
+                 b.limit, b.buffered, b.paused_total, b.closed_over_limit, b.memory_releases);
   for (size_t i = 0; i < m.thread_models.size(); ++i) {
     const ThreadModelMetrics& t = m.thread_models[i];
     fmt::format_to(it, R"({}{{"name":{},"type":{},"workers":{})", i ? "," : "", JsonString(t.name),

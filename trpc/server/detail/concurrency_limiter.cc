@@ -14,7 +14,7 @@ constexpr int64_t kMaxWindowNs = 1000 * kNanosPerMilli;
 constexpr uint64_t kMinReplies = 16;
 // Queueing the adaptive limit always allows, whatever the no-load latency: below this, jitter
 // (a scheduler tick, a burst of 20 requests in one pass) would look like overload.
-constexpr int64_t kMinSlackNs = 500 * kNanosPerMicro;
+constexpr int64_t kMinSlackNs = 250 * kNanosPerMicro;
 // The adaptive limit's start: generous, since a window at 2x load halves it at most.
 constexpr uint32_t kInitialAdaptiveLimit = 64;
 constexpr double kMaxAdaptiveLimit = 1 << 20;
