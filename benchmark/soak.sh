@@ -87,6 +87,11 @@ http_pid=$!; pids+=("$http_pid")
 wait_port "$trpc_port" "$echo_pid"
 wait_port "$http_port" "$http_pid"
 
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+fds() { ls "/proc/$1/fd" | wc -l; }
+# Descriptors before any client connects: after the clients close, the servers must be back here.
+idle_fds="$(fds "$echo_pid") $(fds "$http_pid")"
+
 capacity() {  # closed loop, 3 s: OK replies per second
   taskset -c 0 "$bench" "$@" --duration 3 --warmup 1 --quiet --json "$tmp/cap.json" >/dev/null 2>&1
   python3 -c "import json; d=json.load(open('$tmp/cap.json')); print(int(d['ok']/d['window_s']))"
@@ -118,12 +123,11 @@ run_client http_hello --protocol http --target "127.0.0.1:$http_port" --http-pat
 run_client http_missing --protocol http --target "127.0.0.1:$http_port" --http-path /nosuch \
   --qps 100 --connections 2
 
-rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
-fds() { ls "/proc/$1/fd" | wc -l; }
 echo "t_s,trpc_rss_kb,trpc_fds,http_rss_kb,http_fds" > "$out/soak.csv"
 sleep 2  # the clients connect first
 start=$(date +%s)
-while (( $(date +%s) - start < seconds )); do
+# Sample only while the clients run (they stop at about start + seconds - 2).
+while (( $(date +%s) - start < seconds - 10 )); do
   t=$(( $(date +%s) - start ))
   echo "$t,$(rss_kb "$echo_pid"),$(fds "$echo_pid"),$(rss_kb "$http_pid"),$(fds "$http_pid")" \
     >> "$out/soak.csv"
@@ -131,12 +135,16 @@ while (( $(date +%s) - start < seconds )); do
 done
 # The clients end on their own (their duration), then report.
 for p in "${pids[@]:2}"; do wait "$p" || true; done
+sleep 1  # the servers see the clients' FINs
+closed_fds="$(fds "$echo_pid") $(fds "$http_pid")"
 curl -s "http://127.0.0.1:$admin_port/metrics" > "$out/soak_metrics.txt" || true
 
-python3 - "$out" "$tmp" "$minutes" "$trpc_cap" "$trpc_qps" "$http_cap" "$http_qps" <<'EOF'
+python3 - "$out" "$tmp" "$minutes" "$trpc_cap" "$trpc_qps" "$http_cap" "$http_qps" \
+  "$idle_fds" "$closed_fds" <<'EOF'
 import csv, json, sys
 out, tmp, minutes = sys.argv[1], sys.argv[2], sys.argv[3]
 trpc_cap, trpc_qps, http_cap, http_qps = sys.argv[4:8]
+idle_fds, closed_fds = [list(map(int, a.split())) for a in sys.argv[8:10]]
 rows = list(csv.DictReader(open(f"{out}/soak.csv")))
 expected = {"trpc_mix": set(), "trpc_spin": set(), "trpc_unknown": {"12"},
             "http_hello": set(), "http_missing": {"http:404"}}
@@ -163,6 +171,12 @@ for key in ("trpc_rss_kb", "trpc_fds", "http_rss_kb", "http_fds"):
     verdict &= ok
     lines.append(f"| {key} | {vals[0]} | {vals[-1]} | {min(vals)}..{max(vals)} | "
                  f"{'yes' if ok else 'NO'} |")
+# No descriptor outlives its connection: once the clients have closed, each server holds what it
+# held before they connected.
+fds_back = all(c <= i for c, i in zip(closed_fds, idle_fds))
+verdict &= fds_back
+lines += ["", f"descriptors (trpc, http) before the clients: {idle_fds[0]}, {idle_fds[1]}; after "
+          f"they closed: {closed_fds[0]}, {closed_fds[1]} ({'back' if fds_back else 'NOT back'})"]
 verdict &= unexpected_total == 0
 bound = [n for n in expected if json.load(open(f"{tmp}/{n}.json"))["client"]["bottleneck"]]
 if bound:
