@@ -4,6 +4,11 @@ find_package(Protobuf REQUIRED)
 find_package(Boost 1.74 REQUIRED COMPONENTS context)
 find_package(fmt REQUIRED)
 find_package(yaml-cpp REQUIRED)
+# HTTP/2 (the gRPC plug-in): nghttp2 has no CMake package, only a .pc file; zlib for
+# grpc-encoding gzip/deflate.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(NGHTTP2 REQUIRED IMPORTED_TARGET GLOBAL libnghttp2)
+find_package(ZLIB REQUIRED)
 if(TRPC_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

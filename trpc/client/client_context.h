@@ -31,6 +31,10 @@ class ClientContext {
     req_trans_info_[std::move(key)] = std::move(value);
   }
   const TransInfo& GetReqTransInfo() const { return req_trans_info_; }
+  /// Compresses the request message: 0 none (the default), 1 gzip. Honoured by protocols that
+  /// compress messages (gRPC's grpc-encoding); trpc and HTTP/1.1 send the body as it is.
+  void SetReqCompressType(uint32_t type) { req_compress_type_ = type; }
+  uint32_t GetReqCompressType() const { return req_compress_type_; }
   TransInfo& MutableReqTransInfo() { return req_trans_info_; }
   const TransInfo& GetRspTransInfo() const { return rsp_trans_info_; }
   TransInfo& MutableRspTransInfo() { return rsp_trans_info_; }
@@ -47,6 +51,7 @@ class ClientContext {
   std::string func_;
   std::string caller_;
   TransInfo req_trans_info_;
+  uint32_t req_compress_type_ = 0;
   TransInfo rsp_trans_info_;
   Status status_;
   NetAddress backend_;

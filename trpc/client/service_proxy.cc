@@ -220,6 +220,7 @@ bool ServiceProxy::Impl::Prepare(const ClientContextPtr& ctx, RpcRequest* req_in
     return false;
   }
   r.trans_info = ctx->GetReqTransInfo();
+  r.content_encoding = ctx->GetReqCompressType();
   // One counter picks the backend (round-robin) and, every backends_.size() calls, the next of
   // its max_conn_num connections (a pool picks its own).
   uint32_t n = next_backend_.fetch_add(1, std::memory_order_relaxed);
@@ -412,6 +413,11 @@ void ServiceProxy::Impl::AsyncUnaryInvoke(const ClientContextPtr& ctx,
 
 Status ServiceProxy::Impl::OnewayInvoke(const ClientContextPtr& ctx,
                                         const google::protobuf::MessageLite& req) {
+  if (!codec_->SupportsOneway()) {
+    return Status(kClientEncodeErr, "protocol " + std::string(codec_->Name()) +
+                                        " has no one-way calls (client service " + config_.name +
+                                        ")");
+  }
   if (!filters_.Empty()) {
     ctx->SetStatus(Status());
     if (!RunFilters(FilterPoint::CLIENT_PRE_RPC_INVOKE, ctx)) return ctx->GetStatus();

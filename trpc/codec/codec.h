@@ -57,6 +57,8 @@ class ClientCodec : public FrameCodec {
   virtual bool EncodeRequest(RpcRequest* req, const google::protobuf::MessageLite* body_msg,
                              ChainBuffer* out) = 0;
   virtual bool DecodeResponse(ChainBuffer&& frame, RpcResponse* rsp, std::string* err) = 0;
+  /// False for protocols without one-way calls (gRPC): a one-way call then fails at once.
+  virtual bool SupportsOneway() const { return true; }
 };
 
 /// Protocols register here by name ("trpc", "http"); server and client look them up by the

@@ -39,6 +39,9 @@ struct RpcRequest {
   std::string callee;
   std::string func;  // "/package.Service/Method"
   TransInfo trans_info;
+  /// The reply carries trans_info back to the caller (trpc's rule). Protocols whose peers do not
+  /// expect their own metadata back (gRPC) clear it: the reply then has only the handler's.
+  bool echo_trans_info = true;
   ChainBuffer body;
   ChainBuffer attachment;
   std::unique_ptr<ProtocolMessage> protocol;  // null for protocols that need none

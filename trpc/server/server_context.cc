@@ -265,7 +265,7 @@ void ServerContext::SendReply(const Status& status, const google::protobuf::Mess
     body = nullptr;
   }
   // The request's metadata travels back with the reply; the handler's own entries win.
-  rsp.trans_info = std::move(req_.trans_info);
+  if (req_.echo_trans_info) rsp.trans_info = std::move(req_.trans_info);
   for (auto& [k, v] : rsp_trans_info_) rsp.trans_info[k] = std::move(v);
   if (st.OK()) {
     rsp.protocol = std::move(protocol_rsp_);

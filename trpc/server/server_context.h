@@ -89,6 +89,11 @@ class ServerContext final : public RefCounted<ServerContext>, private Task {
   /// A protocol's own handler (e.g. an HTTP handler) hands its protocol-specific reply here
   /// before SendReply(); the codec encodes it instead of the neutral reply.
   void SetProtocolResponse(std::unique_ptr<ProtocolMessage> rsp) { protocol_rsp_ = std::move(rsp); }
+  /// The one set with SetProtocolResponse() (null if none), for a protocol's API to add to it.
+  ProtocolMessage* GetProtocolResponse() const { return protocol_rsp_.get(); }
+  /// The request's protocol-specific part (null for protocols that have none), for the
+  /// protocol's own API (e.g. grpc::GetRequestInfo).
+  const ProtocolMessage* GetProtocolRequest() const { return req_.protocol.get(); }
 
  private:
   // The framework's part: the server's adapter makes, dispatches and answers contexts; method

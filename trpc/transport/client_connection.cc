@@ -95,6 +95,7 @@ void ClientConnection::OnTimeout(uint32_t request_id) {
   if (it == pending_.end()) return;
   Done done = std::move(it->second.done);
   pending_.erase(it);
+  if (conn_ && !conn_->closed()) conn_->CancelOutgoing(request_id);
   done(Status(kClientInvokeTimeoutErr, "request timed out"), ChainBuffer());
   // FIFO: the late response would hold up every later call on this connection. With no live
   // call behind it, closing costs nothing and gives the owner a fresh connection.

@@ -60,7 +60,7 @@ class ClientConnection : public Connection::Handler,
   bool usable() const {
     if (!conn_ || conn_->closed()) return false;
     const FrameCodecState* st = conn_->codec_state();
-    return st == nullptr || !(st->closing || st->input_ended);
+    return st == nullptr || !(st->closing || st->input_ended || st->no_new_calls);
   }
   /// Runs once, at the end of the close (after the pending calls have failed).
   void set_close_callback(std::function<void(ClientConnection*)> cb) {

@@ -273,7 +273,10 @@ void Connection::SendImmediate(uint64_t slot, bool final) {
   ChainBuffer bytes = std::move(codec_state_->immediate);
   codec_state_->immediate.Clear();
   if (!ordered_) {
-    Send(std::move(bytes));
+    // Wire bytes already (never through EncodeOutput).
+    if (!accepts_output()) return;
+    out_.Append(std::move(bytes));
+    if (!in_batch_) Flush();
     return;
   }
   ChainBuffer ready;
@@ -294,8 +297,20 @@ bool Connection::QueueReply(uint64_t slot, ChainBuffer&& data) {
 
 bool Connection::Queue(ChainBuffer&& data) {
   if (data.empty() || !accepts_output()) return false;
+  if (codec_state_ != nullptr && codec_state_->encodes_output) {
+    const size_t before = out_.size();
+    codec_state_->EncodeOutput(std::move(data), &out_);
+    return out_.size() != before;
+  }
   out_.Append(std::move(data));
   return true;
+}
+
+void Connection::CancelOutgoing(uint32_t request_id) {
+  if (codec_state_ == nullptr || !codec_state_->encodes_output || !accepts_output()) return;
+  const size_t before = out_.size();
+  codec_state_->CancelCall(request_id, &out_);
+  if (out_.size() != before && !in_batch_) Flush();
 }
 
 void Connection::SendReply(uint64_t slot, ChainBuffer&& data, bool ends_request) {
@@ -435,8 +450,7 @@ void Connection::DeliverFrames() {
 }
 
 void Connection::Send(ChainBuffer&& data) {
-  if (!accepts_output()) return;
-  out_.Append(std::move(data));
+  if (!Queue(std::move(data))) return;
   if (!in_batch_) Flush();
 }
 

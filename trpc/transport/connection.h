@@ -131,6 +131,9 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   /// and this ends it (as EndRequest()); when it was the last one pending, the queued replies
   /// are written now instead of by a posted flush.
   void SendReply(uint64_t slot, ChainBuffer&& data, bool ends_request);
+  /// Client side, protocols that encode output per connection (FrameCodecState::
+  /// encodes_output): tells the peer that the call `request_id` was given up.
+  void CancelOutgoing(uint32_t request_id);
   /// Closes the fd and tells the handler; idempotent. `cause` is what close_cause() reports.
   void Close(const std::string& reason, CloseCause cause = CloseCause::kLocal);
   /// Graceful close: once every queued byte has been written and no request is pending, sends FIN,

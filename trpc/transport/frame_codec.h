@@ -10,8 +10,8 @@
 namespace trpc {
 
 enum class SplitResult {
-  kOk,        // zero or more frames were cut; the rest waits for more bytes
-  kError,     // the bytes can never form a valid frame: close the connection
+  kOk,     // zero or more frames were cut; the rest waits for more bytes
+  kError,  // the bytes can never form a valid frame: close the connection
 };
 
 /// Per-connection state of a protocol whose frames are found incrementally (HTTP/1.1 keeps its
@@ -28,6 +28,9 @@ class FrameCodecState {
   /// After kOk: the peer asked to close once the frames cut so far are answered (HTTP's
   /// "Connection: close"); later input is ignored.
   bool closing = false;
+  /// Client side: the peer takes no new calls on this connection, but answers those in flight
+  /// (HTTP/2's GOAWAY). The owner sends new calls elsewhere.
+  bool no_new_calls = false;
   /// Set by the connection once the peer has closed its side (EOF), before it splits the last
   /// input: a frame that ends with the connection (an HTTP/1.1 response without a length)
   /// completes then, and one cut short is an error.
@@ -37,6 +40,26 @@ class FrameCodecState {
   int64_t read_deadline_ns = 0;
   /// The read deadline passed: fill `immediate` with the protocol's answer (HTTP's 408), if any.
   virtual void OnReadTimeout() {}
+
+  /// Set by protocols whose bytes on the wire are made by a per-connection session (HTTP/2:
+  /// HPACK state, stream ids and flow control belong to the connection, so a message can only
+  /// be encoded on the connection's thread, in the order it is sent). The connection then hands
+  /// every message its owner queues (a server's reply, a client's request, as the codec's
+  /// Encode* made it) to EncodeOutput() instead of writing it as it is. Bytes the session
+  /// releases later (data that flow control held back until the peer's WINDOW_UPDATE) come out
+  /// through `immediate` after a split.
+  bool encodes_output = false;
+  /// With encodes_output: turns one queued message into the bytes to write, appended to `out`
+  /// (possibly none yet). Loop thread.
+  virtual void EncodeOutput(ChainBuffer&& message, ChainBuffer* out) {
+    out->Append(std::move(message));
+  }
+  /// Client side, with encodes_output: the call `request_id` was given up (it timed out); append
+  /// what tells the peer to stop working on it (HTTP/2's RST_STREAM) to `out`. Loop thread.
+  virtual void CancelCall(uint32_t request_id, ChainBuffer* out) {
+    (void)request_id;
+    (void)out;
+  }
 };
 
 /// What the transport needs from a protocol: split frames off a byte stream, and (client side)

@@ -15,6 +15,7 @@
 #include "trpc/codec/http/detail/request_parser.h"
 #include "trpc/codec/http/http_message.h"
 #include "trpc/codec/message_body.h"
+#include "trpc/codec/protocol_options.h"
 
 namespace trpc::http {
 
@@ -258,15 +259,7 @@ int HttpStatusOf(int32_t ret, int32_t func_ret) {
 std::shared_ptr<ServerCodec> HttpServerCodec::WithOptions(
     const std::map<std::string, std::string>& options, std::string* key, std::string* err) {
   HttpServerOptions o = options_;
-  struct Field {
-    const char* name;
-    uint64_t lo, hi;
-    std::function<void(uint64_t)> set;
-  };
-  const char* const kKnown =
-      "max_request_line, max_header_bytes, max_header_count, max_body_bytes, header_timeout_ms, "
-      "json_emit_defaults";
-  const Field fields[] = {
+  const std::vector<IntegerOption> integers = {
       {"max_request_line", 64, 1u << 20, [&](uint64_t v) { o.max_request_line = v; }},
       {"max_header_bytes", 256, 16u << 20, [&](uint64_t v) { o.max_header_bytes = v; }},
       {"max_header_count", 1, 10000, [&](uint64_t v) { o.max_header_count = v; }},
@@ -274,31 +267,18 @@ std::shared_ptr<ServerCodec> HttpServerCodec::WithOptions(
       {"header_timeout_ms", 0, 3'600'000,
        [&](uint64_t v) { o.header_timeout_ms = static_cast<int64_t>(v); }},
   };
-  for (const auto& [name, value] : options) {
-    *key = name;
-    if (name == "json_emit_defaults") {
-      if (value != "true" && value != "false") {
-        *err = fmt::format("expected true or false, got '{}'", value);
-        return nullptr;
-      }
-      o.json_emit_defaults = value == "true";
-      continue;
+  auto json_emit_defaults = [&](const std::string& name, const std::string& value, std::string* e) {
+    if (name != "json_emit_defaults") return false;
+    if (value != "true" && value != "false") {
+      *e = fmt::format("expected true or false, got '{}'", value);
+      return false;
     }
-    const Field* f = nullptr;
-    for (const auto& cand : fields) {
-      if (name == cand.name) f = &cand;
-    }
-    if (f == nullptr) {
-      *err = fmt::format("unknown http option (known: {})", kKnown);
-      return nullptr;
-    }
-    uint64_t v = 0;
-    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (ec != std::errc() || end != value.data() + value.size() || v < f->lo || v > f->hi) {
-      *err = fmt::format("expected an integer in [{}, {}], got '{}'", f->lo, f->hi, value);
-      return nullptr;
-    }
-    f->set(v);
+    o.json_emit_defaults = value == "true";
+    return true;
+  };
+  if (!ApplyProtocolOptions("http", options, integers, {"json_emit_defaults"}, json_emit_defaults,
+                            key, err)) {
+    return nullptr;
   }
   return std::make_shared<HttpServerCodec>(o);
 }

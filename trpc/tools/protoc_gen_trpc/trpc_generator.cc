@@ -111,7 +111,18 @@ void PrintList(Printer* p, size_t indent, const std::string& head,
 // Checks: everything the generated C++ could not express, refused with a message that names
 // the service and method (protoc puts the file name in front: "--trpc_out: foo.proto: ...").
 
+// Option skip_streaming (--trpc_opt=skip_streaming): streaming methods are left out of the
+// generated code instead of being an error (a unary-only service from a proto that also has
+// streaming ones, e.g. gRPC's interop TestService). Set once per run; protoc runs a plug-in on one
+// thread.
+bool g_skip_streaming = false;
+
+bool Skipped(const pb::MethodDescriptor* method) {
+  return g_skip_streaming && (method->client_streaming() || method->server_streaming());
+}
+
 bool CheckMethod(const pb::MethodDescriptor* method, std::string* error) {
+  if (Skipped(method)) return true;
   const char* kind = nullptr;
   if (method->client_streaming() && method->server_streaming()) {
     kind = "bidirectional streaming";
@@ -237,6 +248,7 @@ void PrintServerClassDecl(Printer* p, const pb::ServiceDescriptor* service, bool
            "$class$();\n");
   for (int i = 0; i < service->method_count(); ++i) {
     const pb::MethodDescriptor* method = service->method(i);
+    if (Skipped(method)) continue;
     Vars m = MethodVars(method);
     p->Print("\n");
     PrintComments(p, method);
@@ -258,13 +270,15 @@ void PrintProxyClassDecl(Printer* p, const pb::ServiceDescriptor* service) {
   PrintClassComments(p, service,
                      "// Client proxy, a ::trpc::ServiceProxy (construct, then Init()): per\n"
                      "// method a synchronous, an asynchronous and a one-way call.\n");
-  p->Print("class $class$ : public ::trpc::ServiceProxy {\n"
-           " public:\n",
-           "class", service->name() + "ServiceProxy");
+  p->Print(
+      "class $class$ : public ::trpc::ServiceProxy {\n"
+      " public:\n",
+      "class", service->name() + "ServiceProxy");
   p->Indent();
   p->Print("using ::trpc::ServiceProxy::ServiceProxy;\n");
   for (int i = 0; i < service->method_count(); ++i) {
     const pb::MethodDescriptor* method = service->method(i);
+    if (Skipped(method)) continue;
     Vars m = MethodVars(method);
     p->Print("\n");
     PrintComments(p, method);
@@ -316,6 +330,7 @@ void PrintServerClassDefs(Printer* p, const pb::ServiceDescriptor* service, bool
   p->Print("\n$class$::$class$() {\n", "class", cls);
   p->Indent();
   for (int i = 0; i < service->method_count(); ++i) {
+    if (Skipped(service->method(i))) continue;
     Vars m = MethodVars(service->method(i));
     PrintList(p, 2,
               async ? "::trpc::Service::AddAsyncUnaryMethod" : "::trpc::Service::AddUnaryMethod",
@@ -340,6 +355,7 @@ void PrintServerClassDefs(Printer* p, const pb::ServiceDescriptor* service, bool
   p->Print("}\n");
 
   for (int i = 0; i < service->method_count(); ++i) {
+    if (Skipped(service->method(i))) continue;
     Vars m = MethodVars(service->method(i));
     const std::vector<std::string> status = {"::trpc::kServerNoFuncErr",
                                              "\"" + m["wire"] + " is not implemented\""};
@@ -369,6 +385,7 @@ void PrintServerClassDefs(Printer* p, const pb::ServiceDescriptor* service, bool
 void PrintProxyClassDefs(Printer* p, const pb::ServiceDescriptor* service) {
   const std::string cls = service->name() + "ServiceProxy";
   for (int i = 0; i < service->method_count(); ++i) {
+    if (Skipped(service->method(i))) continue;
     Vars m = MethodVars(service->method(i));
     p->Print("\n");
     PrintList(p, 0, "::trpc::Status " + cls + "::" + m["method"], ProxyParams(m, true), " {");
@@ -414,14 +431,14 @@ void PrintSource(Printer* p, const pb::FileDescriptor* file) {
 
 bool TrpcGenerator::Generate(const pb::FileDescriptor* file, const std::string& parameter,
                              pb::compiler::GeneratorContext* context, std::string* error) const {
-  if (!parameter.empty()) {
-    *error = "protoc-gen-trpc takes no options, got '" + parameter + "'";
+  g_skip_streaming = parameter == "skip_streaming";
+  if (!parameter.empty() && !g_skip_streaming) {
+    *error = "protoc-gen-trpc: unknown option '" + parameter + "' (known: skip_streaming)";
     return false;
   }
   if (!Check(file, error)) return false;
   {
-    std::unique_ptr<pb::io::ZeroCopyOutputStream> out(
-        context->Open(Basename(file) + ".trpc.pb.h"));
+    std::unique_ptr<pb::io::ZeroCopyOutputStream> out(context->Open(Basename(file) + ".trpc.pb.h"));
     Printer printer(out.get(), '$');
     PrintHeader(&printer, file);
     if (printer.failed()) {

@@ -1,0 +1,493 @@
+// gRPC over HTTP/2 end to end, in the thread model TRPC_E2E_THREAD_MODEL=merge (default) or fiber
+// (ctest runs both; TSan runs the fiber one): our client and server through the generated
+// Greeter, and each of the HTTP/2 limits and flood mitigations (docs/grpc.md), sent by a raw
+// HTTP/2 client while a well-behaved client on another connection keeps being served.
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "examples/helloworld/helloworld.trpc.pb.h"
+#include "fmt/format.h"
+#include "trpc/client/trpc_client.h"
+#include "trpc/config/config.h"
+#include "trpc/runtime/runtime.h"
+#include "trpc/server/server.h"
+
+namespace trpc::test::grpc_e2e {
+namespace {
+
+using trpc::test::helloworld::Greeter;
+using trpc::test::helloworld::GreeterServiceProxy;
+using trpc::test::helloworld::HelloReply;
+using trpc::test::helloworld::HelloRequest;
+
+bool FiberModel() {
+  const char* m = std::getenv("TRPC_E2E_THREAD_MODEL");
+  return m != nullptr && std::string_view(m) == "fiber";
+}
+
+class TestGreeter final : public Greeter {
+ public:
+  Status SayHello(ServerContextPtr, const HelloRequest* req, HelloReply* rsp) override {
+    if (req->msg() == "fail") return Status::AppError(9, "failed precondition");
+    rsp->set_msg("Hello, " + req->msg());
+    return kSuccStatus;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// A raw HTTP/2 client: frames and HPACK written by hand, so it can misbehave.
+
+constexpr uint8_t kData = 0, kHeaders = 1, kRstStream = 3, kSettings = 4, kPing = 6, kGoaway = 7;
+constexpr uint8_t kEndStream = 1, kEndHeaders = 4;
+
+std::string Frame(uint8_t type, uint8_t flags, uint32_t stream, std::string_view payload) {
+  std::string f;
+  auto n = static_cast<uint32_t>(payload.size());
+  f += static_cast<char>(n >> 16);
+  f += static_cast<char>(n >> 8);
+  f += static_cast<char>(n);
+  f += static_cast<char>(type);
+  f += static_cast<char>(flags);
+  f += static_cast<char>((stream >> 24) & 0x7f);
+  f += static_cast<char>(stream >> 16);
+  f += static_cast<char>(stream >> 8);
+  f += static_cast<char>(stream);
+  f.append(payload);
+  return f;
+}
+
+// An HPACK integer with an N-bit prefix whose other bits are `first`.
+void HpackInt(std::string* out, uint8_t first, int bits, size_t v) {
+  const size_t max = (1u << bits) - 1;
+  if (v < max) {
+    *out += static_cast<char>(first | v);
+    return;
+  }
+  *out += static_cast<char>(first | max);
+  v -= max;
+  while (v >= 128) {
+    *out += static_cast<char>((v & 127) | 128);
+    v >>= 7;
+  }
+  *out += static_cast<char>(v);
+}
+
+void HpackString(std::string* out, std::string_view s) {
+  HpackInt(out, 0, 7, s.size());
+  out->append(s);
+}
+
+// A literal field without indexing, new name.
+void Literal(std::string* out, std::string_view name, std::string_view value) {
+  *out += '\0';
+  HpackString(out, name);
+  HpackString(out, value);
+}
+
+// A gRPC request's header block for SayHello (static-table :method POST, :scheme http).
+std::string RequestHeaders() {
+  std::string h;
+  h += static_cast<char>(0x83);  // :method: POST
+  h += static_cast<char>(0x86);  // :scheme: http
+  h += '\x04';                   // :path, literal without indexing, static name 4
+  HpackString(&h, "/trpc.test.helloworld.Greeter/SayHello");
+  h += '\x01';  // :authority, static name 1
+  HpackString(&h, "localhost");
+  Literal(&h, "content-type", "application/grpc");
+  Literal(&h, "te", "trailers");
+  return h;
+}
+
+const std::string kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+struct RawFrame {
+  uint8_t type;
+  uint8_t flags;
+  uint32_t stream;
+  std::string payload;
+  uint32_t ErrorCode() const {  // RST_STREAM's, or GOAWAY's
+    size_t at = type == kGoaway ? 4 : 0;
+    if (payload.size() < at + 4) return 0;
+    auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(payload[i])); };
+    return (b(at) << 24) | (b(at + 1) << 16) | (b(at + 2) << 8) | b(at + 3);
+  }
+};
+
+class RawH2 {
+ public:
+  explicit RawH2(const NetAddress& addr) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(addr.port());
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    EXPECT_EQ(connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+    Send(kPreface + Frame(kSettings, 0, 0, ""));
+  }
+  ~RawH2() { close(fd_); }
+
+  // Writes everything (or until the peer closes).
+  bool Send(std::string_view bytes) {
+    while (!bytes.empty()) {
+      ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      bytes.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
+
+  // Reads frames until `until(frame)` is true, EOF, or `ms`; the frames read. `eof` tells
+  // whether the server closed.
+  std::vector<RawFrame> ReadUntil(int ms, const std::function<bool(const RawFrame&)>& until) {
+    std::vector<RawFrame> got;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    for (;;) {
+      while (buf_.size() >= 9) {
+        auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(buf_[i])); };
+        uint32_t len = (b(0) << 16) | (b(1) << 8) | b(2);
+        if (buf_.size() < 9 + len) break;
+        RawFrame f{static_cast<uint8_t>(buf_[3]), static_cast<uint8_t>(buf_[4]),
+                   ((b(5) & 0x7f) << 24) | (b(6) << 16) | (b(7) << 8) | b(8), buf_.substr(9, len)};
+        buf_.erase(0, 9 + len);
+        got.push_back(f);
+        if (until && until(f)) return got;
+      }
+      int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      deadline - std::chrono::steady_clock::now())
+                                      .count());
+      if (left <= 0) return got;
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, left) <= 0) continue;
+      char tmp[65536];
+      ssize_t n = ::recv(fd_, tmp, sizeof(tmp), 0);
+      if (n <= 0) {
+        eof = true;
+        return got;
+      }
+      buf_.append(tmp, static_cast<size_t>(n));
+    }
+  }
+
+  bool eof = false;
+
+ private:
+  int fd_ = -1;
+  std::string buf_;
+};
+
+bool HasGoaway(const std::vector<RawFrame>& frames, uint32_t* code) {
+  for (const auto& f : frames) {
+    if (f.type == kGoaway) {
+      *code = f.ErrorCode();
+      return true;
+    }
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+class GrpcE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string err;
+    std::string model =
+        FiberModel() ? "    fiber:\n      - instance_name: e2e\n        concurrency_hint: 2\n"
+                     : "    default:\n      - instance_name: e2e\n        io_handle_type: merge\n"
+                       "        io_thread_num: 2\n";
+    Config config;
+    std::string yaml = "global:\n  threadmodel:\n" + model + R"(server:
+  service:
+    - name: trpc.test.helloworld.Greeter
+      protocol: grpc
+      ip: 127.0.0.1
+      port: 0
+    - name: limited
+      protocol: grpc
+      ip: 127.0.0.1
+      port: 0
+      idle_time: 300
+      protocol_options:
+        max_concurrent_streams: 4
+        max_message_size: 1000
+        max_header_list_size: 4096
+        max_rst_stream_burst: 50
+        max_rst_stream_per_second: 10
+        max_ping_per_second: 20
+        max_settings_per_second: 20
+)";
+    ASSERT_TRUE(LoadConfigFromString(yaml, "grpc_e2e.yaml", &config, &err)) << err;
+    ASSERT_TRUE(runtime::Start(config.global.threadmodel, &err)) << err;
+    server_ = new Server(config.server);
+    auto greeter = std::make_shared<TestGreeter>();
+    ASSERT_TRUE(server_->RegisterService("trpc.test.helloworld.Greeter", greeter));
+    ASSERT_TRUE(server_->RegisterService("limited", greeter));
+    ASSERT_TRUE(server_->Start(&err)) << err;
+    ASSERT_TRUE(server_->GetAddress("trpc.test.helloworld.Greeter", &addr_));
+    ASSERT_TRUE(server_->GetAddress("limited", &limited_));
+    SetTrpcClient(std::make_shared<TrpcClient>(ClientConfig{}));
+  }
+
+  static void TearDownTestSuite() {
+    if (auto client = SetTrpcClient(nullptr)) client->Stop();
+    if (server_ != nullptr) server_->Stop();
+    delete server_;
+    runtime::Stop();
+  }
+
+  static std::shared_ptr<GreeterServiceProxy> Proxy(const NetAddress& addr,
+                                                    uint32_t timeout = 5000) {
+    ClientServiceConfig c;
+    c.target = addr.ToString();
+    c.protocol = "grpc";
+    c.timeout = timeout;
+    std::string err;
+    auto p = GetTrpcClient()->GetProxy<GreeterServiceProxy>(fmt::format("grpc_e2e_{}", ++made_), c,
+                                                            &err);
+    EXPECT_NE(p, nullptr) << err;
+    return p;
+  }
+
+  static Status Say(GreeterServiceProxy* p, const std::string& msg, HelloReply* rsp) {
+    HelloRequest req;
+    req.set_msg(msg);
+    return p->SayHello(MakeClientContext(), req, rsp);
+  }
+
+  // Runs `attack` while a well-behaved client calls the limited service on its own connection;
+  // every one of its calls must succeed.
+  static void WhileServed(const std::function<void()>& attack) {
+    auto good = Proxy(limited_);
+    std::atomic<bool> stop{false};
+    std::atomic<int> ok{0}, failed{0};
+    std::thread t([&] {
+      while (!stop.load()) {
+        HelloReply rsp;
+        Status st = Say(good.get(), "good", &rsp);
+        (st.OK() && rsp.msg() == "Hello, good" ? ok : failed).fetch_add(1);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    });
+    auto wait_ok = [&](int n) {
+      auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (ok.load() < n && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    };
+    wait_ok(1);  // served before the attack,
+    attack();
+    wait_ok(ok.load() + 3);  // and after it
+    stop = true;
+    t.join();
+    EXPECT_GT(ok.load(), 0);
+    EXPECT_EQ(failed.load(), 0);
+  }
+
+  static inline Server* server_ = nullptr;
+  static inline NetAddress addr_, limited_;
+  static inline int made_ = 0;
+};
+
+TEST_F(GrpcE2eTest, SyncAndAsyncCalls) {
+  auto p = Proxy(addr_);
+  HelloReply rsp;
+  ASSERT_TRUE(Say(p.get(), "world", &rsp).OK());
+  EXPECT_EQ(rsp.msg(), "Hello, world");
+  // Many calls in flight at once share the connection (one stream each).
+  std::vector<Future<HelloReply>> futs;
+  for (int i = 0; i < 200; ++i) {
+    HelloRequest req;
+    req.set_msg(std::to_string(i));
+    futs.push_back(p->AsyncSayHello(MakeClientContext(), req));
+  }
+  auto all = BlockingGet(WhenAll(std::move(futs))).GetValue();
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(all[i].IsReady()) << all[i].GetException().ToString();
+    EXPECT_EQ(all[i].GetValue().msg(), "Hello, " + std::to_string(i));
+  }
+}
+
+TEST_F(GrpcE2eTest, StatusAndUnknownMethod) {
+  auto p = Proxy(addr_);
+  HelloReply rsp;
+  Status st = Say(p.get(), "fail", &rsp);
+  EXPECT_EQ(st.GetFuncRetCode(), 9);
+  EXPECT_EQ(st.ErrorMessage(), "failed precondition");
+  auto ctx = MakeClientContext();
+  ctx->SetFuncName("/trpc.test.helloworld.Greeter/NoSuch");
+  HelloRequest req;
+  ClientContextPtr c2 = MakeClientContext();
+  ServiceProxy* base = p.get();
+  HelloReply r2;
+  st = base->UnaryInvoke(ctx, req, &r2);
+  EXPECT_EQ(st.GetFrameworkRetCode(), kServerNoFuncErr) << st.ToString();
+}
+
+TEST_F(GrpcE2eTest, LargeMessagesPassTheDefaultWindows) {
+  auto p = Proxy(addr_);
+  HelloReply rsp;
+  std::string big(4u << 20, 'x');
+  big.resize(big.size() - 64);  // under max_message_size (4 MiB) with the protobuf framing
+  ASSERT_TRUE(Say(p.get(), big, &rsp).OK());
+  EXPECT_EQ(rsp.msg().size(), big.size() + 7);
+}
+
+TEST_F(GrpcE2eTest, MessageOverTheLimitIsResourceExhaustedAndTheConnectionServesOn) {
+  WhileServed([] {
+    auto p = Proxy(limited_);
+    HelloReply rsp;
+    Status st = Say(p.get(), std::string(5000, 'y'), &rsp);
+    EXPECT_EQ(st.GetFrameworkRetCode(), kServerOverloadErr) << st.ToString();  // RESOURCE_EXHAUSTED
+    EXPECT_NE(st.ErrorMessage().find("max_message_size"), std::string::npos) << st.ToString();
+    ASSERT_TRUE(Say(p.get(), "again", &rsp).OK());  // the same connection
+    EXPECT_EQ(rsp.msg(), "Hello, again");
+  });
+}
+
+TEST_F(GrpcE2eTest, StreamsOverMaxConcurrentStreamsAreRefused) {
+  // 8 requests whose bodies never end (the streams stay open), on a connection that has not
+  // acknowledged our SETTINGS yet: the 4 beyond the limit are refused (REFUSED_STREAM, which a
+  // client may retry). Once the limit is acknowledged, a client that exceeds it breaks the
+  // protocol: GOAWAY(PROTOCOL_ERROR).
+  std::string bytes;
+  for (uint32_t id = 1; id <= 15; id += 2) {
+    bytes += Frame(kHeaders, kEndHeaders, id, RequestHeaders());
+  }
+  WhileServed([&] {
+    RawH2 raw(limited_);
+    raw.Send(bytes);
+    int refused = 0;
+    raw.ReadUntil(1000, [&](const RawFrame& f) {
+      if (f.type == kRstStream && f.ErrorCode() == 7) ++refused;
+      return refused == 4;
+    });
+    EXPECT_EQ(refused, 4);
+    EXPECT_FALSE(raw.eof);
+  });
+  WhileServed([&] {
+    RawH2 raw(limited_);
+    raw.ReadUntil(1000, [](const RawFrame& f) { return f.type == kSettings && f.flags == 0; });
+    raw.Send(Frame(kSettings, 1, 0, ""));  // ACK theirs
+    raw.Send(bytes);
+    uint32_t code = 0;
+    auto frames = raw.ReadUntil(2000, [](const RawFrame& f) { return f.type == kGoaway; });
+    ASSERT_TRUE(HasGoaway(frames, &code));
+    EXPECT_EQ(code, 1u);
+  });
+}
+
+TEST_F(GrpcE2eTest, HeaderListOverTheLimitResetsTheStream) {
+  WhileServed([] {
+    RawH2 raw(limited_);
+    std::string h = RequestHeaders();
+    Literal(&h, "x-big", std::string(5000, 'b'));
+    raw.Send(Frame(kHeaders, kEndHeaders | kEndStream, 1, h));
+    auto frames = raw.ReadUntil(
+        1000, [](const RawFrame& f) { return f.type == kRstStream && f.stream == 1; });
+    ASSERT_FALSE(frames.empty());
+    EXPECT_EQ(frames.back().type, kRstStream);
+    EXPECT_FALSE(raw.eof);  // one strike: the connection stays
+  });
+}
+
+TEST_F(GrpcE2eTest, HpackBombEndsTheConnection) {
+  WhileServed([] {
+    RawH2 raw(limited_);
+    // A 3000-byte header added to the dynamic table (literal with incremental indexing), then
+    // requests that reference it (index 62: one byte each) until their lists decode past the
+    // limit.
+    std::string first = RequestHeaders();
+    first += '\x40';
+    HpackString(&first, "x-bomb");
+    HpackString(&first, std::string(3000, 'z'));
+    raw.Send(Frame(kHeaders, kEndHeaders | kEndStream, 1, first));
+    std::string bytes;
+    for (uint32_t id = 3; id <= 11; id += 2) {
+      std::string h = RequestHeaders();
+      for (int i = 0; i < 40; ++i) h += static_cast<char>(0x80 | 62);  // 40 x 3 KB decoded
+      bytes += Frame(kHeaders, kEndHeaders | kEndStream, id, h);
+    }
+    raw.Send(bytes);
+    uint32_t code = 0;
+    auto frames = raw.ReadUntil(2000, [](const RawFrame& f) { return f.type == kGoaway; });
+    ASSERT_TRUE(HasGoaway(frames, &code));
+    EXPECT_EQ(code, 0xbu);  // ENHANCE_YOUR_CALM
+  });
+}
+
+TEST_F(GrpcE2eTest, RapidResetEndsTheConnection) {
+  WhileServed([] {
+    RawH2 raw(limited_);
+    std::string bytes;
+    const std::string rst = std::string("\0\0\0\x08", 4);  // CANCEL
+    for (uint32_t id = 1; id < 2 * 500; id += 2) {
+      bytes += Frame(kHeaders, kEndHeaders, id, RequestHeaders());
+      bytes += Frame(kRstStream, 0, id, rst);
+    }
+    raw.Send(bytes);
+    uint32_t code = 0;
+    auto frames = raw.ReadUntil(2000, [](const RawFrame& f) { return f.type == kGoaway; });
+    EXPECT_TRUE(HasGoaway(frames, &code) || raw.eof);
+  });
+}
+
+TEST_F(GrpcE2eTest, PingFloodEndsTheConnection) {
+  WhileServed([] {
+    RawH2 raw(limited_);
+    std::string bytes;
+    for (int i = 0; i < 2000; ++i)
+      bytes += Frame(kPing, 0, 0, std::string(8, static_cast<char>(i)));
+    raw.Send(bytes);
+    uint32_t code = 0;
+    auto frames = raw.ReadUntil(2000, [](const RawFrame& f) { return f.type == kGoaway; });
+    ASSERT_TRUE(HasGoaway(frames, &code));
+    EXPECT_EQ(code, 0xbu);
+  });
+}
+
+TEST_F(GrpcE2eTest, SettingsFloodEndsTheConnection) {
+  WhileServed([] {
+    RawH2 raw(limited_);
+    std::string bytes;
+    for (int i = 0; i < 2000; ++i) bytes += Frame(kSettings, 0, 0, "");
+    raw.Send(bytes);
+    uint32_t code = 0;
+    auto frames = raw.ReadUntil(2000, [](const RawFrame& f) { return f.type == kGoaway; });
+    ASSERT_TRUE(HasGoaway(frames, &code));
+    EXPECT_EQ(code, 0xbu);
+  });
+}
+
+TEST_F(GrpcE2eTest, GarbageGetsGoawayAndOthersAreServed) {
+  WhileServed([] {
+    RawH2 raw(limited_);
+    raw.Send(Frame(kData, 0, 0, "stream 0 may not carry DATA"));
+    uint32_t code = 0;
+    auto frames = raw.ReadUntil(2000, [](const RawFrame& f) { return f.type == kGoaway; });
+    ASSERT_TRUE(HasGoaway(frames, &code));
+    EXPECT_EQ(code, 1u);  // PROTOCOL_ERROR
+  });
+}
+
+TEST_F(GrpcE2eTest, IdleConnectionIsClosed) {
+  RawH2 raw(limited_);
+  auto t0 = std::chrono::steady_clock::now();
+  raw.ReadUntil(3000, nullptr);
+  EXPECT_TRUE(raw.eof);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(2500));
+}
+
+}  // namespace
+}  // namespace trpc::test::grpc_e2e

@@ -1,0 +1,562 @@
+#include "trpc/codec/grpc/detail/h2_session.h"
+
+#include <nghttp2/nghttp2.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "trpc/base/clock.h"
+#include "trpc/base/logging.h"
+#include "trpc/codec/grpc/detail/grpc_wire.h"
+#include "trpc/codec/grpc/detail/record.h"
+
+namespace trpc::grpc::detail {
+
+struct H2Session::Stream {
+  // Received.
+  std::unique_ptr<RequestHead> head;  // server
+  int32_t http_status = 0;            // client: :status
+  int32_t grpc_status = -1;           // client: from the trailers (or a Trailers-Only answer)
+  std::string grpc_message;           // client
+  std::string encoding;               // client: grpc-encoding
+  std::vector<std::pair<std::string, std::string>> metadata;  // client: headers and trailers
+  ChainBuffer data;
+  size_t header_bytes = 0;
+  bool too_large = false;           // the message passed max_message_size: its bytes are dropped
+  bool answered = false;            // server: a response (or error) was submitted
+  bool reset_after_answer = false;  // server: an early error answer; reset once it is sent
+  // Client: the call it carries.
+  uint32_t request_id = 0;
+  // Sent: the DATA still to go, and (server) the trailers that follow it.
+  ChainBuffer out;
+  std::vector<std::pair<std::string, std::string>> trailers;
+};
+
+namespace {
+
+H2Session* Self(void* user_data) { return static_cast<H2Session*>(user_data); }
+
+int OnBeginHeadersCb(nghttp2_session*, const nghttp2_frame* frame, void* ud) {
+  return Self(ud)->OnBeginHeaders(frame->hd.stream_id);
+}
+
+int OnHeaderCb(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, size_t namelen,
+               const uint8_t* value, size_t valuelen, uint8_t, void* ud) {
+  return Self(ud)->OnHeader(frame->hd.stream_id, frame->hd.type,
+                            {reinterpret_cast<const char*>(name), namelen},
+                            {reinterpret_cast<const char*>(value), valuelen});
+}
+
+int OnDataChunkCb(nghttp2_session*, uint8_t, int32_t stream_id, const uint8_t* data, size_t len,
+                  void* ud) {
+  return Self(ud)->OnDataChunk(stream_id, data, len);
+}
+
+int OnFrameRecvCb(nghttp2_session*, const nghttp2_frame* frame, void* ud) {
+  uint32_t code = 0;
+  if (frame->hd.type == NGHTTP2_RST_STREAM) code = frame->rst_stream.error_code;
+  if (frame->hd.type == NGHTTP2_GOAWAY) code = frame->goaway.error_code;
+  return Self(ud)->OnFrameRecv(frame->hd.type, frame->hd.flags, frame->hd.stream_id, code);
+}
+
+int OnStreamCloseCb(nghttp2_session*, int32_t stream_id, uint32_t error_code, void* ud) {
+  return Self(ud)->OnStreamClose(stream_id, error_code);
+}
+
+int OnFrameSendCb(nghttp2_session*, const nghttp2_frame* frame, void* ud) {
+  Self(ud)->OnFrameSent(frame->hd.type, frame->hd.flags, frame->hd.stream_id,
+                        frame->hd.type == NGHTTP2_GOAWAY ? frame->goaway.error_code : 0);
+  return 0;
+}
+
+ssize_t ReadDataCb(nghttp2_session*, int32_t stream_id, uint8_t* buf, size_t length,
+                   uint32_t* data_flags, nghttp2_data_source*, void* ud) {
+  return Self(ud)->ReadData(stream_id, buf, length, data_flags);
+}
+
+nghttp2_nv Nv(std::string_view name, std::string_view value) {
+  return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+                    reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(),
+                    value.size(), NGHTTP2_NV_FLAG_NONE};
+}
+
+bool ReadPairs(RecordReader* r, std::vector<std::pair<std::string, std::string>>* out) {
+  uint32_t n = 0;
+  if (!r->U32(&n)) return false;
+  for (uint32_t i = 0; i < n; ++i) {
+    std::pair<std::string, std::string> kv;
+    if (!r->Str(&kv.first) || !r->Str(&kv.second)) return false;
+    out->push_back(std::move(kv));
+  }
+  return true;
+}
+
+void WritePairs(RecordWriter* w, const std::vector<std::pair<std::string, std::string>>& kvs) {
+  w->U32(static_cast<uint32_t>(kvs.size()));
+  for (const auto& [k, v] : kvs) {
+    w->Str(k);
+    w->Str(v);
+  }
+}
+
+}  // namespace
+
+bool H2Session::Bucket::Take(double rate, double burst) {
+  int64_t now = MonotonicNanos();
+  if (last_ns == 0) {
+    tokens = burst;
+  } else {
+    tokens = std::min(burst, tokens + rate * static_cast<double>(now - last_ns) / 1e9);
+  }
+  last_ns = now;
+  if (tokens < 1) return false;
+  tokens -= 1;
+  return true;
+}
+
+H2Session::H2Session(Role role, const H2Options& options) : role_(role), options_(options) {
+  encodes_output = true;
+  nghttp2_session_callbacks* cbs = nullptr;
+  nghttp2_session_callbacks_new(&cbs);
+  nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, OnBeginHeadersCb);
+  nghttp2_session_callbacks_set_on_header_callback(cbs, OnHeaderCb);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, OnDataChunkCb);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, OnFrameRecvCb);
+  nghttp2_session_callbacks_set_on_stream_close_callback(cbs, OnStreamCloseCb);
+  nghttp2_session_callbacks_set_on_frame_send_callback(cbs, OnFrameSendCb);
+  nghttp2_option* opt = nullptr;
+  nghttp2_option_new(&opt);
+  // Our own bound on the header list (OnHeader) replaces nghttp2's default of 64 KiB.
+  nghttp2_option_set_max_send_header_block_length(opt, 1u << 20);
+  if (role == Role::kServer) {
+    nghttp2_option_set_stream_reset_rate_limit(opt, options_.max_rst_stream_burst,
+                                               options_.max_rst_stream_per_second);
+    nghttp2_session_server_new2(&session_, cbs, this, opt);
+  } else {
+    nghttp2_session_client_new2(&session_, cbs, this, opt);
+  }
+  nghttp2_option_del(opt);
+  nghttp2_session_callbacks_del(cbs);
+  nghttp2_settings_entry iv[] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, options_.initial_window_size},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, options_.max_header_list_size},
+      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+  };
+  // (A server must not send ENABLE_PUSH.)
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, iv, role == Role::kServer ? 3 : 4);
+  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
+                                        static_cast<int32_t>(options_.connection_window_size));
+}
+
+H2Session::~H2Session() { nghttp2_session_del(session_); }
+
+H2Session::Stream* H2Session::Find(int32_t stream_id) {
+  auto it = streams_.find(stream_id);
+  return it == streams_.end() ? nullptr : it->second.get();
+}
+
+void H2Session::Drain(ChainBuffer* out) {
+  for (;;) {
+    const uint8_t* p = nullptr;
+    ssize_t n = nghttp2_session_mem_send(session_, &p);
+    if (n <= 0) {
+      if (n < 0 && fatal_.empty()) fatal_ = nghttp2_strerror(static_cast<int>(n));
+      return;
+    }
+    out->Append(p, static_cast<size_t>(n));
+  }
+}
+
+void H2Session::Terminate(uint32_t error_code, std::string why) {
+  if (fatal_.empty()) fatal_ = std::move(why);
+  nghttp2_session_terminate_session(session_, error_code);
+}
+
+SplitResult H2Session::Feed(ChainBuffer* in, std::vector<ChainBuffer>* out, std::string* err) {
+  sink_ = out;
+  for (auto& f : late_) out->push_back(std::move(f));
+  late_.clear();
+  for (size_t i = 0; i < in->SpanCount() && fatal_.empty(); ++i) {
+    std::string_view span = in->Span(i);
+    ssize_t rv = nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(span.data()),
+                                          span.size());
+    if (rv < 0) {
+      fatal_ = nghttp2_strerror(static_cast<int>(rv));
+      if (rv != NGHTTP2_ERR_BAD_CLIENT_MAGIC) {
+        nghttp2_session_terminate_session(session_, NGHTTP2_PROTOCOL_ERROR);
+      }
+    }
+  }
+  in->Clear();
+  Drain(&immediate);  // (a stream that closes as its last bytes go is delivered too)
+  sink_ = nullptr;
+  if (!fatal_.empty()) {
+    *err = "HTTP/2: " + fatal_;
+    return SplitResult::kError;
+  }
+  if (nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0) {
+    closing = true;  // both sides are done (GOAWAY exchanged, streams closed)
+  }
+  return SplitResult::kOk;
+}
+
+std::unique_ptr<RequestHead> H2Session::TakeHead(int32_t stream_id) {
+  auto it = heads_.find(stream_id);
+  if (it == heads_.end()) return nullptr;
+  std::unique_ptr<RequestHead> h = std::move(it->second);
+  heads_.erase(it);
+  return h;
+}
+
+int H2Session::OnBeginHeaders(int32_t stream_id) {
+  Stream* s = Find(stream_id);
+  if (s == nullptr) {
+    if (role_ == Role::kClient) return 0;  // a client's streams exist from the request on
+    auto st = std::make_unique<Stream>();
+    st->head = std::make_unique<RequestHead>();
+    streams_.emplace(stream_id, std::move(st));
+  }
+  return 0;
+}
+
+int H2Session::OnHeader(int32_t stream_id, uint8_t frame_type, std::string_view name,
+                        std::string_view value) {
+  (void)frame_type;
+  Stream* s = Find(stream_id);
+  if (s == nullptr) return 0;
+  s->header_bytes += name.size() + value.size() + 32;
+  if (s->header_bytes > options_.max_header_list_size) {
+    // Resets this stream; nghttp2 decodes the rest of the block (HPACK state) without us.
+    if (++header_strikes_ >= kMaxHeaderStrikes) {
+      Terminate(NGHTTP2_ENHANCE_YOUR_CALM, "header lists over max_header_list_size");
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
+  if (role_ == Role::kServer) {
+    RequestHead& h = *s->head;
+    if (name == ":method") {
+      h.method.assign(value);
+    } else if (name == ":path") {
+      h.path.assign(value);
+    } else if (name == ":authority") {
+      h.authority.assign(value);
+    } else if (name == "content-type") {
+      h.content_type.assign(value);
+    } else if (name == "grpc-timeout") {
+      h.timeout.assign(value);
+    } else if (name == "grpc-encoding") {
+      h.encoding.assign(value);
+    } else if (name == "grpc-accept-encoding") {
+      h.accept_encoding.assign(value);
+    } else if (name[0] != ':' && name != "te" && name != "user-agent" &&
+               name.substr(0, 5) != "grpc-") {
+      h.metadata.emplace_back(name, value);
+    }
+    return 0;
+  }
+  if (name == ":status") {
+    int v = 0;
+    for (char c : value) v = c >= '0' && c <= '9' ? v * 10 + (c - '0') : -1000;
+    s->http_status = v;
+  } else if (name == "grpc-status") {
+    int v = 0;
+    for (char c : value) v = c >= '0' && c <= '9' ? v * 10 + (c - '0') : -1000;
+    s->grpc_status = v < 0 ? 2 : v;  // unparsable: UNKNOWN
+  } else if (name == "grpc-message") {
+    s->grpc_message.assign(value);
+  } else if (name == "grpc-encoding") {
+    s->encoding.assign(value);
+  } else if (name[0] != ':' && name != "content-type" && name.substr(0, 5) != "grpc-") {
+    s->metadata.emplace_back(name, value);
+  }
+  return 0;
+}
+
+int H2Session::OnDataChunk(int32_t stream_id, const uint8_t* data, size_t len) {
+  Stream* s = Find(stream_id);
+  if (s == nullptr || s->too_large || s->answered) return 0;
+  // The 5-byte message prefix does not count against the limit.
+  if (s->data.size() + len > options_.max_message_size + 5) {
+    s->too_large = true;
+    s->data.Clear();
+    std::string msg = "message larger than max_message_size (" +
+                      std::to_string(options_.max_message_size) + " bytes)";
+    if (role_ == Role::kServer) {
+      AnswerError(s, stream_id, 8, msg);  // RESOURCE_EXHAUSTED
+    } else {
+      s->grpc_status = 8;
+      s->grpc_message = msg;
+      nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+    }
+    return 0;
+  }
+  s->data.Append(data, len);
+  return 0;
+}
+
+int H2Session::OnFrameRecv(uint8_t type, uint8_t flags, int32_t stream_id, uint32_t error_code) {
+  (void)error_code;
+  switch (type) {
+    case NGHTTP2_PING:
+      if ((flags & NGHTTP2_FLAG_ACK) == 0 &&
+          !ping_bucket_.Take(options_.max_ping_per_second, options_.max_ping_per_second)) {
+        Terminate(NGHTTP2_ENHANCE_YOUR_CALM, "PING flood");
+      }
+      return 0;
+    case NGHTTP2_SETTINGS:
+      if ((flags & NGHTTP2_FLAG_ACK) == 0 &&
+          !settings_bucket_.Take(options_.max_settings_per_second,
+                                 options_.max_settings_per_second)) {
+        Terminate(NGHTTP2_ENHANCE_YOUR_CALM, "SETTINGS flood");
+      }
+      return 0;
+    case NGHTTP2_GOAWAY:
+      no_new_calls = true;  // the peer takes no new streams on this connection
+      return 0;
+    case NGHTTP2_HEADERS:
+    case NGHTTP2_DATA:
+      break;
+    default:
+      return 0;
+  }
+  if (role_ != Role::kServer || (flags & NGHTTP2_FLAG_END_STREAM) == 0) return 0;
+  Stream* s = Find(stream_id);
+  if (s == nullptr || s->too_large || s->answered || s->head == nullptr) return 0;
+  // The request is whole: hand it up.
+  if (s->head->content_type.compare(0, 16, "application/grpc") != 0) {
+    AnswerError(s, stream_id, 3, "content-type is not application/grpc");
+    return 0;
+  }
+  // Unary: exactly one length-prefixed message.
+  ChainBuffer& d = s->data;
+  uint8_t prefix[5];
+  if (d.size() < 5) {
+    AnswerError(s, stream_id, 13, "the request has no message (5-byte prefix missing)");
+    return 0;
+  }
+  d.CopyTo(prefix, 5);
+  const uint32_t len = (uint32_t{prefix[1]} << 24) | (uint32_t{prefix[2]} << 16) |
+                       (uint32_t{prefix[3]} << 8) | prefix[4];
+  if (len != d.size() - 5) {
+    AnswerError(s, stream_id, 13, "a unary request must hold exactly one message");
+    return 0;
+  }
+  d.Skip(5);
+  s->head->compressed = (prefix[0] & 1) != 0;
+  if (s->head->compressed) {
+    const std::string& enc = s->head->encoding;
+    if (enc.empty() || enc == "identity") {
+      AnswerError(s, stream_id, 13, "compressed message without a grpc-encoding");
+      return 0;
+    }
+    if (!IsSupportedEncoding(enc)) {
+      AnswerError(s, stream_id, 12, "grpc-encoding '" + enc + "' is not supported");
+      return 0;
+    }
+    ChainBuffer plain;
+    std::string why;
+    if (!Decompress(enc, d, options_.max_message_size, &plain, &why)) {
+      AnswerError(s, stream_id, why.find("limit") != std::string::npos ? 8 : 13, why);
+      return 0;
+    }
+    d = std::move(plain);
+  }
+  s->head->cancelled = std::make_shared<std::atomic<bool>>(false);
+  RecordWriter w;
+  w.I32(stream_id);
+  ChainBuffer frame;
+  w.AppendTo(&frame);
+  frame.Append(std::move(d));
+  heads_[stream_id] = std::move(s->head);
+  s->head = std::make_unique<RequestHead>();  // (trailers of a bad client land here)
+  s->head->cancelled = heads_[stream_id]->cancelled;
+  sink_->push_back(std::move(frame));
+  return 0;
+}
+
+int H2Session::OnStreamClose(int32_t stream_id, uint32_t error_code) {
+  auto it = streams_.find(stream_id);
+  if (it == streams_.end()) return 0;
+  Stream* s = it->second.get();
+  if (role_ == Role::kServer) {
+    // Closed before we answered: the client gave up (or reset it).
+    if (!s->answered && s->head != nullptr && s->head->cancelled != nullptr) {
+      s->head->cancelled->store(true, std::memory_order_relaxed);
+    }
+    heads_.erase(stream_id);  // (a request cut but never decoded)
+  } else {
+    RecordWriter w;
+    w.U32(s->request_id);
+    w.I32(s->http_status);
+    w.I32(s->grpc_status);
+    w.U32(error_code);
+    w.Str(s->grpc_message);
+    w.Str(s->encoding);
+    WritePairs(&w, s->metadata);
+    ChainBuffer frame;
+    w.AppendTo(&frame);
+    frame.Append(std::move(s->data));
+    stream_of_request_.erase(s->request_id);
+    if (sink_ != nullptr) {
+      sink_->push_back(std::move(frame));
+    } else if (s->request_id != 0 && error_code != NGHTTP2_CANCEL) {
+      // Closed while we were sending (our END_STREAM after the server had answered): handed
+      // up with the next input. (A stream we reset was a call given up already.)
+      late_.push_back(std::move(frame));
+    }
+  }
+  streams_.erase(it);
+  return 0;
+}
+
+void H2Session::OnFrameSent(uint8_t type, uint8_t flags, int32_t stream_id, uint32_t error_code) {
+  if (type == NGHTTP2_HEADERS && (flags & NGHTTP2_FLAG_END_STREAM) != 0) {
+    Stream* s = Find(stream_id);
+    if (s != nullptr && s->reset_after_answer) {
+      nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_NO_ERROR);
+    }
+  }
+  if (type == NGHTTP2_GOAWAY && error_code != NGHTTP2_NO_ERROR && fatal_.empty()) {
+    fatal_ = std::string("sent GOAWAY: ") + nghttp2_http2_strerror(error_code);
+  }
+}
+
+long H2Session::ReadData(int32_t stream_id, uint8_t* buf, size_t length, uint32_t* data_flags) {
+  Stream* s = Find(stream_id);
+  if (s == nullptr) {
+    *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+    return 0;
+  }
+  size_t n = std::min(length, s->out.size());
+  s->out.CopyTo(buf, n);
+  s->out.Skip(n);
+  if (s->out.empty()) {
+    *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (role_ == Role::kServer) {
+      *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+      std::vector<nghttp2_nv> nv;
+      nv.reserve(s->trailers.size());
+      for (const auto& [k, v] : s->trailers) nv.push_back(Nv(k, v));
+      nghttp2_submit_trailer(session_, stream_id, nv.data(), nv.size());
+    }
+  }
+  return static_cast<long>(n);
+}
+
+void H2Session::AnswerError(Stream* s, int32_t stream_id, int grpc_status,
+                            const std::string& message) {
+  s->answered = true;
+  std::string code = std::to_string(grpc_status);
+  nghttp2_nv nv[] = {Nv(":status", "200"), Nv("content-type", "application/grpc"),
+                     Nv("grpc-status", code), Nv("grpc-message", message)};
+  nghttp2_submit_response(session_, stream_id, nv, 4, nullptr);
+  // If the request is still coming, it is not wanted: once the answer is out (nghttp2 would
+  // send a RST_STREAM submitted now before it), OnFrameSent resets the stream.
+  s->reset_after_answer = true;
+}
+
+void H2Session::EncodeOutput(ChainBuffer&& message, ChainBuffer* out) {
+  if (role_ == Role::kServer) {
+    EncodeResponse(std::move(message), out);
+  } else {
+    EncodeRequest(std::move(message), out);
+  }
+  Drain(out);
+}
+
+void H2Session::EncodeResponse(ChainBuffer&& record, ChainBuffer* out) {
+  (void)out;
+  RecordReader r(record);
+  int32_t stream_id = 0, status = 0;
+  std::string message, encoding;
+  std::vector<std::pair<std::string, std::string>> initial, trailing;
+  if (!r.I32(&stream_id) || !r.I32(&status) || !r.Str(&message) || !r.Str(&encoding) ||
+      !ReadPairs(&r, &initial) || !ReadPairs(&r, &trailing)) {
+    TRPC_LOG_EVERY_MS(log::Level::kError, 1000, "gRPC: a malformed response record (a bug)");
+    return;
+  }
+  Stream* s = Find(stream_id);
+  if (s == nullptr || s->answered) return;  // the client reset the stream meanwhile
+  s->answered = true;
+  std::string code = std::to_string(status);
+  std::vector<nghttp2_nv> nv;
+  nv.reserve(6 + initial.size() + trailing.size());
+  nv.push_back(Nv(":status", "200"));
+  nv.push_back(Nv("content-type", "application/grpc"));
+  record.Skip(r.pos());
+  if (status != 0 && record.empty()) {
+    // Trailers-Only: one HEADERS frame that ends the stream.
+    nv.push_back(Nv("grpc-status", code));
+    if (!message.empty()) nv.push_back(Nv("grpc-message", message));
+    for (const auto& [k, v] : initial) nv.push_back(Nv(k, v));
+    for (const auto& [k, v] : trailing) nv.push_back(Nv(k, v));
+    nghttp2_submit_response(session_, stream_id, nv.data(), nv.size(), nullptr);
+    return;
+  }
+  if (!encoding.empty()) nv.push_back(Nv("grpc-encoding", encoding));
+  nv.push_back(Nv("grpc-accept-encoding", "identity,deflate,gzip"));
+  for (const auto& [k, v] : initial) nv.push_back(Nv(k, v));
+  s->out = std::move(record);
+  s->trailers.emplace_back("grpc-status", code);
+  if (!message.empty()) s->trailers.emplace_back("grpc-message", std::move(message));
+  for (auto& kv : trailing) s->trailers.push_back(std::move(kv));
+  nghttp2_data_provider prd{};
+  prd.read_callback = ReadDataCb;
+  nghttp2_submit_response(session_, stream_id, nv.data(), nv.size(), &prd);
+}
+
+void H2Session::EncodeRequest(ChainBuffer&& record, ChainBuffer* out) {
+  (void)out;
+  RecordReader r(record);
+  uint32_t request_id = 0;
+  std::string path, authority, timeout, encoding;
+  std::vector<std::pair<std::string, std::string>> metadata;
+  if (!r.U32(&request_id) || !r.Str(&path) || !r.Str(&authority) || !r.Str(&timeout) ||
+      !r.Str(&encoding) || !ReadPairs(&r, &metadata)) {
+    TRPC_LOG_EVERY_MS(log::Level::kError, 1000, "gRPC: a malformed request record (a bug)");
+    return;
+  }
+  std::vector<nghttp2_nv> nv;
+  nv.reserve(10 + metadata.size());
+  nv.push_back(Nv(":method", "POST"));
+  nv.push_back(Nv(":scheme", "http"));
+  nv.push_back(Nv(":path", path));
+  nv.push_back(Nv(":authority", authority));
+  nv.push_back(Nv("content-type", "application/grpc"));
+  nv.push_back(Nv("te", "trailers"));
+  if (!timeout.empty()) nv.push_back(Nv("grpc-timeout", timeout));
+  if (!encoding.empty()) nv.push_back(Nv("grpc-encoding", encoding));
+  nv.push_back(Nv("grpc-accept-encoding", "identity,deflate,gzip"));
+  nv.push_back(Nv("user-agent", "trpc-cpp-grpc"));
+  for (const auto& [k, v] : metadata) nv.push_back(Nv(k, v));
+  auto st = std::make_unique<Stream>();
+  st->request_id = request_id;
+  record.Skip(r.pos());
+  st->out = std::move(record);
+  nghttp2_data_provider prd{};
+  prd.read_callback = ReadDataCb;
+  // nghttp2 reads the data (ReadData finds the stream by id) only after this returns.
+  int32_t stream_id =
+      nghttp2_submit_request(session_, nullptr, nv.data(), nv.size(), &prd, nullptr);
+  if (stream_id < 0) {
+    // Out of stream ids (or memory): the call ends by its timeout; later calls go to a new
+    // connection.
+    TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "gRPC: cannot open a stream: {}",
+                      nghttp2_strerror(stream_id));
+    no_new_calls = true;
+    return;
+  }
+  stream_of_request_[request_id] = stream_id;
+  streams_.emplace(stream_id, std::move(st));
+}
+
+void H2Session::CancelCall(uint32_t request_id, ChainBuffer* out) {
+  auto it = stream_of_request_.find(request_id);
+  if (it == stream_of_request_.end()) return;
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, it->second, NGHTTP2_CANCEL);
+  Drain(out);
+}
+
+}  // namespace trpc::grpc::detail

@@ -1,0 +1,135 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "trpc/base/chain_buffer.h"
+#include "trpc/transport/frame_codec.h"
+
+struct nghttp2_session;
+
+namespace trpc::grpc::detail {
+
+/// Limits of one HTTP/2 connection. Every one is a `protocol_options` key of a gRPC service
+/// (docs/grpc.md) with this default.
+struct H2Options {
+  /// SETTINGS_MAX_CONCURRENT_STREAMS we announce: streams beyond it are refused (REFUSED_STREAM).
+  uint32_t max_concurrent_streams = 100;
+  /// SETTINGS_MAX_HEADER_LIST_SIZE we announce and enforce (bytes as HTTP/2 counts them: name +
+  /// value + 32 per field). A larger header list resets its stream; kMaxHeaderStrikes of them
+  /// end the connection (HPACK bombs).
+  uint32_t max_header_list_size = 16u << 10;
+  /// Largest message received (the bytes of one request or response, compressed or not, and
+  /// again after inflating): a larger one is answered with RESOURCE_EXHAUSTED, the connection
+  /// keeps serving.
+  size_t max_message_size = 4u << 20;
+  /// Flow-control windows we announce: per stream (SETTINGS_INITIAL_WINDOW_SIZE) and for the
+  /// whole connection. Large enough that a 4 MiB message never waits for a WINDOW_UPDATE.
+  uint32_t initial_window_size = 8u << 20;
+  uint32_t connection_window_size = 16u << 20;
+  /// Rapid reset: RST_STREAM frames a client may send, as a token bucket (burst, then per
+  /// second); beyond it the connection ends with GOAWAY.
+  uint32_t max_rst_stream_burst = 1000;
+  uint32_t max_rst_stream_per_second = 100;
+  /// PING and SETTINGS frames a peer may send per second each (also the burst); beyond it the
+  /// connection ends with GOAWAY(ENHANCE_YOUR_CALM).
+  uint32_t max_ping_per_second = 100;
+  uint32_t max_settings_per_second = 100;
+};
+
+/// Header lists over max_header_list_size that a connection may send before it is closed.
+inline constexpr int kMaxHeaderStrikes = 3;
+
+/// A request's headers, as a server stream received them. Values are as on the wire.
+struct RequestHead {
+  std::string method;
+  std::string path;
+  std::string authority;
+  std::string content_type;
+  std::string timeout;                                        // grpc-timeout
+  std::string encoding;                                       // grpc-encoding
+  std::string accept_encoding;                                // grpc-accept-encoding
+  std::vector<std::pair<std::string, std::string>> metadata;  // every other header
+  bool compressed = false;  // the message came compressed (and was inflated)
+  /// Set when the client resets the stream before its response is sent (cancel, deadline).
+  std::shared_ptr<std::atomic<bool>> cancelled;
+};
+
+/// One HTTP/2 connection's protocol state on nghttp2 (framing, HPACK, flow control, stream
+/// bookkeeping), as the transport's per-connection codec state. Server or client role.
+///
+/// What goes in and out (the records of detail/record.h, made and read by the gRPC codec):
+/// - server: Feed() cuts, for each request stream that ended, a frame [i32 stream id][its one
+///   message, prefix removed and inflated] and keeps its headers for TakeHead(); a malformed
+///   request is answered here. EncodeOutput() takes a response record
+///   [i32 stream id][i32 grpc-status][str grpc-message][str grpc-encoding][u32 n][n x (str,
+///   str) initial metadata][u32 m][m x (str, str) trailing metadata][message bytes].
+/// - client: EncodeOutput() takes a request record [u32 request id][str path][str authority]
+///   [str grpc-timeout][str grpc-encoding][u32 n][n x (str, str) metadata][message bytes];
+///   Feed() cuts, for each stream that closed, [u32 request id][i32 :status][i32 grpc-status,
+///   -1 if none][u32 RST_STREAM code][str grpc-message][str grpc-encoding][u32 n][n x (str,
+///   str) metadata][DATA bytes] (the response's or the error's).
+///
+/// Thread contract: the connection's loop thread only (as every FrameCodecState).
+class H2Session final : public FrameCodecState {
+ public:
+  enum class Role { kServer, kClient };
+  H2Session(Role role, const H2Options& options);
+  ~H2Session() override;
+  H2Session(const H2Session&) = delete;
+  H2Session& operator=(const H2Session&) = delete;
+
+  /// Feeds the bytes read; appends the frames of the streams that completed to `out`; bytes
+  /// to send (SETTINGS ACK, WINDOW_UPDATE, data that waited for the window, GOAWAY) go to
+  /// `immediate`. kError (with `*err`, and the GOAWAY in `immediate`) ends the connection.
+  SplitResult Feed(ChainBuffer* in, std::vector<ChainBuffer>* out, std::string* err);
+  /// Server: the headers of a stream whose frame Feed() cut (once; null if unknown).
+  std::unique_ptr<RequestHead> TakeHead(int32_t stream_id);
+
+  void EncodeOutput(ChainBuffer&& message, ChainBuffer* out) override;
+  void CancelCall(uint32_t request_id, ChainBuffer* out) override;
+
+  // nghttp2 callbacks (C linkage trampolines call these).
+  int OnBeginHeaders(int32_t stream_id);
+  int OnHeader(int32_t stream_id, uint8_t frame_type, std::string_view name,
+               std::string_view value);
+  int OnDataChunk(int32_t stream_id, const uint8_t* data, size_t len);
+  int OnFrameRecv(uint8_t type, uint8_t flags, int32_t stream_id, uint32_t error_code);
+  int OnStreamClose(int32_t stream_id, uint32_t error_code);
+  void OnFrameSent(uint8_t type, uint8_t flags, int32_t stream_id, uint32_t error_code);
+  long ReadData(int32_t stream_id, uint8_t* buf, size_t length, uint32_t* data_flags);
+
+ private:
+  struct Stream;
+  struct Bucket {
+    double tokens;
+    int64_t last_ns = 0;
+    bool Take(double rate, double burst);
+  };
+  Stream* Find(int32_t stream_id);
+  void Drain(ChainBuffer* out);
+  void EncodeResponse(ChainBuffer&& record, ChainBuffer* out);
+  void EncodeRequest(ChainBuffer&& record, ChainBuffer* out);
+  // Server: answers a stream at once with only trailers (an error) and resets what is left.
+  void AnswerError(Stream* s, int32_t stream_id, int grpc_status, const std::string& message);
+  void Terminate(uint32_t error_code, std::string why);
+
+  Role role_;
+  H2Options options_;
+  nghttp2_session* session_ = nullptr;
+  std::unordered_map<int32_t, std::unique_ptr<Stream>> streams_;
+  std::unordered_map<int32_t, std::unique_ptr<RequestHead>> heads_;  // server: cut, not taken
+  std::unordered_map<uint32_t, int32_t> stream_of_request_;          // client
+  std::vector<ChainBuffer>* sink_ = nullptr;  // Feed()'s output while it runs
+  std::vector<ChainBuffer> late_;             // client: streams that closed outside Feed()
+  Bucket ping_bucket_, settings_bucket_;
+  int header_strikes_ = 0;
+  std::string fatal_;  // why we ended the connection (GOAWAY with an error), if we did
+};
+
+}  // namespace trpc::grpc::detail

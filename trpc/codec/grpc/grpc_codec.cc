@@ -1,0 +1,340 @@
+#include "trpc/codec/grpc/grpc_codec.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <charconv>
+#include <functional>
+
+#include "trpc/base/logging.h"
+#include "trpc/base/status.h"
+#include "trpc/codec/grpc/detail/grpc_wire.h"
+#include "trpc/codec/grpc/detail/record.h"
+#include "trpc/codec/grpc/grpc_status.h"
+#include "trpc/codec/message_body.h"
+#include "trpc/codec/protocol_options.h"
+
+namespace trpc::grpc {
+
+namespace {
+
+using detail::H2Session;
+using detail::RecordReader;
+using detail::RecordWriter;
+using Pairs = std::vector<std::pair<std::string, std::string>>;
+
+bool IsReservedKey(std::string_view k) {
+  return k.empty() || k[0] == ':' || k.substr(0, 5) == "grpc-" || k == "content-type" ||
+         k == "te" || k == "user-agent" || k == "host" || k == "connection";
+}
+
+// trans_info -> header fields: keys lower-cased and checked, "-bin" values base64, other values
+// printable ASCII only (what HTTP/2 field values allow). Entries that cannot be sent are
+// skipped.
+void ToHeaders(const TransInfo& info, Pairs* out) {
+  for (const auto& [key, value] : info) {
+    std::string k = key;
+    bool ok = true;
+    for (char& c : k) {
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
+        ok = false;
+      }
+    }
+    if (!ok || IsReservedKey(k)) continue;
+    if (k.size() > 4 && k.compare(k.size() - 4, 4, "-bin") == 0) {
+      out->emplace_back(std::move(k), detail::Base64Encode(value));
+      continue;
+    }
+    for (char c : value) {
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) ok = false;
+    }
+    if (ok) out->emplace_back(std::move(k), value);
+  }
+}
+
+// Header fields -> trans_info ("-bin" values decoded; undecodable ones dropped).
+void FromHeaders(const Pairs& fields, TransInfo* out) {
+  for (const auto& [k, v] : fields) {
+    if (k.size() > 4 && k.compare(k.size() - 4, 4, "-bin") == 0) {
+      std::string raw;
+      if (detail::Base64Decode(v, &raw)) (*out)[k] = std::move(raw);
+      continue;
+    }
+    (*out)[k] = v;
+  }
+}
+
+void WritePairs(RecordWriter* w, const Pairs& kvs) {
+  w->U32(static_cast<uint32_t>(kvs.size()));
+  for (const auto& [k, v] : kvs) {
+    w->Str(k);
+    w->Str(v);
+  }
+}
+
+// The gRPC message: the 5-byte prefix (compressed flag, big-endian length) and the bytes,
+// compressed with `encoding` when it is not empty.
+bool FrameMessage(ChainBuffer&& body, const std::string& encoding, ChainBuffer* out) {
+  ChainBuffer packed;
+  if (!encoding.empty()) {
+    if (!detail::Compress(encoding, body, &packed)) return false;
+  } else {
+    packed = std::move(body);
+  }
+  const auto n = static_cast<uint32_t>(packed.size());
+  const char prefix[5] = {static_cast<char>(encoding.empty() ? 0 : 1), static_cast<char>(n >> 24),
+                          static_cast<char>(n >> 16), static_cast<char>(n >> 8),
+                          static_cast<char>(n)};
+  out->Append(prefix, 5);
+  out->Append(std::move(packed));
+  return true;
+}
+
+bool SerializeBody(const google::protobuf::MessageLite* body_msg, ChainBuffer* body,
+                   uint32_t content_type) {
+  if (body_msg == nullptr) return true;
+  std::string err;
+  body->Clear();
+  return SerializeMessageBody(*body_msg, content_type, body, &err);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Server.
+
+std::unique_ptr<FrameCodecState> GrpcServerCodec::NewConnectionState() {
+  return std::make_unique<H2Session>(H2Session::Role::kServer, options_);
+}
+
+SplitResult GrpcServerCodec::Split(ChainBuffer*, std::vector<ChainBuffer>*, size_t,
+                                   std::string* err) {
+  *err = "the gRPC codec needs its connection state";
+  return SplitResult::kError;
+}
+
+SplitResult GrpcServerCodec::SplitWithState(ChainBuffer* in, std::vector<ChainBuffer>* out,
+                                            size_t max_frame_size, std::string* err,
+                                            FrameCodecState* state) {
+  if (state == nullptr) return Split(in, out, max_frame_size, err);
+  return static_cast<H2Session*>(state)->Feed(in, out, err);
+}
+
+bool GrpcServerCodec::DecodeRequest(ChainBuffer&&, RpcRequest*, std::string* err) {
+  *err = "the gRPC codec needs its connection state";
+  return false;
+}
+
+bool GrpcServerCodec::DecodeRequestWithState(ChainBuffer&& frame, FrameCodecState* state,
+                                             RpcRequest* req, std::string* err) {
+  RecordReader r(frame);
+  int32_t stream_id = 0;
+  std::unique_ptr<detail::RequestHead> head;
+  if (state == nullptr || !r.I32(&stream_id) ||
+      (head = static_cast<H2Session*>(state)->TakeHead(stream_id)) == nullptr) {
+    *err = "gRPC: a request frame without its stream (a bug)";
+    return false;
+  }
+  frame.Skip(r.pos());
+  req->request_id = static_cast<uint32_t>(stream_id);
+  req->call_type = kUnaryCall;
+  req->func = std::move(head->path);
+  req->content_type =
+      head->content_type == "application/grpc+json" ? kContentTypeJson : kContentTypeProtobuf;
+  if (!head->timeout.empty()) {
+    int64_t ns = 0;
+    if (detail::ParseTimeout(head->timeout, &ns)) {
+      int64_t ms = (ns + 999'999) / 1'000'000;
+      req->timeout_ms = static_cast<uint32_t>(std::clamp<int64_t>(ms, 1, UINT32_MAX));
+    }
+  }
+  FromHeaders(head->metadata, &req->trans_info);
+  req->echo_trans_info = false;
+  auto info = std::make_unique<GrpcRequestInfo>();
+  info->compressed = head->compressed;
+  info->encoding = std::move(head->encoding);
+  info->accept_encoding = std::move(head->accept_encoding);
+  info->authority = std::move(head->authority);
+  info->cancelled = std::move(head->cancelled);
+  req->protocol = std::move(info);
+  req->body = std::move(frame);
+  return true;
+}
+
+bool GrpcServerCodec::EncodeResponse(RpcResponse* rsp,
+                                     const google::protobuf::MessageLite* body_msg,
+                                     ChainBuffer* out) {
+  const auto* req = dynamic_cast<const GrpcRequestInfo*>(rsp->request_protocol);
+  const auto* opts = dynamic_cast<const GrpcReplyOptions*>(rsp->protocol_reply());
+  const int code = GrpcCodeOf(rsp->ret, rsp->func_ret);
+  std::string encoding;
+  ChainBuffer payload;
+  if (code == kGrpcOk) {
+    ChainBuffer body = std::move(rsp->body);
+    if (!SerializeBody(body_msg, &body, rsp->content_type)) return false;
+    if (opts != nullptr && !opts->compression.empty() && req != nullptr &&
+        detail::AcceptsEncoding(req->accept_encoding, opts->compression)) {
+      encoding = opts->compression;
+    }
+    if (!FrameMessage(std::move(body), encoding, &payload)) return false;
+  }
+  RecordWriter w;
+  w.I32(static_cast<int32_t>(rsp->request_id));
+  w.I32(code);
+  w.Str(code == kGrpcOk ? std::string() : detail::PercentEncode(rsp->error_msg));
+  w.Str(encoding);
+  Pairs initial, trailing;
+  if (opts != nullptr) ToHeaders(opts->initial_metadata, &initial);
+  ToHeaders(rsp->trans_info, &trailing);
+  WritePairs(&w, initial);
+  WritePairs(&w, trailing);
+  w.AppendTo(out);
+  out->Append(std::move(payload));
+  return true;
+}
+
+std::shared_ptr<ServerCodec> GrpcServerCodec::WithOptions(
+    const std::map<std::string, std::string>& options, std::string* key, std::string* err) {
+  detail::H2Options o = options_;
+  auto u32 = [](uint32_t* field) {
+    return [field](uint64_t v) { *field = static_cast<uint32_t>(v); };
+  };
+  const std::vector<IntegerOption> integers = {
+      {"max_concurrent_streams", 1, 1u << 20, u32(&o.max_concurrent_streams)},
+      {"max_header_list_size", 1024, 16u << 20, u32(&o.max_header_list_size)},
+      {"max_message_size", 1, 1u << 30, [&](uint64_t v) { o.max_message_size = v; }},
+      {"initial_window_size", 65535, (1u << 31) - 1, u32(&o.initial_window_size)},
+      {"connection_window_size", 65535, (1u << 31) - 1, u32(&o.connection_window_size)},
+      {"max_rst_stream_burst", 1, 1u << 20, u32(&o.max_rst_stream_burst)},
+      {"max_rst_stream_per_second", 1, 1u << 20, u32(&o.max_rst_stream_per_second)},
+      {"max_ping_per_second", 1, 1u << 20, u32(&o.max_ping_per_second)},
+      {"max_settings_per_second", 1, 1u << 20, u32(&o.max_settings_per_second)},
+  };
+  if (!ApplyProtocolOptions("grpc", options, integers, {}, nullptr, key, err)) return nullptr;
+  return std::make_shared<GrpcServerCodec>(o);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client.
+
+std::unique_ptr<FrameCodecState> GrpcClientCodec::NewConnectionState() {
+  return std::make_unique<H2Session>(H2Session::Role::kClient, options_);
+}
+
+SplitResult GrpcClientCodec::Split(ChainBuffer*, std::vector<ChainBuffer>*, size_t,
+                                   std::string* err) {
+  *err = "the gRPC codec needs its connection state";
+  return SplitResult::kError;
+}
+
+SplitResult GrpcClientCodec::SplitWithState(ChainBuffer* in, std::vector<ChainBuffer>* out,
+                                            size_t max_frame_size, std::string* err,
+                                            FrameCodecState* state) {
+  if (state == nullptr) return Split(in, out, max_frame_size, err);
+  return static_cast<H2Session*>(state)->Feed(in, out, err);
+}
+
+bool GrpcClientCodec::PeekResponseId(const ChainBuffer& frame, uint32_t* request_id) {
+  RecordReader r(frame);
+  return r.U32(request_id);
+}
+
+bool GrpcClientCodec::EncodeRequest(RpcRequest* req, const google::protobuf::MessageLite* body_msg,
+                                    ChainBuffer* out) {
+  if (req->call_type == kOnewayCall) return false;
+  ChainBuffer body = std::move(req->body);
+  if (!SerializeBody(body_msg, &body, req->content_type)) return false;
+  // content_encoding 1 is gzip (the trpc header's numbering).
+  std::string encoding = req->content_encoding == 1 ? "gzip" : "";
+  ChainBuffer payload;
+  if (!FrameMessage(std::move(body), encoding, &payload)) return false;
+  RecordWriter w;
+  w.U32(req->request_id);
+  w.Str(req->func);
+  w.Str(req->authority);
+  w.Str(req->timeout_ms > 0 ? detail::FormatTimeout(req->timeout_ms) : std::string());
+  w.Str(encoding);
+  Pairs md;
+  ToHeaders(req->trans_info, &md);
+  WritePairs(&w, md);
+  w.AppendTo(out);
+  out->Append(std::move(payload));
+  return true;
+}
+
+bool GrpcClientCodec::DecodeResponse(ChainBuffer&& frame, RpcResponse* rsp, std::string* err) {
+  RecordReader r(frame);
+  uint32_t request_id = 0, rst_code = 0;
+  int32_t http_status = 0, grpc_status = -1;
+  std::string message, encoding;
+  Pairs md;
+  uint32_t n = 0;
+  bool ok = r.U32(&request_id) && r.I32(&http_status) && r.I32(&grpc_status) && r.U32(&rst_code) &&
+            r.Str(&message) && r.Str(&encoding) && r.U32(&n);
+  for (uint32_t i = 0; ok && i < n; ++i) {
+    std::pair<std::string, std::string> kv;
+    ok = r.Str(&kv.first) && r.Str(&kv.second);
+    md.push_back(std::move(kv));
+  }
+  if (!ok) {
+    *err = "gRPC: a malformed response record (a bug)";
+    return false;
+  }
+  frame.Skip(r.pos());
+  rsp->request_id = request_id;
+  FromHeaders(md, &rsp->trans_info);
+  if (grpc_status < 0) {
+    if (rst_code != 0 || http_status == 0) {
+      rsp->ret = kClientNetworkErr;
+      rsp->error_msg = fmt::format("the server reset the stream (HTTP/2 error code {})", rst_code);
+      return true;
+    }
+    grpc_status = http_status != 200 ? GrpcCodeOfHttpStatus(http_status) : kGrpcUnknown;
+    message = http_status != 200 ? fmt::format("HTTP status {} without grpc-status", http_status)
+                                 : "response without grpc-status";
+  }
+  if (grpc_status != kGrpcOk) {
+    FromGrpcCode(grpc_status, &rsp->ret, &rsp->func_ret);
+    rsp->error_msg = detail::PercentDecode(message);
+    return true;
+  }
+  uint8_t prefix[5];
+  if (frame.size() < 5 || frame.CopyTo(prefix, 5) != 5) {
+    *err = "gRPC: an OK response without a message";
+    return false;
+  }
+  const uint32_t len = (uint32_t{prefix[1]} << 24) | (uint32_t{prefix[2]} << 16) |
+                       (uint32_t{prefix[3]} << 8) | prefix[4];
+  if (len != frame.size() - 5) {
+    *err = "gRPC: a unary response must hold exactly one message";
+    return false;
+  }
+  frame.Skip(5);
+  if ((prefix[0] & 1) != 0) {
+    if (encoding.empty() || encoding == "identity" || !detail::IsSupportedEncoding(encoding)) {
+      *err = "gRPC: compressed response with grpc-encoding '" + encoding + "'";
+      return false;
+    }
+    ChainBuffer plain;
+    if (!detail::Decompress(encoding, frame, options_.max_message_size, &plain, err)) {
+      return false;
+    }
+    rsp->body = std::move(plain);
+  } else {
+    rsp->body = std::move(frame);
+  }
+  return true;
+}
+
+namespace {
+const bool kRegistered = [] {
+  CodecRegistry::Instance().RegisterServer(std::string(kGrpcCodecName),
+                                           std::make_shared<GrpcServerCodec>());
+  CodecRegistry::Instance().RegisterClient(std::string(kGrpcCodecName),
+                                           std::make_shared<GrpcClientCodec>());
+  return true;
+}();
+}  // namespace
+
+}  // namespace trpc::grpc

@@ -1,0 +1,29 @@
+#pragma once
+
+#include <string>
+
+#include "trpc/codec/grpc/grpc_message.h"
+#include "trpc/server/server_context.h"
+
+namespace trpc::grpc {
+
+/// The gRPC plug-in's server API: what a handler of a service with `protocol: grpc` can see and
+/// set beyond the neutral ServerContext. Each is a no-op (or null/false) on a request that did
+/// not come over gRPC, so one implementation can serve trpc, HTTP and gRPC at once.
+
+/// The request's gRPC part (compression, accepted encodings, authority), or null.
+const GrpcRequestInfo* GetRequestInfo(const ServerContext& ctx);
+
+/// True once the client has cancelled the call (reset its stream, e.g. at its deadline): a
+/// long handler may stop early; its reply is dropped.
+bool IsCancelled(const ServerContext& ctx);
+
+/// Compresses the reply's message with `encoding` ("gzip" or "deflate") if the client accepts
+/// it (grpc-accept-encoding); otherwise it is sent uncompressed.
+void SetResponseCompression(ServerContext* ctx, std::string encoding);
+
+/// Sends `key: value` in the reply's initial metadata (headers); AddRspTransInfo() entries go
+/// in the trailers. Keys ending in "-bin" carry bytes (base64 on the wire).
+void AddInitialMetadata(ServerContext* ctx, std::string key, std::string value);
+
+}  // namespace trpc::grpc
