@@ -30,8 +30,8 @@ int64_t ProcessCpuMicros(int pid) {
   unsigned long utime = 0;
   unsigned long stime = 0;
   // After ")": state (field 3) ... utime is field 14, stime field 15, in clock ticks.
-  if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime,
-                  &stime) != 2) {
+  if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) !=
+      2) {
     return -1;
   }
   return static_cast<int64_t>(utime + stime) * 1'000'000 / sysconf(_SC_CLK_TCK);

@@ -86,8 +86,9 @@ loop at a fixed rate (--qps) with coordinated-omission correction. See
 benchmark/trpc_bench/README.md.
 
   --target IP:PORT        server (default 127.0.0.1:12345)
-  --protocol trpc|http    wire protocol (default trpc)
-  --func /pkg.Svc/Method  trpc: method to call (default /trpc.test.helloworld.Greeter/SayHello);
+  --protocol P            trpc (default), grpc (unary gRPC over h2c: each connection carries
+                          --inflight concurrent streams) or http (HTTP/1.1)
+  --func /pkg.Svc/Method  trpc, grpc: method to call (default /trpc.test.helloworld.Greeter/SayHello);
                           the body is a trpc.test.helloworld.HelloRequest carrying the payload
   --http-method M         http: GET (default), HEAD, POST, PUT, DELETE, PATCH or OPTIONS;
                           POST, PUT and PATCH send the payload as the body
@@ -197,8 +198,7 @@ ParseResult ParseOptions(int argc, char** argv, Options* o, std::string* err) {
       ok = ParseDouble(value, 0, 1, &o->tail_ratio);
     } else if (name == "--tail-delay") {
       if (!ParseDurationUs(value, &o->tail_delay_us)) {
-        *err = fmt::format("bad value for --tail-delay: '{}' (give a unit: 5ms, 500us, 1s)",
-                           value);
+        *err = fmt::format("bad value for --tail-delay: '{}' (give a unit: 5ms, 500us, 1s)", value);
         return ParseResult::kBadUsage;
       }
     } else if (name == "--tail-kind") {
@@ -224,17 +224,18 @@ ParseResult ParseOptions(int argc, char** argv, Options* o, std::string* err) {
     *err = std::move(reason);
     return ParseResult::kBadUsage;
   };
-  if (o->protocol != "trpc" && o->protocol != "http") {
-    return bad(fmt::format("--protocol {}: not supported (trpc or http)", o->protocol));
+  if (o->protocol != "trpc" && o->protocol != "http" && o->protocol != "grpc") {
+    return bad(fmt::format("--protocol {}: not supported (trpc, grpc or http)", o->protocol));
   }
   if (http_given && !o->http()) return bad("--http-method and --http-path need --protocol http");
-  if (func_given && o->http()) return bad("--func is for --protocol trpc (http: --http-path)");
+  if (func_given && o->http()) {
+    return bad("--func is for --protocol trpc or grpc (http: --http-path)");
+  }
   NetAddress addr;
   if (!NetAddress::Parse(o->target, &addr)) {
     return bad(fmt::format("--target {}: expected IP:PORT", o->target));
   }
-  if (o->func.size() < 4 || o->func[0] != '/' || o->func.rfind('/') <= 1 ||
-      o->func.back() == '/') {
+  if (o->func.size() < 4 || o->func[0] != '/' || o->func.rfind('/') <= 1 || o->func.back() == '/') {
     return bad(fmt::format("--func {}: expected /package.Service/Method", o->func));
   }
   // --requests alone runs until the count; both: whichever comes first.

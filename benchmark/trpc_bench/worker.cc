@@ -57,6 +57,7 @@ Worker::Worker(const Options& o, int index, int connections, uint64_t quota,
   header_.timeout_ms = static_cast<uint32_t>(o.timeout_ms);
   header_.callee = o.Callee();
   header_.func = o.func;
+  header_.authority = o_.target;  // (the options outlive the worker)
   if (o.open_loop()) period_ns_ = 1e9 / o.qps;
   tail_value_ = o.tail_kind + ":" + std::to_string(o.tail_delay_us);
 }

@@ -523,7 +523,7 @@ void H2Session::EncodeRequest(ChainBuffer&& record, ChainBuffer* out) {
   nv.push_back(Nv(":method", "POST"));
   nv.push_back(Nv(":scheme", "http"));
   nv.push_back(Nv(":path", path));
-  nv.push_back(Nv(":authority", authority));
+  if (!authority.empty()) nv.push_back(Nv(":authority", authority));  // (empty is invalid)
   nv.push_back(Nv("content-type", "application/grpc"));
   nv.push_back(Nv("te", "trailers"));
   if (!timeout.empty()) nv.push_back(Nv("grpc-timeout", timeout));
