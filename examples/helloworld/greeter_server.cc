@@ -21,7 +21,10 @@ class HelloWorldServer final : public trpc::TrpcApp {
  protected:
   int Initialize() override {
     // The `server.service[].name` this implementation serves.
-    RegisterService("trpc.test.helloworld.Greeter", std::make_shared<GreeterImpl>());
+    auto greeter = std::make_shared<GreeterImpl>();
+    RegisterService("trpc.test.helloworld.Greeter", greeter);
+    // The same implementation over gRPC, where the config has this entry (server_grpc.yaml).
+    RegisterService("greeter_grpc", greeter);
     return 0;
   }
 };
