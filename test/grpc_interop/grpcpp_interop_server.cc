@@ -1,0 +1,189 @@
+// grpcpp_interop_server [--port N]: grpc.testing.TestService (grpc-proto's test.proto) served by
+// Debian's gRPC C++ 1.51, the reference peer for our gRPC client. It implements the unary server
+// features of gRPC's interop-test-descriptions.md: EmptyCall, UnaryCall (payload of
+// response_size zeros, CompressedResponse, CompressedRequest, Echo Status, Echo Metadata) and
+// UnimplementedCall (UNIMPLEMENTED); the streaming methods stay unimplemented.
+//
+// Our extensions (README.md here), read from the request metadata:
+//   x-interop-sleep-ms: <ms>      (EmptyCall, UnaryCall) the handler first sleeps that long, in
+//                                 5 ms steps, checking ServerContext::IsCancelled(); when it sees
+//                                 the call cancelled (the client's deadline passed or it reset the
+//                                 stream) it counts the call as cancelled and returns CANCELLED.
+//   x-interop-query: cancelled    (EmptyCall) the reply carries the trailing metadata
+//                                 x-interop-cancelled: <calls seen cancelled so far>.
+//
+// Listens on 127.0.0.1:N (0, the default, picks a free port), prints exactly one line
+// "listening on 127.0.0.1:PORT" once ready, and exits 0 on SIGTERM or SIGINT.
+
+#include <grpc/compression.h>
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "grpc/testing/test.grpc.pb.h"
+
+// Exported by libgrpc but declared only in its private src/core/lib/surface/call_test_only.h:
+// the flags of the last message the call received. gRPC C++ 1.51 has no public way to tell
+// whether a request arrived compressed (the decompression happens below the C++ API and
+// grpc-encoding is not among the metadata the application sees); gRPC's own interop server uses
+// this function for the same check.
+uint32_t grpc_call_test_only_get_message_flags(grpc_call* call);
+
+namespace {
+
+using grpc::testing::Empty;
+using grpc::testing::SimpleRequest;
+using grpc::testing::SimpleResponse;
+using grpc::testing::TestService;
+
+// Bits of those flags (src/core/lib/transport/transport.h): the message is still compressed
+// (decompression off), or the message was compressed and gRPC has decompressed it.
+constexpr uint32_t kInternalCompress = 0x80000000u;
+constexpr uint32_t kInternalWasCompressed = 0x40000000u;
+
+constexpr std::string_view kEchoInitial = "x-grpc-test-echo-initial";
+constexpr std::string_view kEchoTrailingBin = "x-grpc-test-echo-trailing-bin";
+constexpr std::string_view kSleepMs = "x-interop-sleep-ms";
+constexpr std::string_view kQuery = "x-interop-query";
+constexpr std::string_view kCancelled = "x-interop-cancelled";
+
+// The value of the first `key` the client sent.
+std::optional<std::string> Metadata(const grpc::ServerContext* ctx, std::string_view key) {
+  auto it = ctx->client_metadata().find(grpc::string_ref(key.data(), key.size()));
+  if (it == ctx->client_metadata().end()) return std::nullopt;
+  return std::string(it->second.data(), it->second.size());
+}
+
+class TestServiceImpl final : public TestService::Service {
+ public:
+  grpc::Status EmptyCall(grpc::ServerContext* ctx, const Empty* req, Empty* rsp) override {
+    grpc::Status slept = MaybeSleep(ctx);
+    if (!slept.ok()) return slept;
+    if (Metadata(ctx, kQuery) == "cancelled") {
+      ctx->AddTrailingMetadata(std::string(kCancelled), std::to_string(cancelled_.load()));
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status UnaryCall(grpc::ServerContext* ctx, const SimpleRequest* req,
+                         SimpleResponse* rsp) override {
+    grpc::Status slept = MaybeSleep(ctx);
+    if (!slept.ok()) return slept;
+    // Echoed before anything can fail, so error replies carry the metadata too.
+    if (auto v = Metadata(ctx, kEchoInitial))
+      ctx->AddInitialMetadata(std::string(kEchoInitial), *v);
+    if (auto v = Metadata(ctx, kEchoTrailingBin)) {
+      ctx->AddTrailingMetadata(std::string(kEchoTrailingBin), *v);
+    }
+    if (req->response_type() != grpc::testing::COMPRESSABLE) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "unsupported response_type");
+    }
+    if (req->response_compressed().value()) ctx->set_compression_algorithm(GRPC_COMPRESS_GZIP);
+    if (req->expect_compressed().value()) {
+      uint32_t flags = grpc_call_test_only_get_message_flags(ctx->c_call());
+      if ((flags & (kInternalCompress | kInternalWasCompressed)) == 0) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "expect_compressed is set but the request was not compressed");
+      }
+    }
+    if (req->has_response_status()) {
+      return grpc::Status(static_cast<grpc::StatusCode>(req->response_status().code()),
+                          req->response_status().message());
+    }
+    if (req->response_size() < 0) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "negative response_size");
+    }
+    // fill_username and fill_oauth_scope are ignored: there is no authentication here.
+    rsp->mutable_payload()->set_type(grpc::testing::COMPRESSABLE);
+    rsp->mutable_payload()->set_body(std::string(req->response_size(), '\0'));
+    return grpc::Status::OK;
+  }
+
+  // UnimplementedCall is left to the generated base class, which returns UNIMPLEMENTED.
+
+  // x-interop-sleep-ms (the top of the file).
+  grpc::Status MaybeSleep(grpc::ServerContext* ctx) {
+    std::optional<std::string> ms_text = Metadata(ctx, kSleepMs);
+    if (!ms_text) return grpc::Status::OK;
+    int64_t ms = -1;
+    auto [end, ec] = std::from_chars(ms_text->data(), ms_text->data() + ms_text->size(), ms);
+    if (ec != std::errc() || end != ms_text->data() + ms_text->size() || ms < 0) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "bad x-interop-sleep-ms");
+    }
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    for (;;) {
+      if (ctx->IsCancelled()) {
+        cancelled_.fetch_add(1);
+        return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled while sleeping");
+      }
+      auto now = std::chrono::steady_clock::now();
+      if (now >= until) return grpc::Status::OK;
+      std::this_thread::sleep_for(
+          std::min<std::chrono::steady_clock::duration>(until - now, std::chrono::milliseconds(5)));
+    }
+  }
+
+ private:
+  std::atomic<int64_t> cancelled_{0};
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int port = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    std::string_view value;
+    if (a == "--port" && i + 1 < argc) {
+      value = argv[++i];
+    } else if (a.starts_with("--port=")) {
+      value = a.substr(7);
+    } else {
+      std::fprintf(stderr, "usage: %s [--port N]   (0, the default, picks a free port)\n", argv[0]);
+      return 2;
+    }
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), port);
+    if (ec != std::errc() || end != value.data() + value.size() || port < 0 || port > 65535) {
+      std::fprintf(stderr, "%s: bad port '%s'\n", argv[0], std::string(value).c_str());
+      return 2;
+    }
+  }
+  // Blocked before gRPC starts its threads, so they inherit the mask and only sigwait() below
+  // receives the stop signals.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+
+  TestServiceImpl service;
+  int bound_port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:" + std::to_string(port), grpc::InsecureServerCredentials(),
+                           &bound_port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || bound_port == 0) {
+    std::fprintf(stderr, "%s: cannot listen on 127.0.0.1:%d\n", argv[0], port);
+    return 1;
+  }
+  std::printf("listening on 127.0.0.1:%d\n", bound_port);
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&stop, &sig);
+  // Calls still running after 1 s (a long x-interop-sleep-ms) are cancelled; the sleeping
+  // handlers see it within 5 ms.
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  return 0;
+}
