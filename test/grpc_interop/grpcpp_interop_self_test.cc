@@ -61,8 +61,8 @@ class InteropServer {
   InteropServer& operator=(const InteropServer&) = delete;
   ~InteropServer() { Stop(SIGTERM); }
 
-  // Waits for the "listening on 127.0.0.1:PORT" line; returns "127.0.0.1:PORT", or "" (with a
-  // test failure) if the server did not start.
+  // Waits for the "grpcpp_interop_server ready on 127.0.0.1:PORT" line; returns "127.0.0.1:PORT",
+  // or "" (with a test failure) if the server did not start.
   std::string Start() {
     pid_ = Spawn({GRPCPP_INTEROP_SERVER_PATH, "--port", "0"}, &out_);
     if (pid_ < 0) {
@@ -79,7 +79,7 @@ class InteropServer {
       if (n <= 0) break;  // the server exited before saying it was ready
       line.append(buf, n);
     }
-    const std::string prefix = "listening on ";
+    const std::string prefix = "grpcpp_interop_server ready on ";
     size_t end = line.find('\n');
     if (!line.starts_with(prefix) || end == std::string::npos || end + 1 != line.size()) {
       ADD_FAILURE() << "grpcpp_interop_server did not start; its stdout: '" << line << "'";

@@ -13,7 +13,7 @@
 //                                 x-interop-cancelled: <calls seen cancelled so far>.
 //
 // Listens on 127.0.0.1:N (0, the default, picks a free port), prints exactly one line
-// "listening on 127.0.0.1:PORT" once ready, and exits 0 on SIGTERM or SIGINT.
+// "grpcpp_interop_server ready on 127.0.0.1:PORT" once ready, and exits 0 on SIGTERM or SIGINT.
 
 #include <grpc/compression.h>
 #include <grpcpp/grpcpp.h>
@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: cannot listen on 127.0.0.1:%d\n", argv[0], port);
     return 1;
   }
-  std::printf("listening on 127.0.0.1:%d\n", bound_port);
+  std::printf("grpcpp_interop_server ready on 127.0.0.1:%d\n", bound_port);
   std::fflush(stdout);
   int sig = 0;
   sigwait(&stop, &sig);

@@ -2,6 +2,8 @@
 
 #include <memory>
 
+#include "trpc/base/clock.h"
+
 namespace trpc::grpc {
 
 namespace {
@@ -23,8 +25,11 @@ const GrpcRequestInfo* GetRequestInfo(const ServerContext& ctx) {
 
 bool IsCancelled(const ServerContext& ctx) {
   const GrpcRequestInfo* info = GetRequestInfo(ctx);
-  return info != nullptr && info->cancelled != nullptr &&
-         info->cancelled->load(std::memory_order_relaxed);
+  if (info == nullptr) return false;
+  if (info->cancelled != nullptr && info->cancelled->load(std::memory_order_relaxed)) return true;
+  // Past its deadline the client has given up too (as in gRPC); this also holds where the reset
+  // cannot be read meanwhile (a merge worker busy in this very handler).
+  return ctx.GetDeadlineNs() > 0 && MonotonicNanos() > ctx.GetDeadlineNs();
 }
 
 void SetResponseCompression(ServerContext* ctx, std::string encoding) {

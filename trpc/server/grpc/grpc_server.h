@@ -14,8 +14,10 @@ namespace trpc::grpc {
 /// The request's gRPC part (compression, accepted encodings, authority), or null.
 const GrpcRequestInfo* GetRequestInfo(const ServerContext& ctx);
 
-/// True once the client has cancelled the call (reset its stream, e.g. at its deadline): a
-/// long handler may stop early; its reply is dropped.
+/// True once the client has cancelled the call (reset its stream) or the call's deadline has
+/// passed: a long handler may stop early; its reply is dropped (or, past the deadline, answered
+/// DEADLINE_EXCEEDED). In the merge model a reset is read only when the worker is free, so there
+/// a running handler sees the deadline, not the reset.
 bool IsCancelled(const ServerContext& ctx);
 
 /// Compresses the reply's message with `encoding` ("gzip" or "deflate") if the client accepts

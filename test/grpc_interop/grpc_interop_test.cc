@@ -1,0 +1,329 @@
+// gRPC interop, both directions, in the thread model TRPC_GRPC_INTEROP_MODEL (merge|fiber):
+// - the real gRPC clients (grpc++'s grpcpp_interop_client, python3-grpcio's grpcio_client.py)
+//   against our server (TestServiceImpl served with `protocol: grpc`);
+// - our client (the generated proxy, `protocol: grpc`) against grpc++'s grpcpp_interop_server,
+//   and against our own server;
+// - h2load posting a gRPC request frame to our server;
+// - the same implementation served over trpc on another port.
+// Cases missing their peer (grpc++ not built, python3-grpcio or h2load not installed) say
+// "skipped".
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "fmt/format.h"
+#include "grpc/testing/test.trpc.pb.h"
+#include "test/common/child_server.h"
+#include "test/grpc_interop/trpc_interop_service.h"
+#include "trpc/client/trpc_client.h"
+#include "trpc/config/config.h"
+#include "trpc/runtime/runtime.h"
+#include "trpc/server/detail/service_adapter.h"
+#include "trpc/server/server.h"
+
+namespace trpc::test::interop {
+namespace {
+
+using ::grpc::testing::Empty;
+using ::grpc::testing::SimpleRequest;
+using ::grpc::testing::SimpleResponse;
+using ::grpc::testing::TestServiceServiceProxy;
+using ::grpc::testing::UnimplementedServiceServiceProxy;
+
+std::string Model() {
+  const char* m = getenv("TRPC_GRPC_INTEROP_MODEL");
+  return m != nullptr && std::string(m) == "fiber" ? "fiber" : "merge";
+}
+
+// Runs a shell command; its exit status and combined output.
+int RunShell(const std::string& cmd, std::string* output) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) output->append(buf, n);
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+class GrpcInteropTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string err;
+    std::string model =
+        Model() == "fiber"
+            ? "    fiber:\n      - instance_name: interop\n        concurrency_hint: 2\n"
+            : "    default:\n      - instance_name: interop\n        io_handle_type: "
+              "merge\n        io_thread_num: 2\n";
+    Config config;
+    std::string yaml = "global:\n  threadmodel:\n" + model + R"(server:
+  service:
+    - name: grpc.testing.TestService
+      protocol: grpc
+      ip: 127.0.0.1
+      port: 0
+      timeout: 10000
+    - name: interop_over_trpc
+      protocol: trpc
+      ip: 127.0.0.1
+      port: 0
+)";
+    ASSERT_TRUE(LoadConfigFromString(yaml, "interop.yaml", &config, &err)) << err;
+    ASSERT_TRUE(runtime::Start(config.global.threadmodel, &err)) << err;
+    service_ = std::make_shared<TestServiceImpl>();
+    server_ = new Server(config.server);
+    ASSERT_TRUE(server_->RegisterService("grpc.testing.TestService", service_));
+    ASSERT_TRUE(server_->RegisterService("interop_over_trpc", service_));
+    ASSERT_TRUE(server_->Start(&err)) << err;
+    NetAddress a;
+    ASSERT_TRUE(server_->GetAddress("grpc.testing.TestService", &a));
+    grpc_addr_ = a.ToString();
+    ASSERT_TRUE(server_->GetAddress("interop_over_trpc", &a));
+    trpc_addr_ = a.ToString();
+    SetTrpcClient(std::make_shared<TrpcClient>(ClientConfig{}));
+#ifdef GRPCPP_INTEROP_SERVER_PATH
+    peer_ = new ChildServer();
+    peer_addr_ = peer_->Start({GRPCPP_INTEROP_SERVER_PATH, "--port", "0"});
+#endif
+  }
+
+  static void TearDownTestSuite() {
+    delete peer_;
+    if (auto client = SetTrpcClient(nullptr)) client->Stop();
+    if (server_ != nullptr) server_->Stop();
+    delete server_;
+    runtime::Stop();
+  }
+
+  template <typename Proxy>
+  static std::shared_ptr<Proxy> MakeProxy(const std::string& target,
+                                          const std::string& protocol = "grpc") {
+    ClientServiceConfig c;
+    c.target = target;
+    c.protocol = protocol;
+    c.timeout = 10000;
+    std::string err;
+    auto p = GetTrpcClient()->GetProxy<Proxy>(fmt::format("interop_{}", ++proxies_), c, &err);
+    EXPECT_NE(p, nullptr) << err;
+    return p;
+  }
+
+  // gRPC's unary interop cases, run by our client against `target`.
+  static void RunOurClientCases(const std::string& target);
+
+  static inline std::shared_ptr<TestServiceImpl> service_;
+  static inline Server* server_ = nullptr;
+  static inline std::string grpc_addr_, trpc_addr_, peer_addr_;
+  static inline ChildServer* peer_ = nullptr;
+  static inline int proxies_ = 0;
+};
+
+void GrpcInteropTest::RunOurClientCases(const std::string& target) {
+  auto test = MakeProxy<TestServiceServiceProxy>(target);
+  auto unimpl = MakeProxy<UnimplementedServiceServiceProxy>(target);
+  ASSERT_NE(test, nullptr);
+  ASSERT_NE(unimpl, nullptr);
+  {
+    SCOPED_TRACE("empty_unary");
+    Empty rsp;
+    Status st = test->EmptyCall(MakeClientContext(), Empty(), &rsp);
+    EXPECT_TRUE(st.OK()) << st.ToString();
+  }
+  {
+    SCOPED_TRACE("large_unary");
+    SimpleRequest req;
+    req.set_response_type(::grpc::testing::COMPRESSABLE);
+    req.set_response_size(314159);
+    req.mutable_payload()->set_body(std::string(271828, '\0'));
+    SimpleResponse rsp;
+    Status st = test->UnaryCall(MakeClientContext(), req, &rsp);
+    EXPECT_TRUE(st.OK()) << st.ToString();
+    EXPECT_EQ(rsp.payload().body().size(), 314159u);
+  }
+  {
+    SCOPED_TRACE("client_compressed_unary");
+    SimpleRequest req;
+    req.mutable_expect_compressed()->set_value(true);
+    req.set_response_size(314159);
+    req.mutable_payload()->set_body(std::string(271828, '\0'));
+    SimpleResponse rsp;
+    // The probe: claims compression but sends it plain.
+    Status st = test->UnaryCall(MakeClientContext(), req, &rsp);
+    EXPECT_EQ(st.GetFuncRetCode(), 3) << st.ToString();  // INVALID_ARGUMENT
+    auto ctx = MakeClientContext();
+    ctx->SetReqCompressType(1);
+    st = test->UnaryCall(ctx, req, &rsp);
+    EXPECT_TRUE(st.OK()) << st.ToString();
+    EXPECT_EQ(rsp.payload().body().size(), 314159u);
+    req.mutable_expect_compressed()->set_value(false);
+    st = test->UnaryCall(MakeClientContext(), req, &rsp);
+    EXPECT_TRUE(st.OK()) << st.ToString();
+  }
+  {
+    SCOPED_TRACE("server_compressed_unary");
+    for (bool compressed : {true, false}) {
+      SimpleRequest req;
+      req.mutable_response_compressed()->set_value(compressed);
+      req.set_response_size(314159);
+      req.mutable_payload()->set_body(std::string(271828, '\0'));
+      SimpleResponse rsp;
+      Status st = test->UnaryCall(MakeClientContext(), req, &rsp);
+      EXPECT_TRUE(st.OK()) << st.ToString();
+      EXPECT_EQ(rsp.payload().body().size(), 314159u);
+    }
+  }
+  for (const std::string& msg :
+       {std::string("test status message"),
+        std::string("\t\ntest with whitespace\r\nand Unicode BMP \u263a and "
+                    "non-BMP \U0001f608\t\n")}) {
+    SCOPED_TRACE("status_code_and_message / special_status_message");
+    SimpleRequest req;
+    req.mutable_response_status()->set_code(2);
+    req.mutable_response_status()->set_message(msg);
+    SimpleResponse rsp;
+    Status st = test->UnaryCall(MakeClientContext(), req, &rsp);
+    EXPECT_EQ(st.GetFrameworkRetCode(), 0);
+    EXPECT_EQ(st.GetFuncRetCode(), 2);
+    EXPECT_EQ(st.ErrorMessage(), msg);
+  }
+  {
+    SCOPED_TRACE("custom_metadata");
+    SimpleRequest req;
+    req.set_response_size(314159);
+    req.mutable_payload()->set_body(std::string(271828, '\0'));
+    auto ctx = MakeClientContext();
+    ctx->AddReqTransInfo("x-grpc-test-echo-initial", "test_initial_metadata_value");
+    ctx->AddReqTransInfo("x-grpc-test-echo-trailing-bin", "\xab\xab\xab");
+    SimpleResponse rsp;
+    Status st = test->UnaryCall(ctx, req, &rsp);
+    EXPECT_TRUE(st.OK()) << st.ToString();
+    const TransInfo& md = ctx->GetRspTransInfo();
+    auto it = md.find("x-grpc-test-echo-initial");
+    ASSERT_NE(it, md.end());
+    EXPECT_EQ(it->second, "test_initial_metadata_value");
+    it = md.find("x-grpc-test-echo-trailing-bin");
+    ASSERT_NE(it, md.end());
+    EXPECT_EQ(it->second, "\xab\xab\xab");
+  }
+  {
+    SCOPED_TRACE("unimplemented_method / unimplemented_service");
+    Empty rsp;
+    Status st = test->UnimplementedCall(MakeClientContext(), Empty(), &rsp);
+    EXPECT_EQ(st.GetFrameworkRetCode(), kServerNoFuncErr) << st.ToString();
+    st = unimpl->UnimplementedCall(MakeClientContext(), Empty(), &rsp);
+    EXPECT_EQ(st.GetFrameworkRetCode(), kServerNoFuncErr) << st.ToString();
+  }
+  {
+    SCOPED_TRACE("timeout_on_sleeping_server");
+    auto ctx = MakeClientContext();
+    ctx->SetTimeout(100);
+    ctx->AddReqTransInfo("x-interop-sleep-ms", "5000");
+    SimpleResponse rsp;
+    auto t0 = std::chrono::steady_clock::now();
+    Status st = test->UnaryCall(ctx, SimpleRequest(), &rsp);
+    EXPECT_EQ(st.GetFrameworkRetCode(), kClientInvokeTimeoutErr) << st.ToString();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+    // The server noticed: it counts the sleeping call as cancelled.
+    int cancelled = 0;
+    for (int i = 0; i < 60 && cancelled == 0; ++i) {
+      auto q = MakeClientContext();
+      q->AddReqTransInfo("x-interop-query", "cancelled");
+      Empty e;
+      ASSERT_TRUE(test->EmptyCall(q, Empty(), &e).OK());
+      auto c = q->GetRspTransInfo().find("x-interop-cancelled");
+      ASSERT_NE(c, q->GetRspTransInfo().end());
+      cancelled = std::stoi(c->second);
+      if (cancelled == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_GE(cancelled, 1) << "the server did not notice the cancellation";
+  }
+}
+
+TEST_F(GrpcInteropTest, OurClientAgainstOurServer) { RunOurClientCases(grpc_addr_); }
+
+TEST_F(GrpcInteropTest, OurClientAgainstGrpcppServer) {
+  if (peer_addr_.empty())
+    GTEST_SKIP() << "skipped: grpcpp_interop_server not built (libgrpc++-dev)";
+  RunOurClientCases(peer_addr_);
+}
+
+TEST_F(GrpcInteropTest, GrpcppClientAgainstOurServer) {
+#ifndef GRPCPP_INTEROP_CLIENT_PATH
+  GTEST_SKIP() << "skipped: grpcpp_interop_client not built (libgrpc++-dev)";
+#else
+  std::string out;
+  int rc = RunShell(
+      fmt::format("{} --server={} --test_case=all", GRPCPP_INTEROP_CLIENT_PATH, grpc_addr_), &out);
+  EXPECT_EQ(rc, 0) << out;
+  std::printf("%s", out.c_str());
+#endif
+}
+
+TEST_F(GrpcInteropTest, GrpcioClientAgainstOurServer) {
+  std::string probe;
+  if (RunShell("/usr/bin/python3 -c 'import grpc'", &probe) != 0) {
+    GTEST_SKIP() << "skipped: python3-grpcio not installed";
+  }
+  std::string out;
+  int rc = RunShell(
+      fmt::format("/usr/bin/python3 {} --server {} --test_case all", GRPCIO_CLIENT_PY, grpc_addr_),
+      &out);
+  EXPECT_EQ(rc, 0) << out;
+  std::printf("%s", out.c_str());
+}
+
+TEST_F(GrpcInteropTest, H2loadGetsGrpcStatusOk) {
+  std::string probe;
+  if (RunShell("command -v h2load", &probe) != 0) GTEST_SKIP() << "skipped: h2load not installed";
+  // EmptyCall's request: an uncompressed message of 0 bytes.
+  std::string frame_path = ::testing::TempDir() + "grpc_empty_frame.bin";
+  std::ofstream(frame_path, std::ios::binary).write("\0\0\0\0\0", 5);
+  const detail::ServiceAdapter* adapter = server_->GetAdapter("grpc.testing.TestService");
+  ASSERT_NE(adapter, nullptr);
+  const auto before = adapter->stats();
+  std::string out;
+  int rc =
+      RunShell(fmt::format("h2load -n 2000 -c 4 -m 10 -H 'content-type: application/grpc' "
+                           "-H 'te: trailers' -d {} http://{}/grpc.testing.TestService/EmptyCall",
+                           frame_path, grpc_addr_),
+               &out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("2000 succeeded, 0 failed, 0 errored"), std::string::npos) << out;
+  EXPECT_NE(out.find("status codes: 2000 2xx"), std::string::npos) << out;
+  // h2load does not show trailers: the server's counters say every call ended with status 0.
+  const auto after = adapter->stats();
+  EXPECT_EQ(after.requests - before.requests, 2000u);
+  EXPECT_EQ(after.failed_requests, before.failed_requests);
+}
+
+TEST_F(GrpcInteropTest, SameImplementationServesTrpc) {
+  auto test = MakeProxy<TestServiceServiceProxy>(trpc_addr_, "trpc");
+  ASSERT_NE(test, nullptr);
+  SimpleRequest req;
+  req.set_response_size(1000);
+  SimpleResponse rsp;
+  Status st = test->UnaryCall(MakeClientContext(), req, &rsp);
+  EXPECT_TRUE(st.OK()) << st.ToString();
+  EXPECT_EQ(rsp.payload().body().size(), 1000u);
+}
+
+TEST_F(GrpcInteropTest, OnewayFailsClearlyOnGrpc) {
+  auto test = MakeProxy<TestServiceServiceProxy>(grpc_addr_);
+  ASSERT_NE(test, nullptr);
+  auto ctx = MakeClientContext();
+  ctx->SetFuncName("/grpc.testing.TestService/EmptyCall");
+  Status st = test->OnewayInvoke(ctx, Empty());
+  EXPECT_FALSE(st.OK());
+  EXPECT_NE(st.ErrorMessage().find("no one-way calls"), std::string::npos) << st.ToString();
+}
+
+}  // namespace
+}  // namespace trpc::test::interop
