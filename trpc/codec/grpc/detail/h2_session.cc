@@ -3,6 +3,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 
 #include "trpc/base/clock.h"
@@ -78,6 +79,13 @@ nghttp2_nv Nv(std::string_view name, std::string_view value) {
   return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
                     reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(),
                     value.size(), NGHTTP2_NV_FLAG_NONE};
+}
+
+// A status code: 1 to 3 digits, else -1 (peers' values are not trusted to fit an int).
+int ParseCode(std::string_view v) {
+  int code = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), code);
+  return v.empty() || v.size() > 3 || ec != std::errc() || end != v.data() + v.size() ? -1 : code;
 }
 
 bool ReadPairs(RecordReader* r, std::vector<std::pair<std::string, std::string>>* out) {
@@ -257,12 +265,9 @@ int H2Session::OnHeader(int32_t stream_id, uint8_t frame_type, std::string_view 
     return 0;
   }
   if (name == ":status") {
-    int v = 0;
-    for (char c : value) v = c >= '0' && c <= '9' ? v * 10 + (c - '0') : -1000;
-    s->http_status = v;
+    s->http_status = std::max(ParseCode(value), 0);
   } else if (name == "grpc-status") {
-    int v = 0;
-    for (char c : value) v = c >= '0' && c <= '9' ? v * 10 + (c - '0') : -1000;
+    int v = ParseCode(value);
     s->grpc_status = v < 0 ? 2 : v;  // unparsable: UNKNOWN
   } else if (name == "grpc-message") {
     s->grpc_message.assign(value);
