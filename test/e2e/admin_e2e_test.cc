@@ -422,6 +422,12 @@ TEST_F(AdminE2eTest, VersionAndIndex) {
   EXPECT_NE(r.body.find("/cmds/profile/cpu"), std::string::npos);
 }
 
+TEST_F(AdminE2eTest, HealthSaysServingWhileTheServerRuns) {
+  HttpReply r = Http(admin_, "GET", "/health");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "SERVING\n");
+}
+
 TEST_F(AdminE2eTest, LogLevelGetPutAndBadLevel) {
   log::Level saved = log::GetLevel();
   HttpReply r = Http(admin_, "GET", "/cmds/loglevel");

@@ -22,6 +22,8 @@
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
 #include "trpc/runtime/runtime.h"
+#include "trpc/server/grpc/grpc_server.h"
+#include "trpc/server/grpc/health.pb.h"
 #include "trpc/server/server.h"
 
 namespace trpc::test::grpc_e2e {
@@ -234,6 +236,7 @@ class GrpcE2eTest : public ::testing::Test {
     auto greeter = std::make_shared<TestGreeter>();
     ASSERT_TRUE(server_->RegisterService("trpc.test.helloworld.Greeter", greeter));
     ASSERT_TRUE(server_->RegisterService("limited", greeter));
+    grpc::EnableHealth(server_);
     ASSERT_TRUE(server_->Start(&err)) << err;
     ASSERT_TRUE(server_->GetAddress("trpc.test.helloworld.Greeter", &addr_));
     ASSERT_TRUE(server_->GetAddress("limited", &limited_));
@@ -333,6 +336,43 @@ TEST_F(GrpcE2eTest, StatusAndUnknownMethod) {
   HelloReply r2;
   st = base->UnaryInvoke(ctx, req, &r2);
   EXPECT_EQ(st.GetFrameworkRetCode(), kServerNoFuncErr) << st.ToString();
+}
+
+TEST_F(GrpcE2eTest, HealthCheckFollowsReadiness) {
+  auto p = Proxy(addr_);
+  auto check = [&](const std::string& service, grpc_health::HealthCheckResponse* rsp) {
+    auto ctx = MakeClientContext();
+    ctx->SetFuncName(grpc::kHealthCheckMethod);
+    grpc_health::HealthCheckRequest req;
+    req.set_service(service);
+    ServiceProxy* base = p.get();
+    return base->UnaryInvoke(ctx, req, rsp);
+  };
+  grpc_health::HealthCheckResponse rsp;
+  ASSERT_TRUE(check("", &rsp).OK());
+  EXPECT_EQ(rsp.status(), grpc_health::HealthCheckResponse::SERVING);
+  ASSERT_TRUE(check("trpc.test.helloworld.Greeter", &rsp).OK());
+  EXPECT_EQ(rsp.status(), grpc_health::HealthCheckResponse::SERVING);
+  EXPECT_EQ(check("no.such.Service", &rsp).GetFuncRetCode(), 5);  // NOT_FOUND
+  // The state behind it: not serving before Start() and from Stop() on.
+  Config config;
+  std::string err;
+  ASSERT_TRUE(LoadConfigFromString(R"(server:
+  service:
+    - name: trpc.test.helloworld.Greeter
+      protocol: grpc
+      ip: 127.0.0.1
+      port: 0
+)",
+                                   "readiness.yaml", &config, &err))
+      << err;
+  Server s(config.server);
+  ASSERT_TRUE(s.RegisterService("trpc.test.helloworld.Greeter", std::make_shared<TestGreeter>()));
+  EXPECT_EQ(s.readiness(), Server::Readiness::kStarting);
+  ASSERT_TRUE(s.Start(&err)) << err;
+  EXPECT_EQ(s.readiness(), Server::Readiness::kServing);
+  s.Stop();
+  EXPECT_EQ(s.readiness(), Server::Readiness::kStopping);
 }
 
 TEST_F(GrpcE2eTest, LargeMessagesPassTheDefaultWindows) {

@@ -23,6 +23,7 @@ constexpr int kMaxProfileSeconds = 60;
 
 constexpr std::string_view kIndex =
     "tRPC admin\n"
+    "  GET /health                       200 SERVING while the server takes calls, else 503\n"
     "  GET /metrics                      Prometheus text exposition\n"
     "  GET /cmds/stats                   the same numbers as JSON\n"
     "  GET /version                      framework version, build type, commit\n"
@@ -75,6 +76,13 @@ AdminService::AdminService(const Server* server) : server_(server) {
   using http::HttpResponse;
   Get("/", [](const ServerContextPtr&, const HttpRequest&, HttpResponse* rsp) {
     rsp->SetBody(std::string(kIndex), "text/plain; charset=utf-8");
+  });
+  // For HTTP health checkers (load balancers, orchestrators): 200 while the server takes
+  // calls, 503 before and while it stops; the same as grpc.health.v1's overall status.
+  Get("/health", [this](const ServerContextPtr&, const HttpRequest&, HttpResponse* rsp) {
+    bool serving = server_->readiness() == Server::Readiness::kServing;
+    rsp->set_status(serving ? 200 : 503);
+    rsp->SetBody(serving ? "SERVING\n" : "NOT_SERVING\n", "text/plain; charset=utf-8");
   });
   Get("/metrics",
       [this](const ServerContextPtr&, const HttpRequest&, HttpResponse* rsp) { Metrics(rsp); });

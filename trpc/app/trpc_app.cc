@@ -14,6 +14,7 @@
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/runtime/runtime.h"
+#include "trpc/server/grpc/grpc_server.h"
 
 namespace trpc {
 
@@ -144,6 +145,7 @@ bool TrpcApp::StartFromConfig(std::string* err) {
     StopAll();
     return false;
   }
+  grpc::EnableHealth(server_.get());  // grpc.health.v1 on every gRPC service
   if (!client_->CheckFilters(err)) {
     StopAll();
     return false;

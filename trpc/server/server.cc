@@ -50,7 +50,13 @@ bool Server::Start(std::string* err) {
     Stop();  // what did start must not keep listening
     return false;
   }
+  readiness_.store(Readiness::kServing, std::memory_order_release);
   return true;
+}
+
+ServicePtr Server::GetService(const std::string& name) const {
+  auto it = services_.find(name);
+  return it == services_.end() ? nullptr : it->second;
 }
 
 bool Server::AddSideService(SideService side) {
@@ -254,6 +260,7 @@ bool Server::StartServices(std::string* err) {
 }
 
 void Server::Stop() {
+  readiness_.store(Readiness::kStopping, std::memory_order_release);
   int64_t deadline = MonotonicNanos() + int64_t{config_.stop_max_wait_time} * kNanosPerMilli;
   // Side services first: the admin service reads the adapters below.
   StopSideServices();

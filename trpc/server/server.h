@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -83,6 +84,13 @@ class Server {
   /// the workers nor orders anything (a snapshot, not a barrier).
   ServerMetrics GetMetrics() const;
   const ServerConfig& config() const { return config_; }
+  /// The implementation registered for `name`, or null.
+  ServicePtr GetService(const std::string& name) const;
+
+  /// Whether the server takes calls, for health checks (grpc.health.v1, the admin /health):
+  /// kStarting until Start() succeeds, kServing until Stop() begins, then kStopping. Any thread.
+  enum class Readiness : uint8_t { kStarting, kServing, kStopping };
+  Readiness readiness() const { return readiness_.load(std::memory_order_acquire); }
 
  private:
   bool StartServices(std::string* err);
@@ -95,6 +103,7 @@ class Server {
   static void Keep(std::unique_ptr<T> kept);
 
   ServerConfig config_;
+  std::atomic<Readiness> readiness_{Readiness::kStarting};
   // The bound on bytes buffered by every service's connections (server.max_buffered_bytes).
   std::shared_ptr<BufferBudget> budget_;
   std::map<std::string, ServicePtr> services_;

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "trpc/base/clock.h"
+#include "trpc/server/grpc/health.pb.h"
 
 namespace trpc::grpc {
 
@@ -39,6 +40,33 @@ void SetResponseCompression(ServerContext* ctx, std::string encoding) {
 void AddInitialMetadata(ServerContext* ctx, std::string key, std::string value) {
   if (GrpcReplyOptions* o = ReplyOptions(ctx)) {
     o->initial_metadata[std::move(key)] = std::move(value);
+  }
+}
+
+void EnableHealth(Server* server) {
+  using grpc_health::HealthCheckRequest;
+  using grpc_health::HealthCheckResponse;
+  for (const ServiceConfig& sc : server->config().service) {
+    if (sc.protocol != kGrpcCodecName) continue;
+    ServicePtr svc = server->GetService(sc.name);
+    if (svc == nullptr || svc->FindMethod(kHealthCheckMethod) != nullptr) continue;
+    const Service* raw = svc.get();  // (the method lives in the service: no cycle through it)
+    svc->AddUnaryMethod<HealthCheckRequest, HealthCheckResponse>(
+        kHealthCheckMethod, [server, raw](const ServerContextPtr&, const HealthCheckRequest* req,
+                                          HealthCheckResponse* rsp) {
+          if (!req->service().empty()) {
+            const std::string prefix = "/" + req->service() + "/";
+            bool served = false;
+            raw->ForEachMethod([&](const std::string& name, const RpcMethodHandler*) {
+              served = served || name.compare(0, prefix.size(), prefix) == 0;
+            });
+            if (!served) return Status::AppError(5, "unknown service " + req->service());
+          }
+          rsp->set_status(server->readiness() == Server::Readiness::kServing
+                              ? HealthCheckResponse::SERVING
+                              : HealthCheckResponse::NOT_SERVING);
+          return kSuccStatus;
+        });
   }
 }
 

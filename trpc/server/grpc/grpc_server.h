@@ -3,6 +3,7 @@
 #include <string>
 
 #include "trpc/codec/grpc/grpc_message.h"
+#include "trpc/server/server.h"
 #include "trpc/server/server_context.h"
 
 namespace trpc::grpc {
@@ -27,5 +28,15 @@ void SetResponseCompression(ServerContext* ctx, std::string encoding);
 /// Sends `key: value` in the reply's initial metadata (headers); AddRspTransInfo() entries go
 /// in the trailers. Keys ending in "-bin" carry bytes (base64 on the wire).
 void AddInitialMetadata(ServerContext* ctx, std::string key, std::string value);
+
+/// The standard health service's method, as its clients call it.
+inline constexpr char kHealthCheckMethod[] = "/grpc.health.v1.Health/Check";
+
+/// Adds grpc.health.v1.Health/Check to every service of `server` configured with `protocol:
+/// grpc` (their implementations must be registered): SERVING while server->readiness() is
+/// kServing, NOT_SERVING before and while stopping; for a named service, the same if this
+/// port serves it, else NOT_FOUND. Before server->Start(); TrpcApp calls it. Watch (streaming)
+/// comes with streaming calls.
+void EnableHealth(Server* server);
 
 }  // namespace trpc::grpc
