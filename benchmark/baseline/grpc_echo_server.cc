@@ -1,18 +1,31 @@
-// grpc_echo_server [--port P]: the peer users pick instead, serving the same Greeter
-// (examples/helloworld/helloworld.proto) over gRPC with Debian's gRPC C++: SayHello replies with
-// the request's msg unchanged, like bench_echo_server. Callback API (the one gRPC recommends for
-// new servers; gRPC runs it on its own thread pool). Listens on 127.0.0.1:P (default 50051; 0
-// picks a free port), prints "grpc_echo_server ready on 127.0.0.1:PORT", and stops on SIGINT or
-// SIGTERM. Built only when CMake finds gRPC (TRPC_BUILD_GRPC_PEER, benchmark/baseline/README.md).
+// grpc_echo_server [--port P] [--mode callback|cq] [--threads N]: the peer users pick instead,
+// serving the same Greeter (examples/helloworld/helloworld.proto) over gRPC with Debian's gRPC C++:
+// SayHello replies with the request's msg unchanged, like bench_echo_server. Two ways to serve it:
+//
+// - `--mode callback` (default): the callback API, the one gRPC recommends for new servers; gRPC
+//   runs the handlers on its own thread pool.
+// - `--mode cq`: the classic asynchronous API, as gRPC's own async benchmark server uses it
+//   (test/cpp/qps/server_async.cc): Greeter::AsyncService with one completion queue per thread
+//   (N threads, default 1), each queue holding its own kRequestsPerQueue outstanding
+//   RequestSayHello calls; per call a CallData that answers and is deleted when Finish completes
+//   (a new one takes its place among the outstanding requests as soon as its call arrives).
+//
+// Listens on 127.0.0.1:P (default 50051; 0 picks a free port), prints "grpc_echo_server ready on
+// 127.0.0.1:PORT", and on SIGINT or SIGTERM shuts down (in-flight calls get kShutdownGrace, then
+// are cancelled) and exits 0. Built only when CMake finds gRPC (TRPC_BUILD_GRPC_PEER,
+// benchmark/baseline/README.md).
 
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <vector>
 
 #include "helloworld.grpc.pb.h"
 
@@ -21,6 +34,14 @@ namespace {
 using trpc::test::helloworld::Greeter;
 using trpc::test::helloworld::HelloReply;
 using trpc::test::helloworld::HelloRequest;
+
+// Outstanding RequestSayHello calls per completion queue in --mode cq. gRPC matches a new call
+// first with the requests of the queue its connection belongs to, then with the other queues',
+// and queues it unmatched when there are none; this many keeps every call matched on its own
+// queue at the concurrency the benchmarks use (gRPC's benchmark posts thousands per queue).
+constexpr int kRequestsPerQueue = 1000;
+// How long Shutdown() lets in-flight calls finish before it cancels them.
+constexpr std::chrono::seconds kShutdownGrace{2};
 
 class EchoGreeter final : public Greeter::CallbackService {
  public:
@@ -33,42 +54,120 @@ class EchoGreeter final : public Greeter::CallbackService {
   }
 };
 
+// One SayHello call in --mode cq, and the tag of its one pending operation: first the request
+// (RequestSayHello), then the reply (Finish). Only the thread polling `cq` touches it after the
+// constructor.
+class CallData {
+ public:
+  CallData(Greeter::AsyncService* service, grpc::ServerCompletionQueue* cq)
+      : service_(service), cq_(cq), responder_(&ctx_) {
+    service_->RequestSayHello(&ctx_, &req_, &responder_, cq_, cq_, this);
+  }
+
+  // The pending operation completed. A request that did not come (ok false: the server is shutting
+  // down) or a finished reply (whether or not it was sent) ends the CallData.
+  void Proceed(bool ok) {
+    if (finishing_ || !ok) {
+      delete this;
+      return;
+    }
+    // Replace this one among the queue's outstanding requests before answering. It is requested
+    // while this call is still alive, which keeps it before the end of server->Shutdown(): that
+    // waits for every call to be released, so once it returns no thread starts another operation
+    // and the queues may be shut down.
+    new CallData(service_, cq_);
+    rsp_.mutable_msg()->swap(*req_.mutable_msg());
+    finishing_ = true;
+    responder_.Finish(rsp_, grpc::Status::OK, this);
+  }
+
+ private:
+  Greeter::AsyncService* service_;
+  grpc::ServerCompletionQueue* cq_;
+  grpc::ServerContext ctx_;
+  HelloRequest req_;
+  HelloReply rsp_;
+  grpc::ServerAsyncResponseWriter<HelloReply> responder_;
+  bool finishing_ = false;
+};
+
+// A --mode cq thread: runs the calls of its queue until the queue is shut down and drained.
+void Poll(grpc::ServerCompletionQueue* cq) {
+  void* tag = nullptr;
+  bool ok = false;
+  while (cq->Next(&tag, &ok)) static_cast<CallData*>(tag)->Proceed(ok);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int port = 50051;
+  std::string_view mode = "callback";
+  int threads = 0;  // 0: not given
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     if (a == "--port" && i + 1 < argc) {
       port = std::atoi(argv[++i]);
+    } else if (a == "--mode" && i + 1 < argc) {
+      mode = argv[++i];
+    } else if (a == "--threads" && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
+      if (threads < 1) threads = -1;
     } else {
-      std::fprintf(stderr, "usage: %s [--port P]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--port P] [--mode callback|cq] [--threads N]\n", argv[0]);
       return 2;
     }
   }
-  // Blocked before gRPC starts its threads, so they inherit the mask and only sigwait() below
-  // receives the stop signals.
+  if (port < 0 || port > 65535 || (mode != "callback" && mode != "cq") || threads < 0 ||
+      threads > 256 || (mode == "callback" && threads != 0)) {
+    std::fprintf(stderr,
+                 "%s: --port 0..65535, --mode callback or cq, --threads 1..256 (cq only: the "
+                 "callback API runs on gRPC's thread pool)\n",
+                 argv[0]);
+    return 2;
+  }
+  if (threads == 0) threads = 1;
+  // Blocked before gRPC starts its threads (and before ours), so they inherit the mask and only
+  // sigwait() below receives the stop signals.
   sigset_t stop;
   sigemptyset(&stop);
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
-  EchoGreeter service;
+  EchoGreeter callback_service;
+  Greeter::AsyncService async_service;
+  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> cqs;  // outlive the server
   int bound_port = 0;
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:" + std::to_string(port), grpc::InsecureServerCredentials(),
                            &bound_port);
-  builder.RegisterService(&service);
+  if (mode == "cq") {
+    builder.RegisterService(&async_service);
+    for (int i = 0; i < threads; ++i) cqs.push_back(builder.AddCompletionQueue());
+  } else {
+    builder.RegisterService(&callback_service);
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {
     std::fprintf(stderr, "%s: cannot listen on 127.0.0.1:%d\n", argv[0], port);
     return 1;
   }
+  for (auto& cq : cqs) {
+    for (int i = 0; i < kRequestsPerQueue; ++i) new CallData(&async_service, cq.get());
+  }
+  std::vector<std::thread> pollers;
+  for (auto& cq : cqs) pollers.emplace_back(Poll, cq.get());
   std::printf("grpc_echo_server ready on 127.0.0.1:%d\n", bound_port);
   std::fflush(stdout);
   int sig = 0;
   sigwait(&stop, &sig);
-  server->Shutdown();
+  // Stops accepting, lets in-flight calls finish for kShutdownGrace, then cancels the rest, and
+  // returns once every call is released (the pollers keep running meanwhile: they complete the
+  // calls, and get back the outstanding requests with ok false). No operation is started on a
+  // queue after that, so shutting the queues down is safe; each poller drains its own and ends.
+  server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
+  for (auto& cq : cqs) cq->Shutdown();
+  for (auto& t : pollers) t.join();
   return 0;
 }
