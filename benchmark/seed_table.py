@@ -68,12 +68,13 @@ def thread_model_yaml(model, workers):
             f"        io_handle_type: merge\n        io_thread_num: {workers}\n")
 
 
-def echo_yaml(model, workers, port):
+def echo_yaml(model, workers, port, protocol="trpc"):
     return thread_model_yaml(model, workers) + f"""server:
   app: bench
   server: echo
   service:
     - name: trpc.test.helloworld.Greeter
+      protocol: {protocol}
       ip: 127.0.0.1
       port: {port}
       timeout: 60000
@@ -149,15 +150,17 @@ class Bench:
             f.write(text)
         return path
 
-    def start(self, kind, model=None, workers=1, cpus=None, backend_port=None):
+    def start(self, kind, model=None, workers=1, cpus=None, backend_port=None, protocol="trpc",
+              extra=()):
         port = free_port()
         if kind == "baseline":
             argv = [self.bin["baseline"], "--port", str(port), "--threads", str(workers)]
         elif kind == "grpc":
-            argv = [self.bin["grpc"], "--port", str(port)]
+            argv = [self.bin["grpc"], "--port", str(port)] + list(extra)
         elif kind == "echo":
             argv = [self.bin["echo"], "--config",
-                    self.write(f"echo_{model}_{port}.yaml", echo_yaml(model, workers, port))]
+                    self.write(f"echo_{model}_{port}.yaml",
+                               echo_yaml(model, workers, port, protocol))]
         else:
             argv = [self.bin["forward"], "--config",
                     self.write(f"fwd_{model}_{port}.yaml",
@@ -165,10 +168,12 @@ class Bench:
         return Server(argv, port, cpus, f"{kind}:{model}" if model else kind)
 
     def load(self, server, label, func=None, qps=0, duration=None, connections=100,
-             tail_ratio=0.0, tail_kind="sleep", pid=None, cpus=str(CLIENT_CPU)):
+             tail_ratio=0.0, tail_kind="sleep", pid=None, cpus=str(CLIENT_CPU),
+             protocol="trpc", inflight=1):
         out = os.path.join(self.tmp, f"run{len(self.runs)}.json")
         cmd = [self.bin["trpc_bench"], "--target", f"127.0.0.1:{server.port}",
-               "--connections", str(connections), "--inflight", "1", "--threads", "1",
+               "--protocol", protocol, "--connections", str(connections),
+               "--inflight", str(inflight), "--threads", "1",
                "--duration", str(duration or self.duration), "--warmup", "1",
                "--payload-size", "10", "--timeout", "5000", "--quiet", "--json", out]
         if cpus:

@@ -26,6 +26,8 @@ struct H2Session::Stream {
   bool too_large = false;           // the message passed max_message_size: its bytes are dropped
   bool answered = false;            // server: a response (or error) was submitted
   bool reset_after_answer = false;  // server: an early error answer; reset once it is sent
+  bool handed_up = false;           // server: the request was cut; `head` waits for TakeHead()
+  std::shared_ptr<std::atomic<bool>> cancelled;  // server, once handed up
   // Client: the call it carries.
   uint32_t request_id = 0;
   // Sent: the DATA still to go, and (server) the trailers that follow it.
@@ -160,8 +162,19 @@ H2Session::H2Session(Role role, const H2Options& options) : role_(role), options
 H2Session::~H2Session() { nghttp2_session_del(session_); }
 
 H2Session::Stream* H2Session::Find(int32_t stream_id) {
+  // The callbacks of one frame (a HEADERS block calls OnHeader per field) ask for one stream in
+  // a row: a one-entry cache saves the hash lookups.
+  if (stream_id == last_id_ && last_ != nullptr) return last_;
   auto it = streams_.find(stream_id);
-  return it == streams_.end() ? nullptr : it->second.get();
+  if (it == streams_.end()) return nullptr;
+  last_id_ = stream_id;
+  last_ = it->second.get();
+  return last_;
+}
+
+void H2Session::Erase(int32_t stream_id) {
+  if (stream_id == last_id_) last_ = nullptr;
+  streams_.erase(stream_id);
 }
 
 void H2Session::Drain(ChainBuffer* out) {
@@ -210,11 +223,9 @@ SplitResult H2Session::Feed(ChainBuffer* in, std::vector<ChainBuffer>* out, std:
 }
 
 std::unique_ptr<RequestHead> H2Session::TakeHead(int32_t stream_id) {
-  auto it = heads_.find(stream_id);
-  if (it == heads_.end()) return nullptr;
-  std::unique_ptr<RequestHead> h = std::move(it->second);
-  heads_.erase(it);
-  return h;
+  Stream* s = Find(stream_id);
+  if (s == nullptr || !s->handed_up) return nullptr;
+  return std::move(s->head);
 }
 
 int H2Session::OnBeginHeaders(int32_t stream_id) {
@@ -243,6 +254,7 @@ int H2Session::OnHeader(int32_t stream_id, uint8_t frame_type, std::string_view 
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   }
   if (role_ == Role::kServer) {
+    if (s->head == nullptr || s->handed_up) return 0;
     RequestHead& h = *s->head;
     if (name == ":method") {
       h.method.assign(value);
@@ -328,7 +340,7 @@ int H2Session::OnFrameRecv(uint8_t type, uint8_t flags, int32_t stream_id, uint3
   }
   if (role_ != Role::kServer || (flags & NGHTTP2_FLAG_END_STREAM) == 0) return 0;
   Stream* s = Find(stream_id);
-  if (s == nullptr || s->too_large || s->answered || s->head == nullptr) return 0;
+  if (s == nullptr || s->too_large || s->answered || s->head == nullptr || s->handed_up) return 0;
   // The request is whole: hand it up.
   if (s->head->content_type.compare(0, 16, "application/grpc") != 0) {
     AnswerError(s, stream_id, 3, "content-type is not application/grpc");
@@ -368,15 +380,14 @@ int H2Session::OnFrameRecv(uint8_t type, uint8_t flags, int32_t stream_id, uint3
     }
     d = std::move(plain);
   }
-  s->head->cancelled = std::make_shared<std::atomic<bool>>(false);
-  RecordWriter w;
-  w.I32(stream_id);
+  s->cancelled = std::make_shared<std::atomic<bool>>(false);
+  s->head->cancelled = s->cancelled;
+  s->handed_up = true;  // the head waits in the stream for TakeHead()
+  char id[sizeof(int32_t)];
+  std::memcpy(id, &stream_id, sizeof(id));
   ChainBuffer frame;
-  w.AppendTo(&frame);
+  frame.Append(id, sizeof(id));
   frame.Append(std::move(d));
-  heads_[stream_id] = std::move(s->head);
-  s->head = std::make_unique<RequestHead>();  // (trailers of a bad client land here)
-  s->head->cancelled = heads_[stream_id]->cancelled;
   sink_->push_back(std::move(frame));
   return 0;
 }
@@ -387,10 +398,9 @@ int H2Session::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   Stream* s = it->second.get();
   if (role_ == Role::kServer) {
     // Closed before we answered: the client gave up (or reset it).
-    if (!s->answered && s->head != nullptr && s->head->cancelled != nullptr) {
-      s->head->cancelled->store(true, std::memory_order_relaxed);
+    if (!s->answered && s->cancelled != nullptr) {
+      s->cancelled->store(true, std::memory_order_relaxed);
     }
-    heads_.erase(stream_id);  // (a request cut but never decoded)
   } else {
     RecordWriter w;
     w.U32(s->request_id);
@@ -412,7 +422,7 @@ int H2Session::OnStreamClose(int32_t stream_id, uint32_t error_code) {
       late_.push_back(std::move(frame));
     }
   }
-  streams_.erase(it);
+  Erase(stream_id);
   return 0;
 }
 

@@ -112,6 +112,7 @@ class H2Session final : public FrameCodecState {
     bool Take(double rate, double burst);
   };
   Stream* Find(int32_t stream_id);
+  void Erase(int32_t stream_id);
   void Drain(ChainBuffer* out);
   void EncodeResponse(ChainBuffer&& record, ChainBuffer* out);
   void EncodeRequest(ChainBuffer&& record, ChainBuffer* out);
@@ -123,10 +124,11 @@ class H2Session final : public FrameCodecState {
   H2Options options_;
   nghttp2_session* session_ = nullptr;
   std::unordered_map<int32_t, std::unique_ptr<Stream>> streams_;
-  std::unordered_map<int32_t, std::unique_ptr<RequestHead>> heads_;  // server: cut, not taken
-  std::unordered_map<uint32_t, int32_t> stream_of_request_;          // client
-  std::vector<ChainBuffer>* sink_ = nullptr;  // Feed()'s output while it runs
-  std::vector<ChainBuffer> late_;             // client: streams that closed outside Feed()
+  int32_t last_id_ = 0;  // Find()'s one-entry cache
+  Stream* last_ = nullptr;
+  std::unordered_map<uint32_t, int32_t> stream_of_request_;  // client
+  std::vector<ChainBuffer>* sink_ = nullptr;                 // Feed()'s output while it runs
+  std::vector<ChainBuffer> late_;  // client: streams that closed outside Feed()
   Bucket ping_bucket_, settings_bucket_;
   int header_strikes_ = 0;
   std::string fatal_;  // why we ended the connection (GOAWAY with an error), if we did

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""gRPC server cost: our server with `protocol: grpc` (merge and fiber models) against grpc++'s
+echo servers (completion-queue and callback APIs) and against our own trpc echo, all driven by
+the same client (trpc_bench) with the same settings.
+
+Unary 10-byte echo (SayHello), 10 connections x 10 concurrent streams (trpc: 10 connections x
+10 in flight), open loop at a fixed rate that no server saturates, server pinned to one core,
+client to the other. Rounds alternate between the servers (docs/benchmark.md); the table gives
+the median over rounds of the server's CPU time per request (from /proc, read by trpc_bench
+--server-pid), its range, and the client's latency. At a rate this low every request costs a
+wake-up and its own syscalls, which all servers pay alike; one closed-loop run per server then
+gives its ceiling and its CPU per request at saturation, where the protocol work dominates.
+
+Usage: benchmark/grpc_bench.py [--build DIR] [--rounds N] [--qps R] [--out DIR]
+Writes grpc.md and grpc.json into --out (default build/results).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from seed_table import CLIENT_CPU, ROOT, SERVER_CPU, Bench, log, machine_info  # noqa: E402
+
+# (label, how to start it, protocol the client speaks)
+SERVERS = [
+    ("ours grpc merge", dict(kind="echo", model="merge", protocol="grpc"), "grpc"),
+    ("ours grpc fiber", dict(kind="echo", model="fiber", protocol="grpc"), "grpc"),
+    ("grpc++ async (cq)", dict(kind="grpc", extra=("--mode", "cq")), "grpc"),
+    ("grpc++ callback", dict(kind="grpc"), "grpc"),
+    ("ours trpc merge", dict(kind="echo", model="merge"), "trpc"),
+    ("ours trpc fiber", dict(kind="echo", model="fiber"), "trpc"),
+]
+
+
+def run(args):
+    tmp = tempfile.mkdtemp(prefix="grpc_bench_")
+    bench = Bench(args.build, quick=False, tmp=tmp)
+    bench.duration = args.duration
+    servers = [s for s in SERVERS if s[1]["kind"] != "grpc" or os.path.exists(bench.bin["grpc"])]
+    if len(servers) < len(SERVERS):
+        log("grpc_bench: grpc_echo_server not built (libgrpc++-dev): grpc++ rows left out")
+    cpu = {label: [] for label, _, _ in servers}
+    lat = {label: [] for label, _, _ in servers}
+    for rnd in range(args.rounds):
+        order = servers if rnd % 2 == 0 else list(reversed(servers))
+        log(f"round {rnd + 1}/{args.rounds}")
+        for label, how, protocol in order:
+            srv = bench.start(cpus=str(SERVER_CPU), **how)
+            try:
+                r = bench.load(srv, f"{label} {args.qps}/s", qps=args.qps, connections=10,
+                               inflight=10, protocol=protocol)
+            finally:
+                srv.stop()
+            if r["errors"]:
+                raise RuntimeError(f"{label}: errors {r['errors']}")
+            cpu[label].append(r["server"]["cpu_us_per_request"])
+            lat[label].append(r["latency_us"])
+    ceilings = {}
+    for label, how, protocol in servers:
+        srv = bench.start(cpus=str(SERVER_CPU), **how)
+        try:
+            r = bench.load(srv, f"{label} closed loop", connections=10, inflight=10,
+                           protocol=protocol)
+        finally:
+            srv.stop()
+        ceilings[label] = {"qps": r["qps"], "cpu_us_per_request": r["server"]["cpu_us_per_request"]}
+    return {"machine": machine_info(), "qps": args.qps, "rounds": args.rounds,
+            "duration_s": args.duration, "cpu_us_per_request": cpu, "latency_us": lat,
+            "closed_loop": ceilings, "runs": bench.runs}
+
+
+def markdown(res):
+    med = {k: statistics.median(v) for k, v in res["cpu_us_per_request"].items()}
+    m = res["machine"]
+    lines = [
+        "# gRPC server cost",
+        "",
+        f"{m['cpu']} ({m['cpus']} CPUs), kernel {m['kernel']}, commit {m['commit']}, "
+        f"{m['date']}. Unary SayHello echo, 10-byte payload, 10 connections x 10 "
+        f"concurrent streams, open loop at {res['qps']}/s, server pinned to CPU {SERVER_CPU}, "
+        f"client (trpc_bench) to CPU {CLIENT_CPU}; {res['rounds']} alternating rounds of "
+        f"{res['duration_s']} s. Server CPU per request: median (range) over the rounds.",
+        "",
+        "| server | CPU us/request at the fixed rate | p50 us | p99 us | closed loop: QPS | "
+        "closed loop: CPU us/request |",
+        "|---|---|---|---|---|---|",
+    ]
+    sat = {k: v["cpu_us_per_request"] for k, v in res["closed_loop"].items()}
+    for label, vals in res["cpu_us_per_request"].items():
+        lats = res["latency_us"][label]
+        p50 = statistics.median(x["p50"] for x in lats)
+        p99 = statistics.median(x["p99"] for x in lats)
+        lines.append(f"| {label} | {med[label]:.2f} ({min(vals):.2f}-{max(vals):.2f}) | "
+                     f"{p50:.0f} | {p99:.0f} | {res['closed_loop'][label]['qps']:.0f} | "
+                     f"{sat[label]:.2f} |")
+    lines += ["", "Ratios of server CPU per request, at the fixed rate / in the closed loop:", ""]
+    for model in ("merge", "fiber"):
+        ours = f"ours grpc {model}"
+        for peer in ("grpc++ async (cq)", "grpc++ callback", f"ours trpc {model}"):
+            if ours in med and peer in med:
+                lines.append(f"- {ours} / {peer}: {med[ours] / med[peer]:.2f}x / "
+                             f"{sat[ours] / sat[peer]:.2f}x")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--qps", type=int, default=20000)
+    ap.add_argument("--duration", type=int, default=3)
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", "results"))
+    args = ap.parse_args()
+    res = run(args)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "grpc.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    md = markdown(res)
+    with open(os.path.join(args.out, "grpc.md"), "w") as f:
+        f.write(md)
+    print(md)
+    log(f"wrote {args.out}/grpc.md and grpc.json")
+
+
+if __name__ == "__main__":
+    main()
