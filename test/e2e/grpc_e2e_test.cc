@@ -375,6 +375,32 @@ TEST_F(GrpcE2eTest, HealthCheckFollowsReadiness) {
   EXPECT_EQ(s.readiness(), Server::Readiness::kStopping);
 }
 
+TEST_F(GrpcE2eTest, StopSendsGoawayBeforeClosing) {
+  Config config;
+  std::string err;
+  ASSERT_TRUE(LoadConfigFromString(R"(server:
+  service:
+    - name: trpc.test.helloworld.Greeter
+      protocol: grpc
+      ip: 127.0.0.1
+      port: 0
+)",
+                                   "goaway.yaml", &config, &err))
+      << err;
+  Server s(config.server);
+  ASSERT_TRUE(s.RegisterService("trpc.test.helloworld.Greeter", std::make_shared<TestGreeter>()));
+  ASSERT_TRUE(s.Start(&err)) << err;
+  NetAddress a;
+  ASSERT_TRUE(s.GetAddress("trpc.test.helloworld.Greeter", &a));
+  RawH2 raw(a);
+  raw.ReadUntil(1000, [](const RawFrame& f) { return f.type == kSettings && f.flags == 0; });
+  s.Stop();
+  uint32_t code = 99;
+  auto frames = raw.ReadUntil(2000, [](const RawFrame& f) { return f.type == kGoaway; });
+  ASSERT_TRUE(HasGoaway(frames, &code));
+  EXPECT_EQ(code, 0u);  // NO_ERROR: a graceful goodbye, the client may retry elsewhere
+}
+
 TEST_F(GrpcE2eTest, LargeMessagesPassTheDefaultWindows) {
   auto p = Proxy(addr_);
   HelloReply rsp;

@@ -392,6 +392,7 @@ void Connection::Shutdown(const std::string& reason) {
   // Input is discarded from now on, so nothing is held back: what arrived while paused is read
   // (and dropped) from a task, since this may run inside a handler.
   StopReading();
+  if (codec_state_ != nullptr && accepts_output()) codec_state_->OnShutdown(&out_);
   CloseAfterFlush(reason);
 }
 

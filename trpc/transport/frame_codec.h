@@ -54,6 +54,10 @@ class FrameCodecState {
   virtual void EncodeOutput(ChainBuffer&& message, ChainBuffer* out) {
     out->Append(std::move(message));
   }
+  /// The connection is shutting down gracefully (a server's stop): append what announces it to
+  /// the peer (HTTP/2's GOAWAY, so a client sends no new calls and retries elsewhere) to `out`.
+  /// Loop thread.
+  virtual void OnShutdown(ChainBuffer* out) { (void)out; }
   /// Client side, with encodes_output: the call `request_id` was given up (it timed out); append
   /// what tells the peer to stop working on it (HTTP/2's RST_STREAM) to `out`. Loop thread.
   virtual void CancelCall(uint32_t request_id, ChainBuffer* out) {

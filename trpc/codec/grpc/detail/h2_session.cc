@@ -574,4 +574,12 @@ void H2Session::CancelCall(uint32_t request_id, ChainBuffer* out) {
   Drain(out);
 }
 
+void H2Session::OnShutdown(ChainBuffer* out) {
+  if (role_ != Role::kServer) return;
+  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
+                        nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
+                        nullptr, 0);
+  Drain(out);
+}
+
 }  // namespace trpc::grpc::detail

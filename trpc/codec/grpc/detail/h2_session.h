@@ -93,6 +93,8 @@ class H2Session final : public FrameCodecState {
 
   void EncodeOutput(ChainBuffer&& message, ChainBuffer* out) override;
   void CancelCall(uint32_t request_id, ChainBuffer* out) override;
+  /// GOAWAY(NO_ERROR) naming the last stream taken: the streams in flight are still answered.
+  void OnShutdown(ChainBuffer* out) override;
 
   // nghttp2 callbacks (C linkage trampolines call these).
   int OnBeginHeaders(int32_t stream_id);
