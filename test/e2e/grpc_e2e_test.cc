@@ -19,11 +19,13 @@
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "fmt/format.h"
+#include "trpc/client/client_filter.h"
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
 #include "trpc/runtime/runtime.h"
 #include "trpc/server/grpc/grpc_server.h"
 #include "trpc/server/grpc/health.pb.h"
+#include "trpc/server/make_client_context.h"
 #include "trpc/server/server.h"
 
 namespace trpc::test::grpc_e2e {
@@ -41,10 +43,40 @@ bool FiberModel() {
 
 class TestGreeter final : public Greeter {
  public:
-  Status SayHello(ServerContextPtr, const HelloRequest* req, HelloReply* rsp) override {
+  Status SayHello(ServerContextPtr ctx, const HelloRequest* req, HelloReply* rsp) override {
     if (req->msg() == "fail") return Status::AppError(9, "failed precondition");
+    if (req->msg() == "budget") {  // what the caller left us, and what its filter stamped
+      auto it = ctx->GetPbReqTransInfo().find("x-stamp");
+      rsp->set_msg(fmt::format("{} {}", ctx->GetRemainingTimeoutMs(),
+                               it == ctx->GetPbReqTransInfo().end() ? "-" : it->second));
+      return kSuccStatus;
+    }
     rsp->set_msg("Hello, " + req->msg());
     return kSuccStatus;
+  }
+};
+
+// The front of a chain: served over trpc, it calls the Greeter over gRPC with what is left of
+// its own caller's budget (full-link timeout across protocols).
+class FrontGreeter final : public trpc::test::helloworld::AsyncGreeter {
+ public:
+  explicit FrontGreeter(std::shared_ptr<GreeterServiceProxy> backend)
+      : backend_(std::move(backend)) {}
+  Future<HelloReply> SayHello(const ServerContextPtr& ctx, const HelloRequest* req) override {
+    return backend_->AsyncSayHello(MakeClientContext(ctx), *req);
+  }
+
+ private:
+  std::shared_ptr<GreeterServiceProxy> backend_;
+};
+
+// Stamps every gRPC call it sees: client filters run for gRPC callees as for trpc ones.
+class StampFilter final : public MessageClientFilter {
+ public:
+  std::string Name() const override { return "grpc_e2e_stamp"; }
+  std::vector<FilterPoint> GetFilterPoint() override { return {FilterPoint::CLIENT_PRE_SEND_MSG}; }
+  void operator()(FilterStatus&, FilterPoint, const ClientContextPtr& ctx) override {
+    ctx->AddReqTransInfo("x-stamp", "stamped");
   }
 };
 
@@ -399,6 +431,50 @@ TEST_F(GrpcE2eTest, StopSendsGoawayBeforeClosing) {
   auto frames = raw.ReadUntil(2000, [](const RawFrame& f) { return f.type == kGoaway; });
   ASSERT_TRUE(HasGoaway(frames, &code));
   EXPECT_EQ(code, 0u);  // NO_ERROR: a graceful goodbye, the client may retry elsewhere
+}
+
+TEST_F(GrpcE2eTest, TrpcToGrpcChainKeepsOneBudgetAndRunsFilters) {
+  static bool registered = RegisterClientFilter(std::make_shared<StampFilter>());
+  (void)registered;
+  ClientServiceConfig c;
+  c.target = addr_.ToString();
+  c.protocol = "grpc";
+  c.timeout = 5000;
+  c.filter = {"grpc_e2e_stamp"};
+  std::string err;
+  auto backend = GetTrpcClient()->GetProxy<GreeterServiceProxy>("grpc_e2e_chain_backend", c, &err);
+  ASSERT_NE(backend, nullptr) << err;
+  Config config;
+  ASSERT_TRUE(LoadConfigFromString(R"(server:
+  service:
+    - name: front
+      protocol: trpc
+      ip: 127.0.0.1
+      port: 0
+      timeout: 10000
+)",
+                                   "front.yaml", &config, &err))
+      << err;
+  Server front(config.server);
+  ASSERT_TRUE(front.RegisterService("front", std::make_shared<FrontGreeter>(backend)));
+  ASSERT_TRUE(front.Start(&err)) << err;
+  NetAddress a;
+  ASSERT_TRUE(front.GetAddress("front", &a));
+  ClientServiceConfig fc;
+  fc.target = a.ToString();
+  fc.timeout = 300;  // the whole chain's budget
+  auto caller = GetTrpcClient()->GetProxy<GreeterServiceProxy>("grpc_e2e_chain_front", fc, &err);
+  ASSERT_NE(caller, nullptr) << err;
+  HelloReply rsp;
+  Status st = Say(caller.get(), "budget", &rsp);
+  front.Stop();
+  ASSERT_TRUE(st.OK()) << st.ToString();
+  int left = 0;
+  char stamp[32] = {};
+  ASSERT_EQ(std::sscanf(rsp.msg().c_str(), "%d %31s", &left, stamp), 2) << rsp.msg();
+  EXPECT_GT(left, 0);
+  EXPECT_LE(left, 300);  // the backend got the caller's 300 ms, less what was spent, not 5000
+  EXPECT_STREQ(stamp, "stamped");
 }
 
 TEST_F(GrpcE2eTest, LargeMessagesPassTheDefaultWindows) {
