@@ -647,7 +647,7 @@ constexpr char kBadProtocolClient[] = R"(client:
 )";
 constexpr char kBadProtocolMessage[] =
     "app.yaml:11: client service 'typo': unknown protocol 'htpp' (did you mean 'http'? "
-    "registered: http, trpc)";
+    "registered: grpc, http, trpc)";
 
 TEST(TrpcAppTest, UnknownClientProtocolStopsStartBeforeInitialize) {
   Config config = ClientConfigYaml(kBadProtocolClient);

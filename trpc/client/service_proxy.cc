@@ -220,7 +220,7 @@ bool ServiceProxy::Impl::Prepare(const ClientContextPtr& ctx, RpcRequest* req_in
     return false;
   }
   r.trans_info = ctx->GetReqTransInfo();
-  r.content_encoding = ctx->GetReqCompressType();
+  r.compress_type = ctx->GetReqCompressType();
   // One counter picks the backend (round-robin) and, every backends_.size() calls, the next of
   // its max_conn_num connections (a pool picks its own).
   uint32_t n = next_backend_.fetch_add(1, std::memory_order_relaxed);

@@ -45,6 +45,9 @@ struct RpcRequest {
   ChainBuffer body;
   ChainBuffer attachment;
   std::unique_ptr<ProtocolMessage> protocol;  // null for protocols that need none
+  /// Client side: compress the message (1 = gzip), for protocols that compress messages
+  /// (gRPC's grpc-encoding); the others send it as it is. ClientContext::SetReqCompressType.
+  uint32_t compress_type = 0;
   /// Client side: the backend the request goes to, "ip:port" (HTTP's Host); empty when not
   /// known. Borrowed from the caller: valid during EncodeRequest only.
   std::string_view authority;

@@ -245,8 +245,7 @@ bool GrpcClientCodec::EncodeRequest(RpcRequest* req, const google::protobuf::Mes
   if (req->call_type == kOnewayCall) return false;
   ChainBuffer body = std::move(req->body);
   if (!SerializeBody(body_msg, &body, req->content_type)) return false;
-  // content_encoding 1 is gzip (the trpc header's numbering).
-  std::string encoding = req->content_encoding == 1 ? "gzip" : "";
+  std::string encoding = req->compress_type == 1 ? "gzip" : "";
   ChainBuffer payload;
   if (!FrameMessage(std::move(body), encoding, &payload)) return false;
   RecordWriter w;

@@ -45,7 +45,6 @@ SplitResult TrpcClientCodec::Split(ChainBuffer* in, std::vector<ChainBuffer>* ou
 bool TrpcClientCodec::EncodeRequest(RpcRequest* req, const google::protobuf::MessageLite* body_msg,
                                     ChainBuffer* out) {
   std::string err;
-  req->content_encoding = 0;  // this codec sends bodies uncompressed, and says so
   if (!detail::WriteTrpcFrame(*req, body_msg, &req->body, &req->attachment, out, &err)) {
     TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "trpc: cannot encode request {} to {}: {}",
                       req->request_id, req->func, err);
