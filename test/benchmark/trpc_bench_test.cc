@@ -612,7 +612,7 @@ TEST_F(TrpcBenchTest, HttpAgainstRawHttpServer) {
 
 TEST_F(TrpcBenchTest, BadUsageExitsWith2AndNoServerExitsWith1) {
   const std::vector<std::vector<std::string>> bad = {
-      {"--protocol", "grpc"},
+      {"--protocol", "h3"},
       {"--http-path", "/x"},
       {"--protocol", "http", "--func", "/a.B/C"},
       {"--protocol", "http", "--http-method", "FETCH"},
