@@ -261,6 +261,7 @@ class GrpcE2eTest : public ::testing::Test {
         max_rst_stream_per_second: 10
         max_ping_per_second: 20
         max_settings_per_second: 20
+        request_timeout_ms: 300
 )";
     ASSERT_TRUE(LoadConfigFromString(yaml, "grpc_e2e.yaml", &config, &err)) << err;
     ASSERT_TRUE(runtime::Start(config.global.threadmodel, &err)) << err;
@@ -620,6 +621,24 @@ TEST_F(GrpcE2eTest, GarbageGetsGoawayAndOthersAreServed) {
     auto frames = raw.ReadUntil(2000, [](const RawFrame& f) { return f.type == kGoaway; });
     ASSERT_TRUE(HasGoaway(frames, &code));
     EXPECT_EQ(code, 1u);  // PROTOCOL_ERROR
+  });
+}
+
+TEST_F(GrpcE2eTest, RequestThatNeverEndsIsAnsweredAndTheConnectionServesOn) {
+  WhileServed([] {
+    RawH2 raw(limited_);
+    raw.Send(Frame(kHeaders, kEndHeaders, 1, RequestHeaders()));  // no body, no END_STREAM
+    // The peer keeps the connection busy (never idle), below the PING limit.
+    bool answered = false;
+    for (int i = 0; i < 20 && !answered; ++i) {
+      raw.Send(Frame(kPing, 0, 0, std::string(8, 'p')));
+      auto frames = raw.ReadUntil(100, [](const RawFrame& f) {
+        return f.type == kHeaders && f.stream == 1 && (f.flags & kEndStream) != 0;
+      });
+      answered = !frames.empty() && frames.back().type == kHeaders;
+    }
+    EXPECT_TRUE(answered);  // DEADLINE_EXCEEDED, Trailers-Only, at ~300 ms
+    EXPECT_FALSE(raw.eof);
   });
 }
 

@@ -206,6 +206,7 @@ std::shared_ptr<ServerCodec> GrpcServerCodec::WithOptions(
       {"max_message_size", 1, 1u << 30, [&](uint64_t v) { o.max_message_size = v; }},
       {"initial_window_size", 65535, (1u << 31) - 1, u32(&o.initial_window_size)},
       {"connection_window_size", 65535, (1u << 31) - 1, u32(&o.connection_window_size)},
+      {"request_timeout_ms", 0, 3'600'000, u32(&o.request_timeout_ms)},
       {"max_rst_stream_burst", 1, 1u << 20, u32(&o.max_rst_stream_burst)},
       {"max_rst_stream_per_second", 1, 1u << 20, u32(&o.max_rst_stream_per_second)},
       {"max_ping_per_second", 1, 1u << 20, u32(&o.max_ping_per_second)},

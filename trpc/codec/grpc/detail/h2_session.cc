@@ -27,6 +27,7 @@ struct H2Session::Stream {
   bool answered = false;            // server: a response (or error) was submitted
   bool reset_after_answer = false;  // server: an early error answer; reset once it is sent
   bool handed_up = false;           // server: the request was cut; `head` waits for TakeHead()
+  int64_t opened_ns = 0;            // server: when its HEADERS began (request_timeout_ms)
   std::shared_ptr<std::atomic<bool>> cancelled;  // server, once handed up
   // Client: the call it carries.
   uint32_t request_id = 0;
@@ -210,6 +211,7 @@ SplitResult H2Session::Feed(ChainBuffer* in, std::vector<ChainBuffer>* out, std:
     }
   }
   in->Clear();
+  if (role_ == Role::kServer && fatal_.empty()) ExpireSlowRequests();
   Drain(&immediate);  // (a stream that closes as its last bytes go is delivered too)
   sink_ = nullptr;
   if (!fatal_.empty()) {
@@ -234,6 +236,7 @@ int H2Session::OnBeginHeaders(int32_t stream_id) {
     if (role_ == Role::kClient) return 0;  // a client's streams exist from the request on
     auto st = std::make_unique<Stream>();
     st->head = std::make_unique<RequestHead>();
+    st->opened_ns = MonotonicNanos();
     streams_.emplace(stream_id, std::move(st));
   }
   return 0;
@@ -458,6 +461,22 @@ long H2Session::ReadData(int32_t stream_id, uint8_t* buf, size_t length, uint32_
     }
   }
   return static_cast<long>(n);
+}
+
+void H2Session::ExpireSlowRequests() {
+  if (options_.request_timeout_ms == 0) return;
+  // Checked as input arrives, at most every 100 ms: a peer that sends nothing is closed by the
+  // connection's idle_time; one that trickles bytes (PINGs, a byte of DATA) to keep requests
+  // open gets here.
+  const int64_t now = MonotonicNanos();
+  if (now < next_expiry_check_ns_) return;
+  next_expiry_check_ns_ = now + 100 * kNanosPerMilli;
+  const int64_t limit = static_cast<int64_t>(options_.request_timeout_ms) * kNanosPerMilli;
+  for (auto& [id, st] : streams_) {
+    if (!st->handed_up && !st->answered && st->opened_ns != 0 && now - st->opened_ns > limit) {
+      AnswerError(st.get(), id, 4, "the request was not complete within request_timeout_ms");
+    }
+  }
 }
 
 void H2Session::AnswerError(Stream* s, int32_t stream_id, int grpc_status,

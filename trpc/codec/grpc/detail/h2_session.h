@@ -32,6 +32,10 @@ struct H2Options {
   /// whole connection. Large enough that a 4 MiB message never waits for a WINDOW_UPDATE.
   uint32_t initial_window_size = 8u << 20;
   uint32_t connection_window_size = 16u << 20;
+  /// A request (headers and message) must be whole this long after its HEADERS began, else it
+  /// is answered DEADLINE_EXCEEDED and its stream reset (a slow or stalled upload cannot hold a
+  /// stream slot); 0 = no limit. Checked as the connection's input arrives.
+  uint32_t request_timeout_ms = 10'000;
   /// Rapid reset: RST_STREAM frames a client may send, as a token bucket (burst, then per
   /// second); beyond it the connection ends with GOAWAY.
   uint32_t max_rst_stream_burst = 1000;
@@ -121,6 +125,8 @@ class H2Session final : public FrameCodecState {
   // Server: answers a stream at once with only trailers (an error) and resets what is left.
   void AnswerError(Stream* s, int32_t stream_id, int grpc_status, const std::string& message);
   void Terminate(uint32_t error_code, std::string why);
+  // Server: answers the requests still incomplete after request_timeout_ms.
+  void ExpireSlowRequests();
 
   Role role_;
   H2Options options_;
@@ -133,6 +139,7 @@ class H2Session final : public FrameCodecState {
   std::vector<ChainBuffer> late_;  // client: streams that closed outside Feed()
   Bucket ping_bucket_, settings_bucket_;
   int header_strikes_ = 0;
+  int64_t next_expiry_check_ns_ = 0;
   std::string fatal_;  // why we ended the connection (GOAWAY with an error), if we did
 };
 
