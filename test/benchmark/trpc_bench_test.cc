@@ -326,6 +326,10 @@ server:
       protocol: http
       ip: 127.0.0.1
       port: 0
+    - name: greeter_grpc
+      protocol: grpc
+      ip: 127.0.0.1
+      port: 0
 )",
                                      "bench_test.yaml", &config, &err))
         << err;
@@ -333,12 +337,15 @@ server:
     server_ = new Server(config.server);
     server_->RegisterService("trpc.test.helloworld.Greeter", std::make_shared<TestGreeter>());
     server_->RegisterService("trpc.test.http_hello.Http", MakeHttpService());
+    server_->RegisterService("greeter_grpc", std::make_shared<TestGreeter>());
     ASSERT_TRUE(server_->Start(&err)) << err;
     NetAddress addr;
     ASSERT_TRUE(server_->GetAddress("trpc.test.helloworld.Greeter", &addr));
     target_ = addr.ToString();
     ASSERT_TRUE(server_->GetAddress("trpc.test.http_hello.Http", &addr));
     http_target_ = addr.ToString();
+    ASSERT_TRUE(server_->GetAddress("greeter_grpc", &addr));
+    grpc_target_ = addr.ToString();
   }
 
   static void TearDownTestSuite() {
@@ -363,6 +370,7 @@ server:
   static inline Server* server_ = nullptr;
   static inline std::string target_;
   static inline std::string http_target_;
+  static inline std::string grpc_target_;
 };
 
 // The open loop keeps its rate: trpc_bench reports 5000 QPS within 1%, and the server counted
@@ -440,6 +448,28 @@ TEST_F(TrpcBenchTest, TailRequestsAreTaggedAndReportedApart) {
   // The server saw the tag on every tagged request (warm-up ones included).
   EXPECT_GE(g_tagged.load() - tagged_before, static_cast<uint64_t>(tail));
   EXPECT_FALSE(j.at("tail.spectrum").array.empty());
+}
+
+// --protocol grpc: streams on shared HTTP/2 connections, every call answered, and tail tags
+// reaching the server as metadata.
+TEST_F(TrpcBenchTest, GrpcClosedLoopAndTailTags) {
+  BenchRun run =
+      RunBench({"--protocol", "grpc", "--target", grpc_target_, "--quiet", "--connections", "4",
+                "--inflight", "8", "--duration", "1", "--warmup", "0.2"},
+               30);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_GT(run.json.num("requests"), 100);
+  EXPECT_EQ(run.json.num("requests"), run.json.num("ok")) << run.output;
+  EXPECT_EQ(run.json.at("settings.protocol").string, "grpc");
+  uint64_t tagged_before = g_tagged.load();
+  run = RunBench(
+      {"--protocol", "grpc", "--target", grpc_target_, "--quiet", "--qps", "200", "--duration", "1",
+       "--warmup", "0", "--connections", "2", "--tail-ratio", "0.1", "--tail-delay", "2ms"},
+      30);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.json.num("requests"), run.json.num("ok")) << run.output;
+  EXPECT_GE(run.json.num("tail.latency_us.p50"), 2000);
+  EXPECT_GE(g_tagged.load() - tagged_before, static_cast<uint64_t>(run.json.num("tail.requests")));
 }
 
 // --requests N stops after N measured requests, in both loops, over several threads.
