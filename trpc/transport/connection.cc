@@ -451,8 +451,9 @@ void Connection::DeliverFrames() {
 }
 
 void Connection::Send(ChainBuffer&& data) {
-  if (!Queue(std::move(data))) return;
-  if (!in_batch_) Flush();
+  if (!accepts_output()) return;
+  Queue(std::move(data));
+  if (!in_batch_) Flush();  // (also with nothing new: Send(ChainBuffer()) writes what is queued)
 }
 
 void Connection::SendSoon(ChainBuffer&& data) {
