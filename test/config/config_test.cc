@@ -249,6 +249,23 @@ TEST(ConfigTest, ClientTargets) {
   EXPECT_EQ(c.client.service.at(0).pipeline_depth, 16u);
 }
 
+TEST(ConfigTest, ClientProtocolOptionsKeepTheirLines) {
+  Config c = MustLoad(
+      "client:\n"
+      "  service:\n"
+      "    - name: a\n"
+      "      target: 10.0.0.1:80\n"
+      "      protocol: grpc\n"
+      "      protocol_options:\n"
+      "        max_message_size: 1048576\n"
+      "        initial_window_size: 65535\n");
+  const ClientServiceConfig& s = c.client.service.at(0);
+  EXPECT_EQ(s.protocol_options.at("max_message_size"), "1048576");
+  EXPECT_EQ(s.protocol_options.at("initial_window_size"), "65535");
+  EXPECT_NE(s.protocol_option_origin.at("max_message_size").find(":7"), std::string::npos);
+  EXPECT_NE(s.protocol_option_origin.at("initial_window_size").find(":8"), std::string::npos);
+}
+
 TEST(ConfigTest, ThreadModelInstanceNames) {
   Config c = MustLoad(
       "global:\n"

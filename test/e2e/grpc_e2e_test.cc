@@ -478,6 +478,34 @@ TEST_F(GrpcE2eTest, TrpcToGrpcChainKeepsOneBudgetAndRunsFilters) {
   EXPECT_STREQ(stamp, "stamped");
 }
 
+TEST_F(GrpcE2eTest, ClientProtocolOptionsBoundWhatTheClientTakes) {
+  ClientServiceConfig c;
+  c.target = addr_.ToString();
+  c.protocol = "grpc";
+  c.timeout = 5000;
+  c.protocol_options = {{"max_message_size", "100"}, {"initial_window_size", "1048576"}};
+  std::string err;
+  auto p = GetTrpcClient()->GetProxy<GreeterServiceProxy>("grpc_e2e_small_client", c, &err);
+  ASSERT_NE(p, nullptr) << err;
+  HelloReply rsp;
+  Status st = Say(p.get(), std::string(200, 'x'), &rsp);  // the reply is over 100 bytes
+  EXPECT_EQ(st.GetFrameworkRetCode(), kServerOverloadErr) << st.ToString();
+  EXPECT_NE(st.ErrorMessage().find("max_message_size"), std::string::npos) << st.ToString();
+  ASSERT_TRUE(Say(p.get(), "small", &rsp).OK());  // the connection serves on
+  EXPECT_EQ(rsp.msg(), "Hello, small");
+  // A key the client does not know (a server-only one) is refused with its name.
+  c.protocol_options = {{"max_ping_per_second", "5"}};
+  c.origin = "client.yaml:7";
+  c.protocol_option_origin = {{"max_ping_per_second", "client.yaml:9"}};
+  c.name = "grpc_e2e_bad_client";
+  auto bad = GetTrpcClient()->GetProxy<GreeterServiceProxy>("grpc_e2e_bad_client", c, &err);
+  EXPECT_EQ(bad, nullptr);
+  EXPECT_NE(err.find("client.yaml:9: client service 'grpc_e2e_bad_client': "
+                     "protocol_options.max_ping_per_second: unknown grpc client option"),
+            std::string::npos)
+      << err;
+}
+
 TEST_F(GrpcE2eTest, LargeMessagesPassTheDefaultWindows) {
   auto p = Proxy(addr_);
   HelloReply rsp;

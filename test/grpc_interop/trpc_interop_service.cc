@@ -9,6 +9,10 @@
 namespace trpc::test::interop {
 
 namespace {
+// A call the client gave up: past its deadline (what a reset stream also means here), so
+// DEADLINE_EXCEEDED, as the client's own timer would say; a reset stream's reply is dropped.
+Status CancelledStatus() { return Status(kServerTimeoutErr, "cancelled while sleeping"); }
+
 const std::string* Find(const TransInfo& info, const char* key) {
   auto it = info.find(key);
   return it == info.end() ? nullptr : &it->second;
@@ -31,7 +35,7 @@ bool TestServiceImpl::SleepAsAsked(const ServerContextPtr& ctx) {
 
 Status TestServiceImpl::EmptyCall(ServerContextPtr ctx, const ::grpc::testing::Empty*,
                                   ::grpc::testing::Empty*) {
-  if (!SleepAsAsked(ctx)) return Status::AppError(1, "cancelled");
+  if (!SleepAsAsked(ctx)) return CancelledStatus();
   const std::string* q = Find(ctx->GetPbReqTransInfo(), "x-interop-query");
   if (q != nullptr && *q == "cancelled") {
     ctx->AddRspTransInfo("x-interop-cancelled", std::to_string(cancelled_seen()));
@@ -41,7 +45,7 @@ Status TestServiceImpl::EmptyCall(ServerContextPtr ctx, const ::grpc::testing::E
 
 Status TestServiceImpl::UnaryCall(ServerContextPtr ctx, const ::grpc::testing::SimpleRequest* req,
                                   ::grpc::testing::SimpleResponse* rsp) {
-  if (!SleepAsAsked(ctx)) return Status::AppError(1, "cancelled");
+  if (!SleepAsAsked(ctx)) return CancelledStatus();
   const grpc::GrpcRequestInfo* info = grpc::GetRequestInfo(*ctx);
   if (req->expect_compressed().value() && (info == nullptr || !info->compressed)) {
     return Status::AppError(3, "expected a compressed request");  // INVALID_ARGUMENT

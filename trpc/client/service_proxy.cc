@@ -11,6 +11,7 @@
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/base/zero_copy_stream.h"
+#include "trpc/client/detail/codec_options.h"
 #include "trpc/client/detail/overload_throttle.h"
 #include "trpc/codec/codec.h"
 #include "trpc/codec/message_body.h"
@@ -112,6 +113,10 @@ bool ServiceProxy::Impl::Init(std::string* err) {
   if (!codec_) {
     *err = where + "client " + config_.name + ": unknown protocol '" + config_.protocol + "'";
     return false;
+  }
+  if (!config_.protocol_options.empty()) {
+    codec_ = ClientCodecWithOptions(codec_, config_, err);
+    if (!codec_) return false;
   }
   std::string missing;
   if (!filters_.Build(config_.filter, &missing)) {

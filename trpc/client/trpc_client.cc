@@ -5,6 +5,7 @@
 #include "trpc/base/logging.h"
 #include "trpc/base/suggest.h"
 #include "trpc/client/client_filter.h"
+#include "trpc/client/detail/codec_options.h"
 #include "trpc/codec/codec.h"
 #include "trpc/runtime/runtime.h"
 
@@ -21,10 +22,13 @@ std::string At(const std::string& origin) { return origin.empty() ? "" : origin 
 
 bool TrpcClient::CheckProtocols(std::string* err) const {
   for (const ClientServiceConfig& s : config_.service) {
-    if (CodecRegistry::Instance().GetClient(s.protocol)) continue;
-    *err = At(s.origin) + "client service '" + s.name + "': unknown protocol '" + s.protocol + "'" +
-           RegisteredNamesHint(s.protocol, CodecRegistry::Instance().ClientNames());
-    return false;
+    std::shared_ptr<ClientCodec> codec = CodecRegistry::Instance().GetClient(s.protocol);
+    if (!codec) {
+      *err = At(s.origin) + "client service '" + s.name + "': unknown protocol '" + s.protocol +
+             "'" + RegisteredNamesHint(s.protocol, CodecRegistry::Instance().ClientNames());
+      return false;
+    }
+    if (!s.protocol_options.empty() && !ClientCodecWithOptions(codec, s, err)) return false;
   }
   return true;
 }

@@ -59,6 +59,14 @@ class ClientCodec : public FrameCodec {
   virtual bool DecodeResponse(ChainBuffer&& frame, RpcResponse* rsp, std::string* err) = 0;
   /// False for protocols without one-way calls (gRPC): a one-way call then fails at once.
   virtual bool SupportsOneway() const { return true; }
+  /// A codec set up with a client service's `protocol_options` (never empty here); as
+  /// ServerCodec::WithOptions. The default knows no options.
+  virtual std::shared_ptr<ClientCodec> WithOptions(
+      const std::map<std::string, std::string>& options, std::string* key, std::string* err) {
+    *key = options.begin()->first;
+    *err = "protocol '" + std::string(Name()) + "' has no client options";
+    return nullptr;
+  }
 };
 
 /// Protocols register here by name ("trpc", "http"); server and client look them up by the

@@ -250,7 +250,7 @@ void ReadClient(const MapReader& root, const std::string& file, ClientConfig* ou
   r.ForEachMap(
       "service",
       {"name", "target", "protocol", "timeout", "conn_type", "max_conn_num", "pipeline_depth",
-       "max_packet_size", "connect_timeout", "filter", "overload_throttle"},
+       "max_packet_size", "connect_timeout", "filter", "overload_throttle", "protocol_options"},
       [&](MapReader& s, size_t) {
         ClientServiceConfig svc;
         svc.origin = fmt::format("{}:{}", file, s.line());
@@ -283,6 +283,11 @@ void ReadClient(const MapReader& root, const std::string& file, ClientConfig* ou
         std::string throttle = svc.overload_throttle ? "true" : "false";
         s.OneOf("overload_throttle", {"true", "false"}, &throttle);
         svc.overload_throttle = throttle == "true";
+        std::map<std::string, int> option_lines;
+        s.ScalarMap("protocol_options", &svc.protocol_options, &option_lines);
+        for (const auto& [name, line] : option_lines) {
+          svc.protocol_option_origin[name] = fmt::format("{}:{}", file, line);
+        }
         client.service.push_back(std::move(svc));
       });
   if (r.ok()) *out = std::move(client);

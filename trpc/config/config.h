@@ -119,6 +119,11 @@ struct ClientServiceConfig {
   /// Refuse calls locally (ret 123) with a probability that grows while the callee answers
   /// "overloaded" (ret 22): an adaptive throttle (docs/overload.md). Off by default.
   bool overload_throttle = false;
+  /// The protocol's own client settings (`protocol_options:` — for grpc: max_message_size,
+  /// windows), checked by the codec when the proxy is made and at start-up; each value's
+  /// "file:line" is in protocol_option_origin.
+  std::map<std::string, std::string> protocol_options;
+  std::map<std::string, std::string> protocol_option_origin;
   std::string origin;  // "file:line" of this entry, for errors found after loading.
 
   bool operator==(const ClientServiceConfig&) const = default;

@@ -194,26 +194,51 @@ bool GrpcServerCodec::EncodeResponse(RpcResponse* rsp,
   return true;
 }
 
-std::shared_ptr<ServerCodec> GrpcServerCodec::WithOptions(
-    const std::map<std::string, std::string>& options, std::string* key, std::string* err) {
-  detail::H2Options o = options_;
+namespace {
+
+// The H2Options keys of a service's protocol_options: all of them for a server, the ones about
+// what it receives (message size, windows, header list) for a client.
+bool ApplyH2Options(const std::map<std::string, std::string>& options, bool server,
+                    detail::H2Options* o, std::string* key, std::string* err) {
   auto u32 = [](uint32_t* field) {
     return [field](uint64_t v) { *field = static_cast<uint32_t>(v); };
   };
-  const std::vector<IntegerOption> integers = {
-      {"max_concurrent_streams", 1, 1u << 20, u32(&o.max_concurrent_streams)},
-      {"max_header_list_size", 1024, 16u << 20, u32(&o.max_header_list_size)},
-      {"max_message_size", 1, 1u << 30, [&](uint64_t v) { o.max_message_size = v; }},
-      {"initial_window_size", 65535, (1u << 31) - 1, u32(&o.initial_window_size)},
-      {"connection_window_size", 65535, (1u << 31) - 1, u32(&o.connection_window_size)},
-      {"request_timeout_ms", 0, 3'600'000, u32(&o.request_timeout_ms)},
-      {"max_rst_stream_burst", 1, 1u << 20, u32(&o.max_rst_stream_burst)},
-      {"max_rst_stream_per_second", 1, 1u << 20, u32(&o.max_rst_stream_per_second)},
-      {"max_ping_per_second", 1, 1u << 20, u32(&o.max_ping_per_second)},
-      {"max_settings_per_second", 1, 1u << 20, u32(&o.max_settings_per_second)},
+  std::vector<IntegerOption> integers = {
+      {"max_header_list_size", 1024, 16u << 20, u32(&o->max_header_list_size)},
+      {"max_message_size", 1, 1u << 30, [o](uint64_t v) { o->max_message_size = v; }},
+      {"initial_window_size", 65535, (1u << 31) - 1, u32(&o->initial_window_size)},
+      {"connection_window_size", 65535, (1u << 31) - 1, u32(&o->connection_window_size)},
   };
-  if (!ApplyProtocolOptions("grpc", options, integers, {}, nullptr, key, err)) return nullptr;
+  if (server) {
+    integers.insert(
+        integers.end(),
+        {
+            {"max_concurrent_streams", 1, 1u << 20, u32(&o->max_concurrent_streams)},
+            {"request_timeout_ms", 0, 3'600'000, u32(&o->request_timeout_ms)},
+            {"max_rst_stream_burst", 1, 1u << 20, u32(&o->max_rst_stream_burst)},
+            {"max_rst_stream_per_second", 1, 1u << 20, u32(&o->max_rst_stream_per_second)},
+            {"max_ping_per_second", 1, 1u << 20, u32(&o->max_ping_per_second)},
+            {"max_settings_per_second", 1, 1u << 20, u32(&o->max_settings_per_second)},
+        });
+  }
+  return ApplyProtocolOptions(server ? "grpc" : "grpc client", options, integers, {}, nullptr, key,
+                              err);
+}
+
+}  // namespace
+
+std::shared_ptr<ServerCodec> GrpcServerCodec::WithOptions(
+    const std::map<std::string, std::string>& options, std::string* key, std::string* err) {
+  detail::H2Options o = options_;
+  if (!ApplyH2Options(options, /*server=*/true, &o, key, err)) return nullptr;
   return std::make_shared<GrpcServerCodec>(o);
+}
+
+std::shared_ptr<ClientCodec> GrpcClientCodec::WithOptions(
+    const std::map<std::string, std::string>& options, std::string* key, std::string* err) {
+  detail::H2Options o = options_;
+  if (!ApplyH2Options(options, /*server=*/false, &o, key, err)) return nullptr;
+  return std::make_shared<GrpcClientCodec>(o);
 }
 
 // ---------------------------------------------------------------------------------------------

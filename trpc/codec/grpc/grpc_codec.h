@@ -43,6 +43,9 @@ class GrpcServerCodec final : public ServerCodec {
 /// the whole closed stream.
 class GrpcClientCodec final : public ClientCodec {
  public:
+  GrpcClientCodec() = default;
+  explicit GrpcClientCodec(const detail::H2Options& options) : options_(options) {}
+
   std::string_view Name() const override { return kGrpcCodecName; }
   std::unique_ptr<FrameCodecState> NewConnectionState() override;
   SplitResult Split(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
@@ -54,6 +57,8 @@ class GrpcClientCodec final : public ClientCodec {
                      ChainBuffer* out) override;
   bool DecodeResponse(ChainBuffer&& frame, RpcResponse* rsp, std::string* err) override;
   bool SupportsOneway() const override { return false; }
+  std::shared_ptr<ClientCodec> WithOptions(const std::map<std::string, std::string>& options,
+                                           std::string* key, std::string* err) override;
 
  private:
   detail::H2Options options_;
