@@ -670,6 +670,58 @@ TEST_F(GrpcE2eTest, RequestThatNeverEndsIsAnsweredAndTheConnectionServesOn) {
   });
 }
 
+// Requests not yet complete are held only up to the connection's flow-control window: a client
+// that keeps sending past it without finishing a request breaks the protocol and is cut off.
+TEST_F(GrpcE2eTest, PartialRequestsAreBoundedByTheConnectionWindow) {
+  Config config;
+  std::string err;
+  ASSERT_TRUE(LoadConfigFromString(R"(server:
+  service:
+    - name: trpc.test.helloworld.Greeter
+      protocol: grpc
+      ip: 127.0.0.1
+      port: 0
+      protocol_options:
+        max_message_size: 60000
+        initial_window_size: 65535
+        connection_window_size: 65535
+)",
+                                   "window.yaml", &config, &err))
+      << err;
+  Server s(config.server);
+  ASSERT_TRUE(s.RegisterService("trpc.test.helloworld.Greeter", std::make_shared<TestGreeter>()));
+  ASSERT_TRUE(s.Start(&err)) << err;
+  NetAddress a;
+  ASSERT_TRUE(s.GetAddress("trpc.test.helloworld.Greeter", &a));
+  {
+    // Whole requests get their bytes back: far more than the window goes through one
+    // connection.
+    ClientServiceConfig c;
+    c.target = a.ToString();
+    c.protocol = "grpc";
+    c.timeout = 5000;
+    auto p = GetTrpcClient()->GetProxy<GreeterServiceProxy>("grpc_e2e_window", c, &err);
+    ASSERT_NE(p, nullptr) << err;
+    for (int i = 0; i < 20; ++i) {
+      HelloReply rsp;
+      ASSERT_TRUE(Say(p.get(), std::string(50000, 'w'), &rsp).OK()) << i;
+    }
+  }
+  RawH2 raw(a);
+  std::string bytes;
+  const std::string chunk(16000, 'd');
+  for (uint32_t id = 1; id <= 9; id += 2) {  // 5 streams x 20000 bytes > 65535, none finished
+    bytes += Frame(kHeaders, kEndHeaders, id, RequestHeaders());
+    bytes += Frame(kData, 0, id, chunk) + Frame(kData, 0, id, std::string(4000, 'e'));
+  }
+  raw.Send(bytes);
+  uint32_t code = 0;
+  auto frames = raw.ReadUntil(2000, [](const RawFrame& f) { return f.type == kGoaway; });
+  ASSERT_TRUE(HasGoaway(frames, &code));
+  EXPECT_EQ(code, 3u);  // FLOW_CONTROL_ERROR
+  s.Stop();
+}
+
 TEST_F(GrpcE2eTest, IdleConnectionIsClosed) {
   RawH2 raw(limited_);
   auto t0 = std::chrono::steady_clock::now();

@@ -521,6 +521,7 @@ bool Connection::PauseCheck() {
 
 void Connection::AccountBufferedSlow() {
   size_t now = in_.size() + out_.size();
+  if (codec_state_ != nullptr) now += codec_state_->held_bytes;
   for (size_t i = next_frame_; i < frames_.size(); ++i) now += frames_[i].size();
   BufferBudget::Slot* slot = options_.budget;
   if (now != budget_bytes_) {

@@ -262,7 +262,9 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   // back are counted by the slow path only: while there are some, the sum here falls short of
   // the last report, so it runs.
   void AccountBuffered() {
-    if (options_.budget != nullptr && in_.size() + out_.size() != budget_bytes_) {
+    if (options_.budget != nullptr &&
+        in_.size() + out_.size() + (codec_state_ != nullptr ? codec_state_->held_bytes : 0) !=
+            budget_bytes_) {
       AccountBufferedSlow();
     }
   }

@@ -41,6 +41,11 @@ class FrameCodecState {
   /// The read deadline passed: fill `immediate` with the protocol's answer (HTTP's 408), if any.
   virtual void OnReadTimeout() {}
 
+  /// Bytes of the peer's messages, or of ours, that the state itself keeps (HTTP/2: requests
+  /// whose DATA has not all come, replies waiting for the peer's flow-control window). The
+  /// connection counts them with its own buffers against the process's buffer bound. Kept up
+  /// to date by the state, read by the connection after each event; loop thread.
+  size_t held_bytes = 0;
   /// Set by protocols whose bytes on the wire are made by a per-connection session (HTTP/2:
   /// HPACK state, stream ids and flow control belong to the connection, so a message can only
   /// be encoded on the connection's thread, in the order it is sent). The connection then hands

@@ -27,7 +27,10 @@ struct H2Session::Stream {
   bool answered = false;            // server: a response (or error) was submitted
   bool reset_after_answer = false;  // server: an early error answer; reset once it is sent
   bool handed_up = false;           // server: the request was cut; `head` waits for TakeHead()
-  int64_t opened_ns = 0;            // server: when its HEADERS began (request_timeout_ms)
+  // Server: DATA bytes kept in `data` and not yet given back to the peer's flow-control windows
+  // (nghttp2_session_consume): a client can have at most the connection's window in flight.
+  size_t unconsumed = 0;
+  int64_t opened_ns = 0;  // server: when its HEADERS began (request_timeout_ms)
   std::shared_ptr<std::atomic<bool>> cancelled;  // server, once handed up
   // Client: the call it carries.
   uint32_t request_id = 0;
@@ -137,6 +140,9 @@ H2Session::H2Session(Role role, const H2Options& options) : role_(role), options
   nghttp2_session_callbacks_set_on_frame_send_callback(cbs, OnFrameSendCb);
   nghttp2_option* opt = nullptr;
   nghttp2_option_new(&opt);
+  // Windows reopen when we are done with the data (Consume), not when it arrives, so flow
+  // control bounds what a peer can make us hold.
+  nghttp2_option_set_no_auto_window_update(opt, 1);
   // Our own bound on the header list (OnHeader) replaces nghttp2's default of 64 KiB.
   nghttp2_option_set_max_send_header_block_length(opt, 1u << 20);
   if (role == Role::kServer) {
@@ -148,6 +154,15 @@ H2Session::H2Session(Role role, const H2Options& options) : role_(role), options
   }
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cbs);
+  if (role == Role::kServer) {
+    // A request is given back to the windows only when whole, so one of max_message_size must
+    // fit in both, or it could never finish.
+    const uint64_t need = std::min<uint64_t>(options_.max_message_size + 5, (1u << 31) - 1);
+    options_.initial_window_size =
+        static_cast<uint32_t>(std::max<uint64_t>(options_.initial_window_size, need));
+    options_.connection_window_size =
+        static_cast<uint32_t>(std::max<uint64_t>(options_.connection_window_size, need));
+  }
   nghttp2_settings_entry iv[] = {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, options_.initial_window_size},
@@ -294,13 +309,33 @@ int H2Session::OnHeader(int32_t stream_id, uint8_t frame_type, std::string_view 
   return 0;
 }
 
+void H2Session::Consume(Stream* s, int32_t stream_id, size_t n) {
+  if (n == 0) return;
+  if (s != nullptr) {
+    nghttp2_session_consume(session_, stream_id, n);
+  } else {
+    nghttp2_session_consume_connection(session_, n);
+  }
+}
+
+void H2Session::ReleaseData(Stream* s, int32_t stream_id) {
+  Consume(s, stream_id, s->unconsumed);
+  held_bytes -= s->unconsumed;
+  s->unconsumed = 0;
+}
+
 int H2Session::OnDataChunk(int32_t stream_id, const uint8_t* data, size_t len) {
   Stream* s = Find(stream_id);
-  if (s == nullptr || s->too_large || s->answered) return 0;
+  if (s == nullptr || s->too_large || s->answered) {
+    Consume(s, stream_id, len);  // not kept
+    return 0;
+  }
   // The 5-byte message prefix does not count against the limit.
   if (s->data.size() + len > options_.max_message_size + 5) {
     s->too_large = true;
     s->data.Clear();
+    Consume(s, stream_id, len);
+    if (role_ == Role::kServer) ReleaseData(s, stream_id);
     std::string msg = "message larger than max_message_size (" +
                       std::to_string(options_.max_message_size) + " bytes)";
     if (role_ == Role::kServer) {
@@ -313,6 +348,13 @@ int H2Session::OnDataChunk(int32_t stream_id, const uint8_t* data, size_t len) {
     return 0;
   }
   s->data.Append(data, len);
+  if (role_ == Role::kServer) {
+    // Kept until the request is whole: the windows bound it.
+    s->unconsumed += len;
+    held_bytes += len;
+  } else {
+    Consume(s, stream_id, len);  // a client's replies are bounded by its calls in flight
+  }
   return 0;
 }
 
@@ -344,7 +386,9 @@ int H2Session::OnFrameRecv(uint8_t type, uint8_t flags, int32_t stream_id, uint3
   if (role_ != Role::kServer || (flags & NGHTTP2_FLAG_END_STREAM) == 0) return 0;
   Stream* s = Find(stream_id);
   if (s == nullptr || s->too_large || s->answered || s->head == nullptr || s->handed_up) return 0;
-  // The request is whole: hand it up.
+  // The request is whole: it is handed up or answered here, either way its bytes are given
+  // back to the windows (once handed up, the server's own limits bound it).
+  ReleaseData(s, stream_id);
   if (s->head->content_type.compare(0, 16, "application/grpc") != 0) {
     AnswerError(s, stream_id, 3, "content-type is not application/grpc");
     return 0;
@@ -399,6 +443,9 @@ int H2Session::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   auto it = streams_.find(stream_id);
   if (it == streams_.end()) return 0;
   Stream* s = it->second.get();
+  // The stream's windows are gone with it; the connection's is given back.
+  Consume(nullptr, stream_id, s->unconsumed);
+  held_bytes -= s->unconsumed + s->out.size();
   if (role_ == Role::kServer) {
     // Closed before we answered: the client gave up (or reset it).
     if (!s->answered && s->cancelled != nullptr) {
@@ -450,6 +497,7 @@ long H2Session::ReadData(int32_t stream_id, uint8_t* buf, size_t length, uint32_
   size_t n = std::min(length, s->out.size());
   s->out.CopyTo(buf, n);
   s->out.Skip(n);
+  held_bytes -= n;
   if (s->out.empty()) {
     *data_flags |= NGHTTP2_DATA_FLAG_EOF;
     if (role_ == Role::kServer) {
@@ -533,6 +581,7 @@ void H2Session::EncodeResponse(ChainBuffer&& record, ChainBuffer* out) {
   nv.push_back(Nv("grpc-accept-encoding", "identity,deflate,gzip"));
   for (const auto& [k, v] : initial) nv.push_back(Nv(k, v));
   s->out = std::move(record);
+  held_bytes += s->out.size();  // until it fits the peer's windows
   s->trailers.emplace_back("grpc-status", code);
   if (!message.empty()) s->trailers.emplace_back("grpc-message", std::move(message));
   for (auto& kv : trailing) s->trailers.push_back(std::move(kv));
@@ -569,6 +618,7 @@ void H2Session::EncodeRequest(ChainBuffer&& record, ChainBuffer* out) {
   st->request_id = request_id;
   record.Skip(r.pos());
   st->out = std::move(record);
+  held_bytes += st->out.size();
   nghttp2_data_provider prd{};
   prd.read_callback = ReadDataCb;
   // nghttp2 reads the data (ReadData finds the stream by id) only after this returns.
@@ -580,6 +630,7 @@ void H2Session::EncodeRequest(ChainBuffer&& record, ChainBuffer* out) {
     TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "gRPC: cannot open a stream: {}",
                       nghttp2_strerror(stream_id));
     no_new_calls = true;
+    held_bytes -= st->out.size();
     return;
   }
   stream_of_request_[request_id] = stream_id;

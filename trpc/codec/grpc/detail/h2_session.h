@@ -29,7 +29,10 @@ struct H2Options {
   /// keeps serving.
   size_t max_message_size = 4u << 20;
   /// Flow-control windows we announce: per stream (SETTINGS_INITIAL_WINDOW_SIZE) and for the
-  /// whole connection. Large enough that a 4 MiB message never waits for a WINDOW_UPDATE.
+  /// whole connection. Large enough that a 4 MiB message never waits for a WINDOW_UPDATE. A
+  /// server gives a request's bytes back only once the request is whole, so the connection
+  /// window bounds what one client connection can make it hold; both are raised to
+  /// max_message_size (+5) when smaller, or such a message could never arrive.
   uint32_t initial_window_size = 8u << 20;
   uint32_t connection_window_size = 16u << 20;
   /// A request (headers and message) must be whole this long after its HEADERS began, else it
@@ -125,6 +128,11 @@ class H2Session final : public FrameCodecState {
   // Server: answers a stream at once with only trailers (an error) and resets what is left.
   void AnswerError(Stream* s, int32_t stream_id, int grpc_status, const std::string& message);
   void Terminate(uint32_t error_code, std::string why);
+  // Gives `n` received bytes back to the flow-control windows: the stream's and the
+  // connection's, or (null `s`: no stream, or one that is closing) the connection's only.
+  void Consume(Stream* s, int32_t stream_id, size_t n);
+  // Server: gives back a stream's kept DATA (the request is whole, or dropped).
+  void ReleaseData(Stream* s, int32_t stream_id);
   // Server: answers the requests still incomplete after request_timeout_ms.
   void ExpireSlowRequests();
 
