@@ -19,9 +19,9 @@ namespace trpc::grpc {
 namespace {
 
 using detail::H2Session;
+using detail::Pairs;
 using detail::RecordReader;
 using detail::RecordWriter;
-using Pairs = std::vector<std::pair<std::string, std::string>>;
 
 bool IsReservedKey(std::string_view k) {
   return k.empty() || k[0] == ':' || k.substr(0, 5) == "grpc-" || k == "content-type" ||
@@ -65,12 +65,17 @@ void FromHeaders(const Pairs& fields, TransInfo* out) {
   }
 }
 
-void WritePairs(RecordWriter* w, const Pairs& kvs) {
-  w->U32(static_cast<uint32_t>(kvs.size()));
-  for (const auto& [k, v] : kvs) {
-    w->Str(k);
-    w->Str(v);
-  }
+// Both halves split by feeding the connection's HTTP/2 session (max_message_size bounds what
+// it keeps; the transport's max_packet_size does not apply).
+SplitResult NoSession(std::string* err) {
+  *err = "the gRPC codec needs its connection state";
+  return SplitResult::kError;
+}
+
+SplitResult FeedSession(ChainBuffer* in, std::vector<ChainBuffer>* out, std::string* err,
+                        FrameCodecState* state) {
+  if (state == nullptr) return NoSession(err);
+  return static_cast<H2Session*>(state)->Feed(in, out, err);
 }
 
 // The gRPC message: the 5-byte prefix (compressed flag, big-endian length) and the bytes,
@@ -110,15 +115,12 @@ std::unique_ptr<FrameCodecState> GrpcServerCodec::NewConnectionState() {
 
 SplitResult GrpcServerCodec::Split(ChainBuffer*, std::vector<ChainBuffer>*, size_t,
                                    std::string* err) {
-  *err = "the gRPC codec needs its connection state";
-  return SplitResult::kError;
+  return NoSession(err);
 }
 
-SplitResult GrpcServerCodec::SplitWithState(ChainBuffer* in, std::vector<ChainBuffer>* out,
-                                            size_t max_frame_size, std::string* err,
-                                            FrameCodecState* state) {
-  if (state == nullptr) return Split(in, out, max_frame_size, err);
-  return static_cast<H2Session*>(state)->Feed(in, out, err);
+SplitResult GrpcServerCodec::SplitWithState(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t,
+                                            std::string* err, FrameCodecState* state) {
+  return FeedSession(in, out, err, state);
 }
 
 bool GrpcServerCodec::DecodeRequest(ChainBuffer&&, RpcRequest*, std::string* err) {
@@ -179,7 +181,7 @@ bool GrpcServerCodec::EncodeResponse(RpcResponse* rsp,
     }
     if (!FrameMessage(std::move(body), encoding, &payload)) return false;
   }
-  RecordWriter w;
+  RecordWriter w(out);  // (nothing fails from here on: `out` is only written on success)
   w.I32(static_cast<int32_t>(rsp->request_id));
   w.I32(code);
   w.Str(code == kGrpcOk ? std::string() : detail::PercentEncode(rsp->error_msg));
@@ -187,9 +189,8 @@ bool GrpcServerCodec::EncodeResponse(RpcResponse* rsp,
   Pairs initial, trailing;
   if (opts != nullptr) ToHeaders(opts->initial_metadata, &initial);
   ToHeaders(rsp->trans_info, &trailing);
-  WritePairs(&w, initial);
-  WritePairs(&w, trailing);
-  w.AppendTo(out);
+  w.StrPairs(initial);
+  w.StrPairs(trailing);
   out->Append(std::move(payload));
   return true;
 }
@@ -250,15 +251,12 @@ std::unique_ptr<FrameCodecState> GrpcClientCodec::NewConnectionState() {
 
 SplitResult GrpcClientCodec::Split(ChainBuffer*, std::vector<ChainBuffer>*, size_t,
                                    std::string* err) {
-  *err = "the gRPC codec needs its connection state";
-  return SplitResult::kError;
+  return NoSession(err);
 }
 
-SplitResult GrpcClientCodec::SplitWithState(ChainBuffer* in, std::vector<ChainBuffer>* out,
-                                            size_t max_frame_size, std::string* err,
-                                            FrameCodecState* state) {
-  if (state == nullptr) return Split(in, out, max_frame_size, err);
-  return static_cast<H2Session*>(state)->Feed(in, out, err);
+SplitResult GrpcClientCodec::SplitWithState(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t,
+                                            std::string* err, FrameCodecState* state) {
+  return FeedSession(in, out, err, state);
 }
 
 bool GrpcClientCodec::PeekResponseId(const ChainBuffer& frame, uint32_t* request_id) {
@@ -274,7 +272,7 @@ bool GrpcClientCodec::EncodeRequest(RpcRequest* req, const google::protobuf::Mes
   std::string encoding = req->compress_type == 1 ? "gzip" : "";
   ChainBuffer payload;
   if (!FrameMessage(std::move(body), encoding, &payload)) return false;
-  RecordWriter w;
+  RecordWriter w(out);
   w.U32(req->request_id);
   w.Str(req->func);
   w.Str(req->authority);
@@ -282,8 +280,7 @@ bool GrpcClientCodec::EncodeRequest(RpcRequest* req, const google::protobuf::Mes
   w.Str(encoding);
   Pairs md;
   ToHeaders(req->trans_info, &md);
-  WritePairs(&w, md);
-  w.AppendTo(out);
+  w.StrPairs(md);
   out->Append(std::move(payload));
   return true;
 }

@@ -94,25 +94,6 @@ int ParseCode(std::string_view v) {
   return v.empty() || v.size() > 3 || ec != std::errc() || end != v.data() + v.size() ? -1 : code;
 }
 
-bool ReadPairs(RecordReader* r, std::vector<std::pair<std::string, std::string>>* out) {
-  uint32_t n = 0;
-  if (!r->U32(&n)) return false;
-  for (uint32_t i = 0; i < n; ++i) {
-    std::pair<std::string, std::string> kv;
-    if (!r->Str(&kv.first) || !r->Str(&kv.second)) return false;
-    out->push_back(std::move(kv));
-  }
-  return true;
-}
-
-void WritePairs(RecordWriter* w, const std::vector<std::pair<std::string, std::string>>& kvs) {
-  w->U32(static_cast<uint32_t>(kvs.size()));
-  for (const auto& [k, v] : kvs) {
-    w->Str(k);
-    w->Str(v);
-  }
-}
-
 }  // namespace
 
 bool H2Session::Bucket::Take(double rate, double burst) {
@@ -452,16 +433,15 @@ int H2Session::OnStreamClose(int32_t stream_id, uint32_t error_code) {
       s->cancelled->store(true, std::memory_order_relaxed);
     }
   } else {
-    RecordWriter w;
+    ChainBuffer frame;
+    RecordWriter w(&frame);
     w.U32(s->request_id);
     w.I32(s->http_status);
     w.I32(s->grpc_status);
     w.U32(error_code);
     w.Str(s->grpc_message);
     w.Str(s->encoding);
-    WritePairs(&w, s->metadata);
-    ChainBuffer frame;
-    w.AppendTo(&frame);
+    w.StrPairs(s->metadata);
     frame.Append(std::move(s->data));
     stream_of_request_.erase(s->request_id);
     if (sink_ != nullptr) {
@@ -555,7 +535,7 @@ void H2Session::EncodeResponse(ChainBuffer&& record, ChainBuffer* out) {
   std::string message, encoding;
   std::vector<std::pair<std::string, std::string>> initial, trailing;
   if (!r.I32(&stream_id) || !r.I32(&status) || !r.Str(&message) || !r.Str(&encoding) ||
-      !ReadPairs(&r, &initial) || !ReadPairs(&r, &trailing)) {
+      !r.StrPairs(&initial) || !r.StrPairs(&trailing)) {
     TRPC_LOG_EVERY_MS(log::Level::kError, 1000, "gRPC: a malformed response record (a bug)");
     return;
   }
@@ -597,7 +577,7 @@ void H2Session::EncodeRequest(ChainBuffer&& record, ChainBuffer* out) {
   std::string path, authority, timeout, encoding;
   std::vector<std::pair<std::string, std::string>> metadata;
   if (!r.U32(&request_id) || !r.Str(&path) || !r.Str(&authority) || !r.Str(&timeout) ||
-      !r.Str(&encoding) || !ReadPairs(&r, &metadata)) {
+      !r.Str(&encoding) || !r.StrPairs(&metadata)) {
     TRPC_LOG_EVERY_MS(log::Level::kError, 1000, "gRPC: a malformed request record (a bug)");
     return;
   }

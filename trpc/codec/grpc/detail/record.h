@@ -4,6 +4,8 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "trpc/base/chain_buffer.h"
 
@@ -14,21 +16,31 @@ namespace trpc::grpc::detail {
 // fixed-size integers and length-prefixed strings, then the message bytes. They never leave the
 // process, so they use the host's byte order.
 
+using Pairs = std::vector<std::pair<std::string, std::string>>;
+
+// Appends a record's header straight to a ChainBuffer (small appends fill the thread's current
+// block: no allocation of its own); the message bytes follow it.
 class RecordWriter {
  public:
-  void U8(uint8_t v) { s_.push_back(static_cast<char>(v)); }
-  void U32(uint32_t v) { s_.append(reinterpret_cast<const char*>(&v), sizeof(v)); }
-  void I32(int32_t v) { s_.append(reinterpret_cast<const char*>(&v), sizeof(v)); }
-  void U64(uint64_t v) { s_.append(reinterpret_cast<const char*>(&v), sizeof(v)); }
+  explicit RecordWriter(ChainBuffer* out) : out_(out) {}
+  void U8(uint8_t v) { out_->Append(&v, sizeof(v)); }
+  void U32(uint32_t v) { out_->Append(&v, sizeof(v)); }
+  void I32(int32_t v) { out_->Append(&v, sizeof(v)); }
+  void U64(uint64_t v) { out_->Append(&v, sizeof(v)); }
   void Str(std::string_view v) {
     U32(static_cast<uint32_t>(v.size()));
-    s_.append(v);
+    out_->Append(v);
   }
-  // Appends the header written so far to `out`; the message bytes follow it.
-  void AppendTo(ChainBuffer* out) { out->Append(s_); }
+  void StrPairs(const Pairs& kvs) {
+    U32(static_cast<uint32_t>(kvs.size()));
+    for (const auto& [k, v] : kvs) {
+      Str(k);
+      Str(v);
+    }
+  }
 
  private:
-  std::string s_;
+  ChainBuffer* out_;
 };
 
 // Reads a record's header from the front of a ChainBuffer; every read checks the bounds (a
@@ -46,6 +58,16 @@ class RecordReader {
     v->resize(n);
     buf_.CopyTo(v->data(), n, pos_);
     pos_ += n;
+    return true;
+  }
+  bool StrPairs(Pairs* out) {
+    uint32_t n = 0;
+    if (!U32(&n)) return false;
+    for (uint32_t i = 0; i < n; ++i) {
+      std::pair<std::string, std::string> kv;
+      if (!Str(&kv.first) || !Str(&kv.second)) return false;
+      out->push_back(std::move(kv));
+    }
     return true;
   }
   // Bytes of the header read so far: the message follows at this offset.
