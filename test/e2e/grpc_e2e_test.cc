@@ -3,11 +3,7 @@
 // Greeter, and each of the HTTP/2 limits and flood mitigations (docs/grpc.md), sent by a raw
 // HTTP/2 client while a well-behaved client on another connection keeps being served.
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -19,6 +15,7 @@
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "fmt/format.h"
+#include "test/e2e/raw_h2_client.h"
 #include "trpc/client/client_filter.h"
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
@@ -81,157 +78,8 @@ class StampFilter final : public MessageClientFilter {
 };
 
 // ---------------------------------------------------------------------------------------------
-// A raw HTTP/2 client: frames and HPACK written by hand, so it can misbehave.
 
-constexpr uint8_t kData = 0, kHeaders = 1, kRstStream = 3, kSettings = 4, kPing = 6, kGoaway = 7;
-constexpr uint8_t kEndStream = 1, kEndHeaders = 4;
-
-std::string Frame(uint8_t type, uint8_t flags, uint32_t stream, std::string_view payload) {
-  std::string f;
-  auto n = static_cast<uint32_t>(payload.size());
-  f += static_cast<char>(n >> 16);
-  f += static_cast<char>(n >> 8);
-  f += static_cast<char>(n);
-  f += static_cast<char>(type);
-  f += static_cast<char>(flags);
-  f += static_cast<char>((stream >> 24) & 0x7f);
-  f += static_cast<char>(stream >> 16);
-  f += static_cast<char>(stream >> 8);
-  f += static_cast<char>(stream);
-  f.append(payload);
-  return f;
-}
-
-// An HPACK integer with an N-bit prefix whose other bits are `first`.
-void HpackInt(std::string* out, uint8_t first, int bits, size_t v) {
-  const size_t max = (1u << bits) - 1;
-  if (v < max) {
-    *out += static_cast<char>(first | v);
-    return;
-  }
-  *out += static_cast<char>(first | max);
-  v -= max;
-  while (v >= 128) {
-    *out += static_cast<char>((v & 127) | 128);
-    v >>= 7;
-  }
-  *out += static_cast<char>(v);
-}
-
-void HpackString(std::string* out, std::string_view s) {
-  HpackInt(out, 0, 7, s.size());
-  out->append(s);
-}
-
-// A literal field without indexing, new name.
-void Literal(std::string* out, std::string_view name, std::string_view value) {
-  *out += '\0';
-  HpackString(out, name);
-  HpackString(out, value);
-}
-
-// A gRPC request's header block for SayHello (static-table :method POST, :scheme http).
-std::string RequestHeaders() {
-  std::string h;
-  h += static_cast<char>(0x83);  // :method: POST
-  h += static_cast<char>(0x86);  // :scheme: http
-  h += '\x04';                   // :path, literal without indexing, static name 4
-  HpackString(&h, "/trpc.test.helloworld.Greeter/SayHello");
-  h += '\x01';  // :authority, static name 1
-  HpackString(&h, "localhost");
-  Literal(&h, "content-type", "application/grpc");
-  Literal(&h, "te", "trailers");
-  return h;
-}
-
-const std::string kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-
-struct RawFrame {
-  uint8_t type;
-  uint8_t flags;
-  uint32_t stream;
-  std::string payload;
-  uint32_t ErrorCode() const {  // RST_STREAM's, or GOAWAY's
-    size_t at = type == kGoaway ? 4 : 0;
-    if (payload.size() < at + 4) return 0;
-    auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(payload[i])); };
-    return (b(at) << 24) | (b(at + 1) << 16) | (b(at + 2) << 8) | b(at + 3);
-  }
-};
-
-class RawH2 {
- public:
-  explicit RawH2(const NetAddress& addr) {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(addr.port());
-    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-    EXPECT_EQ(connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
-    Send(kPreface + Frame(kSettings, 0, 0, ""));
-  }
-  ~RawH2() { close(fd_); }
-
-  // Writes everything (or until the peer closes).
-  bool Send(std::string_view bytes) {
-    while (!bytes.empty()) {
-      ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      bytes.remove_prefix(static_cast<size_t>(n));
-    }
-    return true;
-  }
-
-  // Reads frames until `until(frame)` is true, EOF, or `ms`; the frames read. `eof` tells
-  // whether the server closed.
-  std::vector<RawFrame> ReadUntil(int ms, const std::function<bool(const RawFrame&)>& until) {
-    std::vector<RawFrame> got;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-    for (;;) {
-      while (buf_.size() >= 9) {
-        auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(buf_[i])); };
-        uint32_t len = (b(0) << 16) | (b(1) << 8) | b(2);
-        if (buf_.size() < 9 + len) break;
-        RawFrame f{static_cast<uint8_t>(buf_[3]), static_cast<uint8_t>(buf_[4]),
-                   ((b(5) & 0x7f) << 24) | (b(6) << 16) | (b(7) << 8) | b(8), buf_.substr(9, len)};
-        buf_.erase(0, 9 + len);
-        got.push_back(f);
-        if (until && until(f)) return got;
-      }
-      int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                      deadline - std::chrono::steady_clock::now())
-                                      .count());
-      if (left <= 0) return got;
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, left) <= 0) continue;
-      char tmp[65536];
-      ssize_t n = ::recv(fd_, tmp, sizeof(tmp), 0);
-      if (n <= 0) {
-        eof = true;
-        return got;
-      }
-      buf_.append(tmp, static_cast<size_t>(n));
-    }
-  }
-
-  bool eof = false;
-
- private:
-  int fd_ = -1;
-  std::string buf_;
-};
-
-bool HasGoaway(const std::vector<RawFrame>& frames, uint32_t* code) {
-  for (const auto& f : frames) {
-    if (f.type == kGoaway) {
-      *code = f.ErrorCode();
-      return true;
-    }
-  }
-  return false;
-}
-
-// ---------------------------------------------------------------------------------------------
+using namespace raw_h2;  // NOLINT: the raw client's frames and helpers, throughout
 
 class GrpcE2eTest : public ::testing::Test {
  protected:
@@ -294,6 +142,31 @@ class GrpcE2eTest : public ::testing::Test {
                                                             &err);
     EXPECT_NE(p, nullptr) << err;
     return p;
+  }
+
+  // A server of a test's own: one service called `name`, `protocol`, on port 0, with the
+  // extra keys `more` (indented as under a service entry); not started.
+  static std::unique_ptr<Server> OwnServer(const std::string& name, ServicePtr impl,
+                                           const std::string& protocol = "grpc",
+                                           const std::string& more = "") {
+    Config config;
+    std::string err;
+    std::string yaml = fmt::format(
+        "server:\n  service:\n    - name: {}\n      protocol: {}\n      ip: 127.0.0.1\n"
+        "      port: 0\n{}",
+        name, protocol, more);
+    EXPECT_TRUE(LoadConfigFromString(yaml, "own.yaml", &config, &err)) << err;
+    auto s = std::make_unique<Server>(config.server);
+    EXPECT_TRUE(s->RegisterService(name, std::move(impl)));
+    return s;
+  }
+  // Starts `s` and returns the address of its service `name`.
+  static NetAddress StartOwn(Server* s, const std::string& name) {
+    std::string err;
+    NetAddress a;
+    EXPECT_TRUE(s->Start(&err)) << err;
+    EXPECT_TRUE(s->GetAddress(name, &a));
+    return a;
   }
 
   static Status Say(GreeterServiceProxy* p, const std::string& msg, HelloReply* rsp) {
@@ -388,43 +261,19 @@ TEST_F(GrpcE2eTest, HealthCheckFollowsReadiness) {
   EXPECT_EQ(rsp.status(), grpc_health::HealthCheckResponse::SERVING);
   EXPECT_EQ(check("no.such.Service", &rsp).GetFuncRetCode(), 5);  // NOT_FOUND
   // The state behind it: not serving before Start() and from Stop() on.
-  Config config;
-  std::string err;
-  ASSERT_TRUE(LoadConfigFromString(R"(server:
-  service:
-    - name: trpc.test.helloworld.Greeter
-      protocol: grpc
-      ip: 127.0.0.1
-      port: 0
-)",
-                                   "readiness.yaml", &config, &err))
-      << err;
-  Server s(config.server);
-  ASSERT_TRUE(s.RegisterService("trpc.test.helloworld.Greeter", std::make_shared<TestGreeter>()));
+  auto own = OwnServer("trpc.test.helloworld.Greeter", std::make_shared<TestGreeter>());
+  Server& s = *own;
   EXPECT_EQ(s.readiness(), Server::Readiness::kStarting);
-  ASSERT_TRUE(s.Start(&err)) << err;
+  StartOwn(&s, "trpc.test.helloworld.Greeter");
   EXPECT_EQ(s.readiness(), Server::Readiness::kServing);
   s.Stop();
   EXPECT_EQ(s.readiness(), Server::Readiness::kStopping);
 }
 
 TEST_F(GrpcE2eTest, StopSendsGoawayBeforeClosing) {
-  Config config;
-  std::string err;
-  ASSERT_TRUE(LoadConfigFromString(R"(server:
-  service:
-    - name: trpc.test.helloworld.Greeter
-      protocol: grpc
-      ip: 127.0.0.1
-      port: 0
-)",
-                                   "goaway.yaml", &config, &err))
-      << err;
-  Server s(config.server);
-  ASSERT_TRUE(s.RegisterService("trpc.test.helloworld.Greeter", std::make_shared<TestGreeter>()));
-  ASSERT_TRUE(s.Start(&err)) << err;
-  NetAddress a;
-  ASSERT_TRUE(s.GetAddress("trpc.test.helloworld.Greeter", &a));
+  auto own = OwnServer("trpc.test.helloworld.Greeter", std::make_shared<TestGreeter>());
+  Server& s = *own;
+  NetAddress a = StartOwn(&s, "trpc.test.helloworld.Greeter");
   RawH2 raw(a);
   raw.ReadUntil(1000, [](const RawFrame& f) { return f.type == kSettings && f.flags == 0; });
   s.Stop();
@@ -445,22 +294,10 @@ TEST_F(GrpcE2eTest, TrpcToGrpcChainKeepsOneBudgetAndRunsFilters) {
   std::string err;
   auto backend = GetTrpcClient()->GetProxy<GreeterServiceProxy>("grpc_e2e_chain_backend", c, &err);
   ASSERT_NE(backend, nullptr) << err;
-  Config config;
-  ASSERT_TRUE(LoadConfigFromString(R"(server:
-  service:
-    - name: front
-      protocol: trpc
-      ip: 127.0.0.1
-      port: 0
-      timeout: 10000
-)",
-                                   "front.yaml", &config, &err))
-      << err;
-  Server front(config.server);
-  ASSERT_TRUE(front.RegisterService("front", std::make_shared<FrontGreeter>(backend)));
-  ASSERT_TRUE(front.Start(&err)) << err;
-  NetAddress a;
-  ASSERT_TRUE(front.GetAddress("front", &a));
+  auto own =
+      OwnServer("front", std::make_shared<FrontGreeter>(backend), "trpc", "      timeout: 10000\n");
+  Server& front = *own;
+  NetAddress a = StartOwn(&front, "front");
   ClientServiceConfig fc;
   fc.target = a.ToString();
   fc.timeout = 300;  // the whole chain's budget
@@ -673,26 +510,13 @@ TEST_F(GrpcE2eTest, RequestThatNeverEndsIsAnsweredAndTheConnectionServesOn) {
 // Requests not yet complete are held only up to the connection's flow-control window: a client
 // that keeps sending past it without finishing a request breaks the protocol and is cut off.
 TEST_F(GrpcE2eTest, PartialRequestsAreBoundedByTheConnectionWindow) {
-  Config config;
+  auto own =
+      OwnServer("trpc.test.helloworld.Greeter", std::make_shared<TestGreeter>(), "grpc",
+                "      protocol_options:\n        max_message_size: 60000\n"
+                "        initial_window_size: 65535\n        connection_window_size: 65535\n");
+  Server& s = *own;
+  NetAddress a = StartOwn(&s, "trpc.test.helloworld.Greeter");
   std::string err;
-  ASSERT_TRUE(LoadConfigFromString(R"(server:
-  service:
-    - name: trpc.test.helloworld.Greeter
-      protocol: grpc
-      ip: 127.0.0.1
-      port: 0
-      protocol_options:
-        max_message_size: 60000
-        initial_window_size: 65535
-        connection_window_size: 65535
-)",
-                                   "window.yaml", &config, &err))
-      << err;
-  Server s(config.server);
-  ASSERT_TRUE(s.RegisterService("trpc.test.helloworld.Greeter", std::make_shared<TestGreeter>()));
-  ASSERT_TRUE(s.Start(&err)) << err;
-  NetAddress a;
-  ASSERT_TRUE(s.GetAddress("trpc.test.helloworld.Greeter", &a));
   {
     // Whole requests get their bytes back: far more than the window goes through one
     // connection.
