@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "trpc/base/net_address.h"
 #include "trpc/base/status.h"
@@ -39,6 +40,17 @@ class ClientContext {
   const TransInfo& GetRspTransInfo() const { return rsp_trans_info_; }
   TransInfo& MutableRspTransInfo() { return rsp_trans_info_; }
 
+  /// The key a `consistent_hash` balancer routes by: calls with the same key go to the same
+  /// endpoint while the endpoint list stays the same. SetHashKey(string) hashes with HashKey()
+  /// (trpc/client/load_balancer.h).
+  void SetHashKey(std::string_view key);
+  void SetHashKey(uint64_t hash) {
+    hash_key_ = hash;
+    has_hash_key_ = true;
+  }
+  bool HasHashKey() const { return has_hash_key_; }
+  uint64_t GetHashKey() const { return hash_key_; }
+
   const Status& GetStatus() const { return status_; }
   void SetStatus(Status s) { status_ = std::move(s); }
   /// The backend the call went to.
@@ -52,6 +64,8 @@ class ClientContext {
   std::string caller_;
   TransInfo req_trans_info_;
   uint32_t req_compress_type_ = 0;
+  uint64_t hash_key_ = 0;
+  bool has_hash_key_ = false;
   TransInfo rsp_trans_info_;
   Status status_;
   NetAddress backend_;

@@ -49,6 +49,17 @@ constexpr UintRule kMaxConcurrencyRule{0, 1u << 20};
 constexpr UintRule kMaxBufferedBytesRule{0, UINT64_MAX};  // 0, or >= kMinBufferedBytes
 constexpr uint64_t kMinBufferedBytes = 1u << 20;
 constexpr UintRule kBufferedBytesTimeoutRule{1, kU32Max};
+constexpr UintRule kDeregisterWaitRule{0, 60000};
+constexpr UintRule kWeightRule{1, 10000};
+constexpr UintRule kConsecutiveFailuresRule{0, 1000};
+constexpr UintRule kEjectionTimeRule{1, 3600000};
+constexpr UintRule kPercentRule{0, 100};
+constexpr UintRule kRetryAttemptsRule{2, 10};
+constexpr UintRule kBackoffRule{0, 10000};
+constexpr UintRule kBudgetPercentRule{1, 100};
+constexpr UintRule kBudgetMinRule{0, 100000};
+constexpr UintRule kHedgeDelayRule{0, 600000};
+constexpr UintRule kHedgeAttemptsRule{2, 5};
 
 // Instance name -> path of the entry that declared it.
 using InstanceNames = std::map<std::string, std::string, std::less<>>;
@@ -152,7 +163,8 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
                 ServerConfig* out) {
   MapReader r =
       root.Map("server", {"app", "server", "admin_port", "admin_ip", "stop_max_wait_time",
-                          "max_buffered_bytes", "buffered_bytes_timeout", "filter", "service"});
+                          "max_buffered_bytes", "buffered_bytes_timeout", "filter", "service",
+                          "registry_name", "deregister_wait"});
   ServerConfig server;
   if (!r.empty()) server.origin = fmt::format("{}:{}", file, r.line());
   if (r.Has("filter")) server.filter_origin = fmt::format("{}:{}", file, r.ValueLine("filter"));
@@ -169,6 +181,8 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
                             kMinBufferedBytes, server.max_buffered_bytes));
   }
   r.Uint("buffered_bytes_timeout", kBufferedBytesTimeoutRule, &server.buffered_bytes_timeout);
+  r.String("registry_name", &server.registry_name);
+  r.Uint("deregister_wait", kDeregisterWaitRule, &server.deregister_wait);
 
   std::vector<Listener> listeners;
   CheckListener(r, "admin_port", {server.admin_ip, server.admin_port, "server.admin_port"},
@@ -178,7 +192,8 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
       "service",
       {"name", "protocol", "network", "ip", "port", "max_conn_num", "idle_time", "max_packet_size",
        "timeout", "max_pending_write_bytes", "max_pending_requests", "threadmodel_instance_name",
-       "filter", "protocol_options", "max_concurrency", "read_frame_timeout"},
+       "filter", "protocol_options", "max_concurrency", "read_frame_timeout", "namespace",
+       "weight", "advertise_ip"},
       [&](MapReader& s, size_t) {
         ServiceConfig svc;
         svc.origin = fmt::format("{}:{}", file, s.line());
@@ -222,6 +237,9 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
                                   svc.threadmodel_instance_name, ListNames(instances)));
         }
         s.StringList("filter", &svc.filter);
+        s.NonEmptyString("namespace", &svc.name_space);
+        s.Uint("weight", kWeightRule, &svc.weight);
+        if (s.Has("advertise_ip")) ReadIp(s, "advertise_ip", &svc.advertise_ip);
         std::map<std::string, int> option_lines;
         s.ScalarMap("protocol_options", &svc.protocol_options, &option_lines);
         for (const auto& [name, line] : option_lines) {
@@ -241,6 +259,57 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
   if (r.ok()) *out = std::move(server);
 }
 
+// A list of framework return codes (`retry.codes`).
+void ReadCodes(MapReader& r, std::string_view key, std::vector<uint32_t>* out) {
+  std::vector<std::string> codes;
+  r.StringList(key, &codes);
+  for (const std::string& c : codes) {
+    if (!r.ok()) return;
+    uint64_t v = 0;
+    if (c.size() > 4 || c.find_first_not_of("0123456789") != std::string::npos ||
+        (v = std::stoull(c)) == 0) {
+      r.FailValue(key, fmt::format("expected framework return codes (1..9999), got '{}'", c));
+      return;
+    }
+    out->push_back(static_cast<uint32_t>(v));
+  }
+}
+
+// outlier_ejection, retry and hedging of one client service.
+void ReadResilience(MapReader& s, ClientServiceConfig* svc) {
+  MapReader ej = s.Map("outlier_ejection", {"consecutive_failures", "base_ejection_time",
+                                            "max_ejection_time", "max_ejection_percent"});
+  OutlierEjectionConfig& o = svc->outlier_ejection;
+  ej.Uint("consecutive_failures", kConsecutiveFailuresRule, &o.consecutive_failures);
+  ej.Uint("base_ejection_time", kEjectionTimeRule, &o.base_ejection_time);
+  ej.Uint("max_ejection_time", kEjectionTimeRule, &o.max_ejection_time);
+  ej.Uint("max_ejection_percent", kPercentRule, &o.max_ejection_percent);
+  if (ej.ok() && o.max_ejection_time < o.base_ejection_time) {
+    ej.FailValue("max_ejection_time",
+                 fmt::format("must be at least base_ejection_time ({} ms), got {}",
+                             o.base_ejection_time, o.max_ejection_time));
+  }
+  MapReader rt = s.Map("retry", {"methods", "max_attempts", "codes", "backoff_base",
+                                 "backoff_max", "budget_percent", "budget_min"});
+  RetryConfig& r = svc->retry;
+  rt.StringList("methods", &r.methods);
+  rt.Uint("max_attempts", kRetryAttemptsRule, &r.max_attempts);
+  ReadCodes(rt, "codes", &r.codes);
+  rt.Uint("backoff_base", kBackoffRule, &r.backoff_base);
+  rt.Uint("backoff_max", kBackoffRule, &r.backoff_max);
+  rt.Uint("budget_percent", kBudgetPercentRule, &r.budget_percent);
+  rt.Uint("budget_min", kBudgetMinRule, &r.budget_min);
+  if (rt.ok() && r.backoff_max < r.backoff_base) {
+    rt.FailValue("backoff_max", fmt::format("must be at least backoff_base ({} ms), got {}",
+                                            r.backoff_base, r.backoff_max));
+  }
+  MapReader hg = s.Map("hedging", {"methods", "delay", "max_attempts"});
+  HedgingConfig& h = svc->hedging;
+  hg.StringList("methods", &h.methods);
+  hg.Uint("delay", kHedgeDelayRule, &h.delay);
+  hg.Uint("max_attempts", kHedgeAttemptsRule, &h.max_attempts);
+}
+
 void ReadClient(const MapReader& root, const std::string& file, ClientConfig* out) {
   MapReader r = root.Map("client", {"filter", "service"});
   ClientConfig client;
@@ -250,7 +319,8 @@ void ReadClient(const MapReader& root, const std::string& file, ClientConfig* ou
   r.ForEachMap(
       "service",
       {"name", "target", "protocol", "timeout", "conn_type", "max_conn_num", "pipeline_depth",
-       "max_packet_size", "connect_timeout", "filter", "overload_throttle", "protocol_options"},
+       "max_packet_size", "connect_timeout", "filter", "overload_throttle", "protocol_options",
+       "selector_name", "namespace", "load_balance_name", "outlier_ejection", "retry", "hedging"},
       [&](MapReader& s, size_t) {
         ClientServiceConfig svc;
         svc.origin = fmt::format("{}:{}", file, s.line());
@@ -263,7 +333,12 @@ void ReadClient(const MapReader& root, const std::string& file, ClientConfig* ou
           }
         }
         s.String("target", &svc.target, Presence::kRequired);
-        if (s.ok()) {
+        s.NonEmptyString("selector_name", &svc.selector_name);
+        s.NonEmptyString("namespace", &svc.name_space);
+        s.NonEmptyString("load_balance_name", &svc.load_balance_name);
+        ReadResilience(s, &svc);
+        // Other selectors check their own targets when the proxy is made.
+        if (s.ok() && svc.selector_name == "direct") {
           std::vector<config_detail::TargetAddress> addresses;
           std::string bad;
           if (!config_detail::ParseTarget(svc.target, &addresses, &bad)) {
@@ -293,8 +368,23 @@ void ReadClient(const MapReader& root, const std::string& file, ClientConfig* ou
   if (r.ok()) *out = std::move(client);
 }
 
-void ReadPlugins(const MapReader& root, PluginsConfig* out) {
-  MapReader plugins = root.Map("plugins", {"log"});
+// `plugins.selector` or `plugins.registry`: settings by plug-in name, checked by the plug-in.
+void ReadNamingPlugins(MapReader& plugins, std::string_view key, const std::string& file,
+                       std::map<std::string, PluginOptions>* out) {
+  plugins.NamedScalarMaps(key, [&](const std::string& name, int line,
+                                   const std::map<std::string, std::string>& values,
+                                   const std::map<std::string, int>& lines) {
+    PluginOptions& o = (*out)[name];
+    o.values = values;
+    o.section_origin = fmt::format("{}:{}", file, line);
+    for (const auto& [k, l] : lines) o.origin[k] = fmt::format("{}:{}", file, l);
+  });
+}
+
+void ReadPlugins(const MapReader& root, const std::string& file, PluginsConfig* out) {
+  MapReader plugins = root.Map("plugins", {"log", "selector", "registry"});
+  ReadNamingPlugins(plugins, "selector", file, &out->selector);
+  ReadNamingPlugins(plugins, "registry", file, &out->registry);
   MapReader log_reader = plugins.Map("log", {"level"});
   std::string level = out->log.level;
   log_reader.String("level", &level);
@@ -317,7 +407,7 @@ void ReadConfig(const YAML::Node& root_node, ErrorSink* sink, Config* out) {
   ReadThreadModel(global, &out->global.threadmodel, &instances);
   ReadServer(root, out->path, instances, &out->server);
   ReadClient(root, out->path, &out->client);
-  ReadPlugins(root, &out->plugins);
+  ReadPlugins(root, out->path, &out->plugins);
 }
 
 bool Fail(std::string* error, std::string message) {

@@ -13,6 +13,22 @@
 
 namespace trpc {
 
+/// One naming plug-in's settings (`plugins.selector.<name>`, `plugins.registry.<name>`): scalar
+/// values by key as written, checked by the plug-in when it starts (docs/naming.md).
+struct PluginOptions {
+  std::map<std::string, std::string> values;
+  std::map<std::string, std::string> origin;  // key -> "file:line" of its value
+  std::string section_origin;                 // "file:line" of the section ("" = not in a file)
+
+  /// "file:line: " of `key`'s value (or of the section), for error messages.
+  std::string At(const std::string& key) const {
+    auto it = origin.find(key);
+    if (it != origin.end()) return it->second + ": ";
+    return section_origin.empty() ? "" : section_origin + ": ";
+  }
+  bool operator==(const PluginOptions&) const = default;
+};
+
 /// One merge thread-model instance (`global.threadmodel.default[]`, io_handle_type: merge): N
 /// worker threads, each owning a reactor and running handlers inline.
 struct MergeThreadModelConfig {
@@ -70,6 +86,11 @@ struct ServiceConfig {
   bool max_concurrency_auto = false;      // `max_concurrency: auto`: an adaptive limit instead
   std::string threadmodel_instance_name;  // "" = the first configured instance.
   std::vector<std::string> filter;        // Server filters for this service, after server.filter.
+  /// Registration (with server.registry_name): the namespace and weight callers see, and the IP
+  /// to publish when `ip` is a wildcard ("" = refuse to register a wildcard address).
+  std::string name_space = "default";  // Key: `namespace`.
+  uint32_t weight = 100;               // 1..10000.
+  std::string advertise_ip;
   /// The protocol's own settings (`protocol_options:` — for http: max_body_bytes, ...), checked
   /// by the codec when the server starts; each value's "file:line" is in protocol_option_origin.
   std::map<std::string, std::string> protocol_options;
@@ -90,6 +111,12 @@ struct ServerConfig {
   uint64_t max_buffered_bytes = 0;
   uint32_t buffered_bytes_timeout = 10000;  // ms a connection may stay over its share; >= 1.
   std::vector<std::string> filter;  // Server filters run for every service, by registered name.
+  /// A registry plug-in (docs/naming.md) every service is registered with while the server
+  /// runs; "" = none.
+  std::string registry_name;
+  /// ms between deregistering at a graceful stop and closing the listeners, so that callers
+  /// learn of it before connections go; 0..60000.
+  uint32_t deregister_wait = 1000;
   std::vector<ServiceConfig> service;
   std::string filter_origin;  // "file:line" of server.filter, for errors found after loading.
   /// "file:line" of the server section when it has keys, for errors found after loading (a
@@ -99,10 +126,58 @@ struct ServerConfig {
   bool operator==(const ServerConfig&) const = default;
 };
 
+/// Outlier ejection per client service (docs/naming.md): an endpoint with `consecutive_failures`
+/// failures in a row (connect failures, lost connections, 5xx-class codes) is left out for
+/// base_ejection_time, doubling with each repeated ejection up to max_ejection_time.
+struct OutlierEjectionConfig {
+  uint32_t consecutive_failures = 5;     // 0 = never eject; 1..1000.
+  uint32_t base_ejection_time = 1000;    // ms, 1..3600000.
+  uint32_t max_ejection_time = 30000;    // ms, >= base_ejection_time.
+  uint32_t max_ejection_percent = 50;    // Share of endpoints out at once, 0..100 (>= 1 endpoint).
+
+  bool operator==(const OutlierEjectionConfig&) const = default;
+};
+
+/// Retries per client service, opt-in per method (docs/naming.md).
+struct RetryConfig {
+  /// Methods safe to repeat: a wire name "/pkg.Service/Method", a bare method name, or "*".
+  /// Empty = no retries.
+  std::vector<std::string> methods;
+  uint32_t max_attempts = 3;      // Attempts in all (the first included), 2..10.
+  /// Codes retried besides connect failures (111), lost connections (141) and overload (22).
+  std::vector<uint32_t> codes;
+  uint32_t backoff_base = 5;      // ms before the first retry (jittered), 0..10000.
+  uint32_t backoff_max = 100;     // ms, cap of the doubling back-off.
+  /// Retries may add at most this share of the calls (per cent, 1..100), plus budget_min per
+  /// second, so they cannot multiply an overload.
+  uint32_t budget_percent = 10;
+  uint32_t budget_min = 10;       // retries per second always allowed, 0..100000.
+
+  bool operator==(const RetryConfig&) const = default;
+};
+
+/// Hedging per client service, opt-in per method (docs/naming.md): after `delay` without a
+/// reply a second attempt goes to another endpoint; the first success wins.
+struct HedgingConfig {
+  std::vector<std::string> methods;  // As RetryConfig::methods. Empty = no hedging.
+  uint32_t delay = 0;                // ms; 0 = the method's observed P95.
+  uint32_t max_attempts = 2;         // Attempts in all, 2..5.
+
+  bool operator==(const HedgingConfig&) const = default;
+};
+
 /// One callee (`client.service[]`).
 struct ClientServiceConfig {
   std::string name;                // Required, unique within the client section.
-  std::string target;              // Required: "ip:port[,ip:port...]", IPv6 as "[::1]:port".
+  /// Required. For the "direct" selector "ip:port[,ip:port...]" (IPv6 as "[::1]:port"); for
+  /// "dns" "host:port"; for "etcd" the registered service name.
+  std::string target;
+  std::string selector_name = "direct";          // A registered selector (docs/naming.md).
+  std::string name_space = "default";            // Key: `namespace`; for registry selectors.
+  std::string load_balance_name = "round_robin";  // A registered load balancer.
+  OutlierEjectionConfig outlier_ejection;
+  RetryConfig retry;
+  HedgingConfig hedging;
   std::string protocol = "trpc";   // A registered codec; checked when the proxy is created.
   uint32_t timeout = 1000;         // ms per call, >= 1: every call has a deadline.
   std::string conn_type = "long";  // "long" (kept) or "short" (one per call).
@@ -145,6 +220,8 @@ struct LogConfig {
 
 struct PluginsConfig {
   LogConfig log;
+  std::map<std::string, PluginOptions> selector;  // `plugins.selector.<name>`
+  std::map<std::string, PluginOptions> registry;  // `plugins.registry.<name>`
 
   bool operator==(const PluginsConfig&) const = default;
 };

@@ -211,6 +211,58 @@ void MapReader::ScalarMap(std::string_view key, std::map<std::string, std::strin
   if (lines != nullptr) *lines = std::move(value_lines);
 }
 
+void MapReader::NamedScalarMaps(
+    std::string_view key,
+    const std::function<void(const std::string&, int, const std::map<std::string, std::string>&,
+                             const std::map<std::string, int>&)>& fn) {
+  const Entry* e = Lookup(key, Presence::kOptional);
+  if (e == nullptr || e->value.IsNull()) return;
+  if (!e->value.IsMap()) {
+    FailValue(key, fmt::format("expected a mapping of plug-in names to their settings, got {}",
+                               DescribeNode(e->value)));
+    return;
+  }
+  std::map<std::string, int> seen;
+  for (const auto& kv : e->value) {
+    int name_line = LineOf(kv.first, e->key_line);
+    std::string name = kv.first.IsScalar() ? kv.first.Scalar() : "";
+    if (name.empty()) {
+      sink_->Fail(name_line, fmt::format("{}: expected plug-in names as keys", PathOf(key)));
+      return;
+    }
+    if (!seen.emplace(name, name_line).second) {
+      sink_->Fail(name_line, fmt::format("{}.{}: given twice", PathOf(key), name));
+      return;
+    }
+    std::map<std::string, std::string> values;
+    std::map<std::string, int> lines;
+    if (!kv.second.IsNull()) {
+      if (!kv.second.IsMap()) {
+        sink_->Fail(LineOf(kv.second, name_line),
+                    fmt::format("{}.{}: expected a mapping of settings, got {}", PathOf(key), name,
+                                DescribeNode(kv.second)));
+        return;
+      }
+      for (const auto& item : kv.second) {
+        int line = LineOf(item.second, LineOf(item.first, name_line));
+        std::string k = item.first.IsScalar() ? item.first.Scalar() : "";
+        if (k.empty() || !item.second.IsScalar()) {
+          sink_->Fail(line, fmt::format("{}.{}: expected 'name: value' pairs of scalars",
+                                        PathOf(key), name));
+          return;
+        }
+        if (!values.emplace(k, item.second.Scalar()).second) {
+          sink_->Fail(line, fmt::format("{}.{}.{}: given twice", PathOf(key), name, k));
+          return;
+        }
+        lines[k] = line;
+      }
+    }
+    fn(name, name_line, values, lines);
+    if (!ok()) return;
+  }
+}
+
 void MapReader::StringList(std::string_view key, std::vector<std::string>* out) {
   const Entry* e = Lookup(key, Presence::kOptional);
   if (e == nullptr || e->value.IsNull()) return;

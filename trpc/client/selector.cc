@@ -1,0 +1,66 @@
+#include "trpc/client/selector.h"
+
+#include "trpc/config/plugin_table.h"
+
+namespace trpc {
+
+namespace {
+
+// "direct": the target is the fixed list itself; one update, at once, never another.
+class DirectSelector final : public Selector {
+ public:
+  std::string_view Name() const override { return "direct"; }
+  bool Init(const PluginOptions& options, std::string* err) override {
+    if (!options.values.empty()) {
+      *err = options.At(options.values.begin()->first) +
+             "plugins.selector.direct: takes no settings, got '" + options.values.begin()->first +
+             "'";
+      return false;
+    }
+    return true;
+  }
+  std::unique_ptr<SelectorSubscription> Subscribe(const SelectorTarget& target, uint32_t,
+                                                  OnUpdate on_update, std::string* err) override {
+    std::vector<NetAddress> addrs;
+    std::string bad;
+    std::string where = target.origin.empty() ? "" : target.origin + ": ";
+    if (!NetAddress::ParseList(target.target, &addrs, &bad)) {
+      *err = where + "client " + target.service + ": bad target '" + bad +
+             "' (the direct selector takes ip:port[,ip:port...])";
+      return nullptr;
+    }
+    if (addrs.empty()) {
+      *err = where + "client " + target.service + ": no target";
+      return nullptr;
+    }
+    std::vector<Endpoint> list;
+    for (const NetAddress& a : addrs) list.push_back(Endpoint{a, 100, {}});
+    on_update(std::move(list));
+    return std::make_unique<SelectorSubscription>();
+  }
+};
+
+PluginTable<Selector>& Table() {
+  static auto* table = [] {
+    auto* t = new PluginTable<Selector>("selector");
+    t->Register("direct", [] { return std::make_unique<DirectSelector>(); });
+    return t;
+  }();
+  return *table;
+}
+
+}  // namespace
+
+void SelectorFactory::Register(std::string name, Maker make) {
+  Table().Register(std::move(name), std::move(make));
+}
+void SelectorFactory::SetOptions(std::map<std::string, PluginOptions> options) {
+  Table().SetOptions(std::move(options));
+}
+std::shared_ptr<Selector> SelectorFactory::Get(std::string_view name, std::string* err) {
+  return Table().Get(name, err);
+}
+std::vector<std::string> SelectorFactory::Names() { return Table().Names(); }
+void SelectorFactory::StopAll() { Table().StopAll(); }
+
+}  // namespace trpc

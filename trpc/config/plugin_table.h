@@ -1,0 +1,76 @@
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trpc/base/suggest.h"
+#include "trpc/config/config.h"
+
+namespace trpc {
+
+/// A process-wide table of naming plug-ins of one kind (selectors, registries) by name: makers
+/// registered at start-up, one initialized instance per name made on first use with its
+/// `plugins.<kind>.<name>` settings. `T` has Name(), Init(const PluginOptions&, std::string*)
+/// and Stop(). Thread-safe (one mutex; nothing here is on a call's path).
+template <typename T>
+class PluginTable {
+ public:
+  using Maker = std::function<std::unique_ptr<T>()>;
+
+  explicit PluginTable(const char* kind) : kind_(kind) {}
+
+  void Register(std::string name, Maker make) {
+    std::lock_guard lock(mu_);
+    makers_[std::move(name)] = std::move(make);
+  }
+  void SetOptions(std::map<std::string, PluginOptions> options) {
+    std::lock_guard lock(mu_);
+    options_ = std::move(options);
+  }
+  std::shared_ptr<T> Get(std::string_view name, std::string* err) {
+    std::lock_guard lock(mu_);
+    if (auto it = instances_.find(name); it != instances_.end()) return it->second;
+    auto maker = makers_.find(name);
+    if (maker == makers_.end()) {
+      std::vector<std::string> names;
+      for (const auto& [n, m] : makers_) names.push_back(n);
+      *err = std::string("no ") + kind_ + " named '" + std::string(name) + "' is registered" +
+             RegisteredNamesHint(name, names);
+      return nullptr;
+    }
+    std::shared_ptr<T> made = maker->second();
+    PluginOptions none;
+    auto opt = options_.find(std::string(name));
+    if (!made->Init(opt == options_.end() ? none : opt->second, err)) return nullptr;
+    instances_.emplace(std::string(name), made);
+    return made;
+  }
+  std::vector<std::string> Names() {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> names;
+    for (const auto& [n, m] : makers_) names.push_back(n);
+    return names;
+  }
+  void StopAll() {
+    std::map<std::string, std::shared_ptr<T>, std::less<>> instances;
+    {
+      std::lock_guard lock(mu_);
+      instances.swap(instances_);
+    }
+    for (auto& [n, p] : instances) p->Stop();
+  }
+
+ private:
+  const char* kind_;
+  std::mutex mu_;
+  std::map<std::string, Maker, std::less<>> makers_;
+  std::map<std::string, PluginOptions> options_;
+  std::map<std::string, std::shared_ptr<T>, std::less<>> instances_;
+};
+
+}  // namespace trpc
