@@ -9,7 +9,8 @@
 #   --with-test-tools  the outside programs some tests drive: curl (HTTP interop), promtool
 #                      (checks /metrics), google-pprof (reads the admin CPU profile), gRPC C++
 #                      and its interop protos (the grpc++ interop peers), python3-grpcio and
-#                      h2load (gRPC interop); those tests skip, saying so, when one is missing
+#                      h2load (gRPC interop), etcd (the naming tests start their own); those tests
+#                      skip, saying so, when one is missing
 set -euo pipefail
 
 pkgs=(libboost-context-dev libprotobuf-dev protobuf-compiler libprotoc-dev
@@ -20,7 +21,7 @@ for arg in "$@"; do
     --with-clang) pkgs+=(clang-14 libclang-rt-14-dev) ;;
     --with-bench) pkgs+=(python3 gnuplot-nox wrk nginx-light valgrind) ;;
     --with-test-tools) pkgs+=(curl prometheus google-perftools libgrpc++-dev protobuf-compiler-grpc
-                              grpc-proto python3-grpcio nghttp2-client) ;;
+                              grpc-proto python3-grpcio nghttp2-client etcd-server etcd-client) ;;
     *) echo "usage: $0 [--with-clang] [--with-bench] [--with-test-tools]" >&2; exit 2 ;;
   esac
 done
