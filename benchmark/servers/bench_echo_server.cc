@@ -8,6 +8,9 @@
 //               in the merged model it blocks the worker thread and everything queued on it,
 //               which is the merged model's weakness this benchmark is meant to show;
 //   spin:<µs>   CPU-bound work: busy-spins on the monotonic clock (holds the worker in both).
+// Either may end in "@<percent>" (1..100): then the server itself draws, per request, whether
+// this one is delayed, so that a request sent twice (a hedged call) is slow on one backend and
+// not on another, as a backend's own hiccups are.
 // A malformed value is ignored (the request is answered at once) and logged, rate-limited.
 //
 // Prints "bench_echo_server ready on IP:PORT" once serving (the bound port, so a config may say
@@ -17,6 +20,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <random>
 #include <string>
 #include <string_view>
 
@@ -38,11 +42,22 @@ enum class TailKind { kNone, kSleep, kSpin };
 struct Tail {
   TailKind kind = TailKind::kNone;
   int64_t micros = 0;
+  int percent = 100;  // the share of such requests delayed, drawn by the server
 };
 
-// Parses "sleep:<µs>" or "spin:<µs>" (decimal, 0..kMaxTailMicros); kNone for anything else.
+// Parses "sleep:<µs>[@<percent>]" or "spin:<µs>[@<percent>]" (decimal, 0..kMaxTailMicros,
+// 1..100); kNone for anything else.
 Tail ParseTail(std::string_view value) {
   Tail tail;
+  if (size_t at = value.find('@'); at != std::string_view::npos) {
+    std::string_view pct = value.substr(at + 1);
+    auto [p, e] = std::from_chars(pct.data(), pct.data() + pct.size(), tail.percent);
+    if (pct.empty() || e != std::errc() || p != pct.data() + pct.size() || tail.percent < 1 ||
+        tail.percent > 100) {
+      return Tail{};
+    }
+    value = value.substr(0, at);
+  }
   std::string_view digits;
   if (value.starts_with("sleep:")) {
     tail.kind = TailKind::kSleep;
@@ -63,6 +78,10 @@ Tail ParseTail(std::string_view value) {
 }
 
 void SpendTail(const Tail& tail) {
+  if (tail.percent < 100) {
+    thread_local std::minstd_rand rng(std::random_device{}());
+    if (static_cast<int>(rng() % 100) >= tail.percent) return;
+  }
   if (tail.kind == TailKind::kSleep) {
     trpc::fiber::this_fiber::SleepFor(std::chrono::microseconds(tail.micros));
   } else if (tail.kind == TailKind::kSpin) {
@@ -85,7 +104,7 @@ class EchoGreeter final : public trpc::test::helloworld::Greeter {
         if (tail.kind == TailKind::kNone) {
           TRPC_LOG_EVERY_MS(trpc::log::Level::kWarn, 1000,
                             "bench_echo_server: ignoring malformed {} '{}' (want sleep:<us> or "
-                            "spin:<us>, at most {} us)",
+                            "spin:<us>, at most {} us, optionally @<percent>)",
                             kTailKey, it->second, kMaxTailMicros);
         }
         SpendTail(tail);

@@ -1,9 +1,9 @@
 #include "trpc/client/load_balancer.h"
 
 #include <map>
+#include <mutex>
 
 #include "trpc/client/client_context.h"
-#include <mutex>
 
 namespace trpc {
 

@@ -37,8 +37,8 @@ struct EndpointStats {
 /// One endpoint as a picker sees it.
 struct BalancerEndpoint {
   NetAddress addr;
-  std::string name;         // addr.ToString(): "ip:port" (the consistent-hash ring hashes it)
-  uint32_t weight = 100;    // relative, >= 1
+  std::string name;       // addr.ToString(): "ip:port" (the consistent-hash ring hashes it)
+  uint32_t weight = 100;  // relative, >= 1
   EndpointStats* stats = nullptr;  // outlives every picker built over it; never null
 };
 

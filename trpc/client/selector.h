@@ -16,7 +16,7 @@ namespace trpc {
 /// One instance of a callee, as a selector reports it.
 struct Endpoint {
   NetAddress addr;
-  uint32_t weight = 100;  // relative share for weighted balancers, >= 1
+  uint32_t weight = 100;                    // relative share for weighted balancers, >= 1
   std::map<std::string, std::string> meta;  // the registry's metadata, passed through
 
   bool operator==(const Endpoint& o) const {
@@ -26,10 +26,10 @@ struct Endpoint {
 
 /// What a client service asks a selector to follow.
 struct SelectorTarget {
-  std::string target;          // client.service[].target: meaning depends on the selector
-  std::string name_space;      // client.service[].namespace
-  std::string service;         // client.service[].name
-  std::string origin;          // "file:line" of the entry, for errors
+  std::string target;      // client.service[].target: meaning depends on the selector
+  std::string name_space;  // client.service[].namespace
+  std::string service;     // client.service[].name
+  std::string origin;      // "file:line" of the entry, for errors
 };
 
 /// One subscription to a target's endpoints. Destroying it stops the updates: when the

@@ -1,11 +1,14 @@
 #include "trpc/client/trpc_client.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include "trpc/base/logging.h"
 #include "trpc/base/suggest.h"
 #include "trpc/client/client_filter.h"
 #include "trpc/client/detail/codec_options.h"
+#include "trpc/client/load_balancer.h"
+#include "trpc/client/selector.h"
 #include "trpc/codec/codec.h"
 #include "trpc/runtime/runtime.h"
 
@@ -45,6 +48,28 @@ bool TrpcClient::CheckFilters(std::string* err) const {
     if (!Chain().Build(s.filter, &missing)) {
       *err = At(s.origin) + "client service '" + s.name + "': no client filter named '" + missing +
              "' is registered" + Chain::UnknownNameHint(missing);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool TrpcClient::CheckNaming(std::string* err) const {
+  const std::vector<std::string> selectors = SelectorFactory::Names();
+  const std::vector<std::string> balancers = LoadBalancerFactory::Names();
+  auto known = [](const std::vector<std::string>& names, const std::string& n) {
+    return std::find(names.begin(), names.end(), n) != names.end();
+  };
+  for (const ClientServiceConfig& s : config_.service) {
+    if (!known(selectors, s.selector_name)) {
+      *err = At(s.origin) + "client service '" + s.name + "': no selector named '" +
+             s.selector_name + "' is registered" + RegisteredNamesHint(s.selector_name, selectors);
+      return false;
+    }
+    if (!known(balancers, s.load_balance_name)) {
+      *err = At(s.origin) + "client service '" + s.name + "': no load balancer named '" +
+             s.load_balance_name + "' is registered" +
+             RegisteredNamesHint(s.load_balance_name, balancers);
       return false;
     }
   }

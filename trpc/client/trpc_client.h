@@ -64,6 +64,9 @@ class TrpcClient {
   /// registered client filter. Run it once the filters are registered (TrpcApp: after
   /// Initialize()).
   bool CheckFilters(std::string* err) const;
+  /// CheckNaming: every entry's selector_name and load_balance_name is registered (after the
+  /// naming plug-ins and the program's own are: TrpcApp runs it after Initialize()).
+  bool CheckNaming(std::string* err) const;
 
  private:
   using Factory = std::function<std::shared_ptr<ServiceProxy>(ClientServiceConfig, ThreadModel*)>;

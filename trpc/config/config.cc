@@ -161,10 +161,9 @@ void ReadIp(MapReader& r, std::string_view key, std::string* out) {
 
 void ReadServer(const MapReader& root, const std::string& file, const InstanceNames& instances,
                 ServerConfig* out) {
-  MapReader r =
-      root.Map("server", {"app", "server", "admin_port", "admin_ip", "stop_max_wait_time",
-                          "max_buffered_bytes", "buffered_bytes_timeout", "filter", "service",
-                          "registry_name", "deregister_wait"});
+  MapReader r = root.Map("server", {"app", "server", "admin_port", "admin_ip", "stop_max_wait_time",
+                                    "max_buffered_bytes", "buffered_bytes_timeout", "filter",
+                                    "service", "registry_name", "deregister_wait"});
   ServerConfig server;
   if (!r.empty()) server.origin = fmt::format("{}:{}", file, r.line());
   if (r.Has("filter")) server.filter_origin = fmt::format("{}:{}", file, r.ValueLine("filter"));
@@ -192,8 +191,8 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
       "service",
       {"name", "protocol", "network", "ip", "port", "max_conn_num", "idle_time", "max_packet_size",
        "timeout", "max_pending_write_bytes", "max_pending_requests", "threadmodel_instance_name",
-       "filter", "protocol_options", "max_concurrency", "read_frame_timeout", "namespace",
-       "weight", "advertise_ip"},
+       "filter", "protocol_options", "max_concurrency", "read_frame_timeout", "namespace", "weight",
+       "advertise_ip"},
       [&](MapReader& s, size_t) {
         ServiceConfig svc;
         svc.origin = fmt::format("{}:{}", file, s.line());
@@ -289,8 +288,8 @@ void ReadResilience(MapReader& s, ClientServiceConfig* svc) {
                  fmt::format("must be at least base_ejection_time ({} ms), got {}",
                              o.base_ejection_time, o.max_ejection_time));
   }
-  MapReader rt = s.Map("retry", {"methods", "max_attempts", "codes", "backoff_base",
-                                 "backoff_max", "budget_percent", "budget_min"});
+  MapReader rt = s.Map("retry", {"methods", "max_attempts", "codes", "backoff_base", "backoff_max",
+                                 "budget_percent", "budget_min"});
   RetryConfig& r = svc->retry;
   rt.StringList("methods", &r.methods);
   rt.Uint("max_attempts", kRetryAttemptsRule, &r.max_attempts);
@@ -371,14 +370,14 @@ void ReadClient(const MapReader& root, const std::string& file, ClientConfig* ou
 // `plugins.selector` or `plugins.registry`: settings by plug-in name, checked by the plug-in.
 void ReadNamingPlugins(MapReader& plugins, std::string_view key, const std::string& file,
                        std::map<std::string, PluginOptions>* out) {
-  plugins.NamedScalarMaps(key, [&](const std::string& name, int line,
-                                   const std::map<std::string, std::string>& values,
-                                   const std::map<std::string, int>& lines) {
-    PluginOptions& o = (*out)[name];
-    o.values = values;
-    o.section_origin = fmt::format("{}:{}", file, line);
-    for (const auto& [k, l] : lines) o.origin[k] = fmt::format("{}:{}", file, l);
-  });
+  plugins.NamedScalarMaps(
+      key, [&](const std::string& name, int line, const std::map<std::string, std::string>& values,
+               const std::map<std::string, int>& lines) {
+        PluginOptions& o = (*out)[name];
+        o.values = values;
+        o.section_origin = fmt::format("{}:{}", file, line);
+        for (const auto& [k, l] : lines) o.origin[k] = fmt::format("{}:{}", file, l);
+      });
 }
 
 void ReadPlugins(const MapReader& root, const std::string& file, PluginsConfig* out) {

@@ -130,10 +130,10 @@ struct ServerConfig {
 /// failures in a row (connect failures, lost connections, 5xx-class codes) is left out for
 /// base_ejection_time, doubling with each repeated ejection up to max_ejection_time.
 struct OutlierEjectionConfig {
-  uint32_t consecutive_failures = 5;     // 0 = never eject; 1..1000.
-  uint32_t base_ejection_time = 1000;    // ms, 1..3600000.
-  uint32_t max_ejection_time = 30000;    // ms, >= base_ejection_time.
-  uint32_t max_ejection_percent = 50;    // Share of endpoints out at once, 0..100 (>= 1 endpoint).
+  uint32_t consecutive_failures = 5;   // 0 = never eject; 1..1000.
+  uint32_t base_ejection_time = 1000;  // ms, 1..3600000.
+  uint32_t max_ejection_time = 30000;  // ms, >= base_ejection_time.
+  uint32_t max_ejection_percent = 50;  // Share of endpoints out at once, 0..100 (>= 1 endpoint).
 
   bool operator==(const OutlierEjectionConfig&) const = default;
 };
@@ -143,15 +143,15 @@ struct RetryConfig {
   /// Methods safe to repeat: a wire name "/pkg.Service/Method", a bare method name, or "*".
   /// Empty = no retries.
   std::vector<std::string> methods;
-  uint32_t max_attempts = 3;      // Attempts in all (the first included), 2..10.
+  uint32_t max_attempts = 3;  // Attempts in all (the first included), 2..10.
   /// Codes retried besides connect failures (111), lost connections (141) and overload (22).
   std::vector<uint32_t> codes;
-  uint32_t backoff_base = 5;      // ms before the first retry (jittered), 0..10000.
-  uint32_t backoff_max = 100;     // ms, cap of the doubling back-off.
+  uint32_t backoff_base = 5;   // ms before the first retry (jittered), 0..10000.
+  uint32_t backoff_max = 100;  // ms, cap of the doubling back-off.
   /// Retries may add at most this share of the calls (per cent, 1..100), plus budget_min per
   /// second, so they cannot multiply an overload.
   uint32_t budget_percent = 10;
-  uint32_t budget_min = 10;       // retries per second always allowed, 0..100000.
+  uint32_t budget_min = 10;  // retries per second always allowed, 0..100000.
 
   bool operator==(const RetryConfig&) const = default;
 };
@@ -168,12 +168,12 @@ struct HedgingConfig {
 
 /// One callee (`client.service[]`).
 struct ClientServiceConfig {
-  std::string name;                // Required, unique within the client section.
+  std::string name;  // Required, unique within the client section.
   /// Required. For the "direct" selector "ip:port[,ip:port...]" (IPv6 as "[::1]:port"); for
   /// "dns" "host:port"; for "etcd" the registered service name.
   std::string target;
-  std::string selector_name = "direct";          // A registered selector (docs/naming.md).
-  std::string name_space = "default";            // Key: `namespace`; for registry selectors.
+  std::string selector_name = "direct";           // A registered selector (docs/naming.md).
+  std::string name_space = "default";             // Key: `namespace`; for registry selectors.
   std::string load_balance_name = "round_robin";  // A registered load balancer.
   OutlierEjectionConfig outlier_ejection;
   RetryConfig retry;

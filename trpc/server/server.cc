@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "trpc/base/clock.h"
@@ -46,7 +48,7 @@ bool Server::Start(std::string* err) {
   uint64_t limit =
       config_.max_buffered_bytes != 0 ? config_.max_buffered_bytes : DefaultBufferLimit();
   budget_ = std::make_shared<BufferBudget>(limit, int64_t{config_.buffered_bytes_timeout});
-  if (!StartServices(err) || !StartSideServices(err)) {
+  if (!StartServices(err) || !StartSideServices(err) || !RegisterInstances(err)) {
     Stop();  // what did start must not keep listening
     return false;
   }
@@ -259,8 +261,61 @@ bool Server::StartServices(std::string* err) {
   return true;
 }
 
+bool Server::RegisterInstances(std::string* err) {
+  if (config_.registry_name.empty()) return true;
+  std::string why;
+  registry_ = RegistryFactory::Get(config_.registry_name, &why);
+  if (!registry_) {
+    *err = (config_.origin.empty() ? "" : config_.origin + ": ") + "server.registry_name: " + why;
+    return false;
+  }
+  for (const ServiceConfig& sc : config_.service) {
+    const detail::ServiceAdapter* adapter = GetAdapter(sc.name);
+    if (adapter == nullptr) continue;
+    RegistryInstance inst;
+    inst.name_space = sc.name_space;
+    inst.service = sc.name;
+    inst.weight = sc.weight;
+    inst.addr = adapter->address();
+    std::string where = sc.origin.empty() ? "" : sc.origin + ": ";
+    if (!sc.advertise_ip.empty()) {
+      NetAddress::FromIpPort(sc.advertise_ip, inst.addr.port(), &inst.addr);
+    } else if (inst.addr.IsUnspecified()) {
+      *err = where + "service " + sc.name + " listens on " + inst.addr.ToString() +
+             ", which callers cannot reach: set advertise_ip to register it";
+      return false;
+    }
+    if (!registry_->Register(inst, &why)) {
+      *err = where + "service " + sc.name + ": cannot register with " + config_.registry_name +
+             ": " + why;
+      return false;
+    }
+    TRPC_LOG_INFO("service {} registered with {} as {}", sc.name, config_.registry_name,
+                  inst.addr.ToString());
+    registered_.push_back(std::move(inst));
+  }
+  return true;
+}
+
+void Server::DeregisterInstances() {
+  if (registered_.empty()) return;
+  for (const RegistryInstance& inst : registered_) {
+    std::string why;
+    if (!registry_->Deregister(inst, &why)) {
+      TRPC_LOG_WARN("service {}: deregistering from {} failed: {}", inst.service,
+                    config_.registry_name, why);
+    }
+  }
+  registered_.clear();
+  // Callers learn of it through their watches; until then they may still send, and are served.
+  if (config_.deregister_wait > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(config_.deregister_wait));
+  }
+}
+
 void Server::Stop() {
   readiness_.store(Readiness::kStopping, std::memory_order_release);
+  DeregisterInstances();
   int64_t deadline = MonotonicNanos() + int64_t{config_.stop_max_wait_time} * kNanosPerMilli;
   // Side services first: the admin service reads the adapters below.
   StopSideServices();

@@ -9,6 +9,7 @@
 
 #include "trpc/base/net_address.h"
 #include "trpc/config/config.h"
+#include "trpc/server/registry.h"
 #include "trpc/server/server_metrics.h"
 #include "trpc/server/service.h"
 
@@ -95,6 +96,10 @@ class Server {
  private:
   bool StartServices(std::string* err);
   bool StartSideServices(std::string* err);
+  // server.registry_name: registers every configured service; at a stop, deregisters them and
+  // waits deregister_wait so that callers learn of it while the listeners still serve.
+  bool RegisterInstances(std::string* err);
+  void DeregisterInstances();
   void StopSideServices();
   // Adds a stopped adapter's outcome to stop_outcome_; frees it unless it must be kept.
   void NoteStopped(std::unique_ptr<detail::ServiceAdapter> adapter);
@@ -117,6 +122,8 @@ class Server {
   };
   std::vector<RunningSide> sides_;
   StopOutcome stop_outcome_;
+  std::shared_ptr<Registry> registry_;
+  std::vector<RegistryInstance> registered_;
 };
 
 }  // namespace trpc

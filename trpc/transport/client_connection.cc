@@ -104,6 +104,19 @@ void ClientConnection::OnTimeout(uint32_t request_id) {
   }
 }
 
+bool ClientConnection::Cancel(uint32_t request_id) {
+  if (fifo_) return false;
+  auto self = weak_from_this().lock();  // the callback may close and drop the last reference
+  auto it = pending_.find(request_id);
+  if (it == pending_.end()) return false;
+  Done done = std::move(it->second.done);
+  reactor_->CancelTimer(it->second.timer);
+  pending_.erase(it);
+  if (conn_ && !conn_->closed()) conn_->CancelOutgoing(request_id);
+  done(Status(kClientCanceledErr, "call cancelled"), ChainBuffer());
+  return true;
+}
+
 void ClientConnection::OnFrame(Connection* conn, ChainBuffer&& frame) {
   auto self = weak_from_this().lock();  // a callback may drop the owner's reference
   if (fifo_) {

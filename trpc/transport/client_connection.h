@@ -46,6 +46,11 @@ class ClientConnection : public Connection::Handler,
   uint32_t NextRequestId() { return ++next_id_ == 0 ? ++next_id_ : next_id_; }
   /// Sends an encoded request carrying `request_id`; `done` gets the matching response frame.
   void Call(uint32_t request_id, ChainBuffer&& request, int64_t deadline_ns, Done done);
+  /// Gives up on a call still pending (a hedged call another attempt won): its `done` gets 161
+  /// at once and a late response is dropped; a protocol that can tell the server (gRPC's
+  /// RST_STREAM) does. FIFO protocols cannot cancel one response among the ordered ones: false,
+  /// and the call goes on. False too when the call is no longer pending.
+  bool Cancel(uint32_t request_id);
   /// Sends an encoded one-way request (no response expected; FIFO protocols: its response is
   /// dropped).
   void SendOneway(ChainBuffer&& request);

@@ -100,10 +100,10 @@ class MapReader {
                  std::map<std::string, int>* lines = nullptr);
   /// A mapping of free names to mappings of scalars (`plugins.selector: {etcd: {k: v}}`):
   /// `fn(name, line of name, values, lines of values)` for each, in order.
-  void NamedScalarMaps(std::string_view key,
-                       const std::function<void(const std::string&, int,
-                                                const std::map<std::string, std::string>&,
-                                                const std::map<std::string, int>&)>& fn);
+  void NamedScalarMaps(
+      std::string_view key,
+      const std::function<void(const std::string&, int, const std::map<std::string, std::string>&,
+                               const std::map<std::string, int>&)>& fn);
   /// One of `allowed`, compared exactly.
   void OneOf(std::string_view key, std::initializer_list<std::string_view> allowed,
              std::string* out);
