@@ -13,7 +13,8 @@ namespace trpc::detail {
 ///
 /// Each first attempt earns percent/100 of a token; each extra attempt spends a whole one; on
 /// top of that, min_per_second tokens are granted per second of time. Tokens are capped (at ten
-/// seconds' minimum, and at least 10), so a quiet period cannot bank a burst.
+/// seconds' minimum, and at least 10), so a quiet period cannot bank a burst; the budget starts
+/// with one second's minimum.
 ///
 /// Thread contract: any thread. Earning is one relaxed fetch_add (on every call with a policy);
 /// spending, which only failing or slow calls do, takes a mutex to refill by time.
@@ -22,7 +23,8 @@ class RetryBudget {
   RetryBudget(uint32_t percent, uint32_t min_per_second)
       : earn_milli_(static_cast<int64_t>(percent) * 10),
         min_per_second_(min_per_second),
-        cap_milli_(1000 * std::max<int64_t>(10, int64_t{10} * min_per_second)) {}
+        cap_milli_(1000 * std::max<int64_t>(10, int64_t{10} * min_per_second)),
+        milli_(int64_t{1000} * min_per_second) {}  // a first second's worth from the start
 
   void OnFirstAttempt() {
     if (milli_.load(std::memory_order_relaxed) < cap_milli_) {
@@ -56,7 +58,7 @@ class RetryBudget {
   const int64_t earn_milli_;
   const int64_t min_per_second_;
   const int64_t cap_milli_;
-  std::atomic<int64_t> milli_{0};
+  std::atomic<int64_t> milli_;
   std::mutex mu_;
   int64_t last_refill_ns_ = 0;  // under mu_
 };

@@ -1,0 +1,271 @@
+// The client's resilience over several endpoints, end to end over loopback: load balancing
+// across in-process servers, outlier ejection, retries (and their budget) and hedging. The
+// endpoints are a fixed list (the "direct" selector); the registry-driven cases are in
+// test/naming/. Both thread models: TRPC_E2E_THREAD_MODEL=merge (default) or fiber.
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "examples/helloworld/helloworld.trpc.pb.h"
+#include "trpc/base/clock.h"
+#include "trpc/base/logging.h"
+#include "trpc/client/service_proxy.h"
+#include "trpc/config/config.h"
+#include "trpc/fiber/fiber.h"
+#include "trpc/runtime/runtime.h"
+#include "trpc/server/server.h"
+
+namespace trpc::test::helloworld {
+namespace {
+
+constexpr char kGreeterName[] = "trpc.test.helloworld.Greeter";
+constexpr char kClientModel[] = "e2e_client";
+
+constexpr char kMergeModels[] = R"(global:
+  threadmodel:
+    default:
+      - instance_name: e2e_server
+        io_handle_type: merge
+        io_thread_num: 2
+      - instance_name: e2e_client
+        io_handle_type: merge
+        io_thread_num: 1
+)";
+constexpr char kFiberModels[] = R"(global:
+  threadmodel:
+    fiber:
+      - instance_name: e2e_server
+        concurrency_hint: 2
+      - instance_name: e2e_client
+        concurrency_hint: 1
+)";
+constexpr char kServerYaml[] = R"(server:
+  service:
+    - name: trpc.test.helloworld.Greeter
+      protocol: trpc
+      ip: 127.0.0.1
+      port: 0
+      threadmodel_instance_name: e2e_server
+plugins:
+  log:
+    level: error
+)";
+
+bool FiberModel() {
+  const char* m = std::getenv("TRPC_E2E_THREAD_MODEL");
+  return m != nullptr && std::string_view(m) == "fiber";
+}
+
+// Counts the calls it serves. "overload" answers 22; "maybe_slow" sleeps 50 ms in 5% of calls,
+// drawn here (so a hedged copy of a slow call is usually fast); anything else echoes.
+class CountingGreeter final : public Greeter {
+ public:
+  Status SayHello(ServerContextPtr, const HelloRequest* req, HelloReply* rsp) override {
+    calls.fetch_add(1);
+    if (req->msg() == "overload") return Status(kServerOverloadErr, "overloaded on purpose");
+    if (req->msg() == "maybe_slow") {
+      thread_local std::minstd_rand rng(std::random_device{}());
+      if (rng() % 100 < 5) fiber::this_fiber::SleepFor(std::chrono::milliseconds(50));
+    }
+    rsp->set_msg(req->msg());
+    return kSuccStatus;
+  }
+  std::atomic<int> calls{0};
+};
+
+// A loopback port nobody listens on: connecting to it is refused at once.
+uint16_t DeadPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+class ResilienceE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string err;
+    config_ = new Config;
+    std::string yaml = std::string(FiberModel() ? kFiberModels : kMergeModels) + kServerYaml;
+    ASSERT_TRUE(LoadConfigFromString(yaml, "resilience_e2e_test.yaml", config_, &err)) << err;
+    log::SetLevel(log::Level::kError);
+    ASSERT_TRUE(runtime::Start(config_->global.threadmodel, &err)) << err;
+  }
+  static void TearDownTestSuite() {
+    runtime::Stop();
+    delete config_;
+    config_ = nullptr;
+  }
+  void TearDown() override {
+    if (proxy_) proxy_->Stop();
+    proxy_.reset();
+    for (auto& s : servers_) s->Stop();
+    servers_.clear();
+  }
+
+  // Starts `n` servers; returns their "ip:port" list.
+  std::string StartServers(int n) {
+    std::string list;
+    for (int i = 0; i < n; ++i) {
+      auto greeter = std::make_shared<CountingGreeter>();
+      auto server = std::make_unique<Server>(config_->server);
+      EXPECT_TRUE(server->RegisterService(kGreeterName, greeter));
+      std::string err;
+      EXPECT_TRUE(server->Start(&err)) << err;
+      NetAddress addr;
+      EXPECT_TRUE(server->GetAddress(kGreeterName, &addr));
+      list += (list.empty() ? "" : ",") + addr.ToString();
+      greeters_.push_back(greeter);
+      servers_.push_back(std::move(server));
+    }
+    return list;
+  }
+
+  void MakeProxy(const std::string& target,
+                 const std::function<void(ClientServiceConfig*)>& tweak) {
+    ClientServiceConfig c;
+    c.name = kGreeterName;
+    c.target = target;
+    c.timeout = 2000;
+    if (tweak) tweak(&c);
+    proxy_ = std::make_shared<GreeterServiceProxy>(c, runtime::GetThreadModel(kClientModel));
+    std::string err;
+    ASSERT_TRUE(proxy_->Init(&err)) << err;
+  }
+
+  Status Hello(const std::string& msg) {
+    auto ctx = MakeClientContext();
+    HelloRequest req;
+    req.set_msg(msg);
+    HelloReply rsp;
+    return proxy_->SayHello(ctx, req, &rsp);
+  }
+
+  static Config* config_;
+  std::vector<std::unique_ptr<Server>> servers_;
+  std::vector<std::shared_ptr<CountingGreeter>> greeters_;
+  std::shared_ptr<GreeterServiceProxy> proxy_;
+};
+
+Config* ResilienceE2eTest::config_ = nullptr;
+
+TEST_F(ResilienceE2eTest, RoundRobinSpreadsCallsEvenly) {
+  MakeProxy(StartServers(3), {});
+  for (int i = 0; i < 3000; ++i) ASSERT_TRUE(Hello("x").OK());
+  for (const auto& g : greeters_) {
+    EXPECT_GE(g->calls.load(), 900);
+    EXPECT_LE(g->calls.load(), 1100);
+  }
+}
+
+TEST_F(ResilienceE2eTest, RetriesStepAroundAnEndpointThatRefuses) {
+  std::string target = StartServers(2) + ",127.0.0.1:" + std::to_string(DeadPort());
+  MakeProxy(target, [](ClientServiceConfig* c) {
+    c->retry.methods = {"SayHello"};
+    c->retry.budget_min = 1000;
+    c->outlier_ejection.consecutive_failures = 0;  // retries alone must do it
+  });
+  for (int i = 0; i < 300; ++i) {
+    Status st = Hello("x");
+    ASSERT_TRUE(st.OK()) << "call " << i << ": " << st.ToString();
+  }
+  EXPECT_EQ(greeters_[0]->calls.load() + greeters_[1]->calls.load(), 300);
+}
+
+TEST_F(ResilienceE2eTest, WithoutRetriesAnEjectedEndpointStopsFailingCalls) {
+  std::string target = StartServers(2) + ",127.0.0.1:" + std::to_string(DeadPort());
+  MakeProxy(target, [](ClientServiceConfig* c) {
+    c->outlier_ejection.consecutive_failures = 3;
+    c->outlier_ejection.base_ejection_time = 60000;
+  });
+  int failed = 0;
+  for (int i = 0; i < 300; ++i) failed += Hello("x").OK() ? 0 : 1;
+  // Every third call goes to the dead endpoint until its third failure ejects it.
+  EXPECT_EQ(failed, 3);
+}
+
+TEST_F(ResilienceE2eTest, AnUnmarkedMethodIsNotRetried) {
+  std::string target = StartServers(1) + ",127.0.0.1:" + std::to_string(DeadPort());
+  MakeProxy(target, [](ClientServiceConfig* c) {
+    c->retry.methods = {"/trpc.test.helloworld.Greeter/SomethingElse"};
+    c->outlier_ejection.consecutive_failures = 0;
+  });
+  int failed = 0;
+  for (int i = 0; i < 100; ++i) failed += Hello("x").OK() ? 0 : 1;
+  EXPECT_EQ(failed, 50);
+}
+
+TEST_F(ResilienceE2eTest, TheRetryBudgetBoundsTheExtraLoad) {
+  MakeProxy(StartServers(2), [](ClientServiceConfig* c) {
+    c->retry.methods = {"*"};
+    c->retry.max_attempts = 5;
+    c->retry.budget_percent = 10;
+    c->retry.budget_min = 0;
+    c->retry.backoff_base = 0;
+    c->retry.backoff_max = 0;
+  });
+  for (int i = 0; i < 1000; ++i) EXPECT_EQ(Hello("overload").GetFrameworkRetCode(), 22);
+  int served = greeters_[0]->calls.load() + greeters_[1]->calls.load();
+  // 1000 first attempts earn 100 retries; without the budget there would be 4000.
+  EXPECT_GE(served, 1000 + 90);
+  EXPECT_LE(served, 1000 + 100);
+}
+
+TEST_F(ResilienceE2eTest, HedgingCutsTheTail) {
+  if (!FiberModel()) {
+    GTEST_SKIP() << "the merge model's slow handler blocks its worker, and with it the hedge";
+  }
+  auto p99 = [this](int calls) {
+    std::vector<int64_t> lat;
+    for (int i = 0; i < calls; ++i) {
+      int64_t t0 = MonotonicNanos();
+      EXPECT_TRUE(Hello("maybe_slow").OK());
+      lat.push_back(MonotonicNanos() - t0);
+    }
+    std::sort(lat.begin(), lat.end());
+    return lat[lat.size() * 99 / 100] / 1'000'000.0;
+  };
+  std::string target = StartServers(2);
+  MakeProxy(target, {});
+  double plain = p99(600);
+  proxy_->Stop();
+  MakeProxy(target, [](ClientServiceConfig* c) {
+    c->hedging.methods = {"SayHello"};
+    c->hedging.delay = 5;
+    c->retry.budget_min = 1000;
+  });
+  double hedged = p99(600);
+  EXPECT_GE(plain, 45.0);
+  EXPECT_LT(hedged, 10.0) << "without hedging: " << plain << " ms";
+}
+
+TEST_F(ResilienceE2eTest, ABadDirectTargetIsAnInitError) {
+  ClientServiceConfig c;
+  c.name = kGreeterName;
+  c.target = "not-an-address";
+  GreeterServiceProxy bad(c, runtime::GetThreadModel(kClientModel));
+  std::string err;
+  EXPECT_FALSE(bad.Init(&err));
+  EXPECT_NE(err.find("bad target 'not-an-address'"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace trpc::test::helloworld
