@@ -95,6 +95,12 @@ TEST(WeightedRoundRobinTest, SequenceIsNginxSmooth) {
   }
 }
 
+TEST(WeightedRoundRobinTest, EqualWeightsAreTheListInOrder) {
+  Endpoints eps({100, 100, 100, 100, 100});
+  auto p = Make("weighted_round_robin", eps.list);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(p->Pick(PickInput{}), static_cast<size_t>(i % 5));
+}
+
 TEST(WeightedRoundRobinTest, NoRunLongerThanTheIdealWithinAPeriod) {
   // A heavy endpoint of weight h against others of total o: an ideal spread never gives it
   // more than ceil(h / (o + 1)) picks in a row. nginx's sequence keeps that within a period

@@ -62,10 +62,16 @@ class WeightedRoundRobinPicker final : public Picker {
       Reduce(&w);
       total = std::accumulate(w.begin(), w.end(), uint64_t{0});
     }
+    seq_.reserve(total);
+    if (total == n_) {
+      // Equal weights (the common case: every endpoint at the default 100), where nginx's
+      // sequence is the list in order: skip the O(n^2) pass, which matters for long lists.
+      for (size_t i = 0; i < n_; ++i) seq_.push_back(static_cast<uint32_t>(i));
+      return;
+    }
     // nginx's pass over one period: afterwards every `current` is back at 0, so the sequence
     // repeats exactly.
     std::vector<int64_t> current(n_, 0);
-    seq_.reserve(total);
     for (uint64_t t = 0; t < total; ++t) {
       size_t best = 0;
       for (size_t i = 0; i < n_; ++i) {
