@@ -305,6 +305,45 @@ TEST_F(DnsSelectorTest, DestroyingSubscriptionsWhileRefreshesDeliverIsSafe) {
   EXPECT_GT(total_calls.load(), 12);
 }
 
+TEST_F(DnsSelectorTest, ASubscriptionMayBeDestroyedByItsOwnCallback) {
+  std::atomic<int> flip{0};
+  SetDnsResolverForTesting([&](const std::string& host, uint16_t port, std::vector<NetAddress>* out,
+                               std::string* error) {
+    NetAddress a;
+    NetAddress::FromIpPort("10.0.2." + std::to_string(flip.fetch_add(1) % 200 + 1), port, &a);
+    out->assign({a});
+    return true;
+  });
+  auto s = Get(100);
+  std::mutex mu;
+  std::unique_ptr<SelectorSubscription> held;
+  std::atomic<int> calls{0};
+  std::atomic<bool> destroyed{false};
+  std::string err;
+  auto sub = s->Subscribe(
+      Target("self.example:80"), 5000,
+      [&](std::vector<Endpoint>) {
+        if (calls.fetch_add(1) == 0) return;  // the first list, inside Subscribe
+        std::unique_ptr<SelectorSubscription> mine;
+        {
+          std::lock_guard lock(mu);
+          mine = std::move(held);
+        }
+        mine.reset();  // on the background thread, inside this very callback
+        destroyed.store(true);
+      },
+      &err);
+  ASSERT_TRUE(sub) << err;
+  {
+    std::lock_guard lock(mu);
+    held = std::move(sub);
+  }
+  for (int i = 0; i < 500 && !destroyed.load(); ++i) std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_TRUE(destroyed.load());
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_EQ(calls.load(), 2);
+}
+
 TEST_F(DnsSelectorTest, StopEndsTheBackgroundThread) {
   FakeDns dns;
   SetDnsResolverForTesting(dns.Resolver());
