@@ -289,7 +289,8 @@ class DnsSelector final : public Selector {
       *err = "client " + target.service + ": the dns selector is stopped";
       return nullptr;
     }
-    // Made under the lock but only destroyed after it is released (its destructor takes it).
+    // Made after the stop check: returning null with it alive would run its destructor, which
+    // takes the lock held here.
     auto sub = std::make_unique<DnsSubscription>(core_, w);
     core_->watches.push_back(w);
     if (!worker_.joinable()) {
