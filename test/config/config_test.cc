@@ -266,6 +266,81 @@ TEST(ConfigTest, ClientProtocolOptionsKeepTheirLines) {
   EXPECT_NE(s.protocol_option_origin.at("initial_window_size").find(":8"), std::string::npos);
 }
 
+TEST(ConfigTest, NamingKeys) {
+  Config c = MustLoad(
+      "server:\n"                                // 1
+      "  registry_name: etcd\n"                  // 2
+      "  deregister_wait: 250\n"                 // 3
+      "  service:\n"                             // 4
+      "    - name: svc\n"                        // 5
+      "      port: 10000\n"                      // 6
+      "      namespace: prod\n"                  // 7
+      "      weight: 300\n"                      // 8
+      "      advertise_ip: 10.0.0.7\n"           // 9
+      "client:\n"                                // 10
+      "  service:\n"                             // 11
+      "    - name: a\n"                          // 12
+      "      target: trpc.app.server.Service\n"  // 13
+      "      selector_name: etcd\n"              // 14
+      "      namespace: prod\n"                  // 15
+      "      load_balance_name: p2c\n"           // 16
+      "      outlier_ejection: {consecutive_failures: 3, base_ejection_time: 500}\n"
+      "      retry: {methods: [SayHello, \"/a.B/C\"], max_attempts: 4, codes: [21, 31]}\n"
+      "      hedging: {methods: [\"*\"], delay: 7}\n"
+      "plugins:\n"                         // 20
+      "  selector:\n"                      // 21
+      "    etcd:\n"                        // 22
+      "      endpoints: 127.0.0.1:2379\n"  // 23
+      "  registry:\n"                      // 24
+      "    etcd: {ttl: 5}\n");             // 25
+  EXPECT_EQ(c.server.registry_name, "etcd");
+  EXPECT_EQ(c.server.deregister_wait, 250u);
+  EXPECT_EQ(c.server.service.at(0).name_space, "prod");
+  EXPECT_EQ(c.server.service.at(0).weight, 300u);
+  EXPECT_EQ(c.server.service.at(0).advertise_ip, "10.0.0.7");
+  const ClientServiceConfig& s = c.client.service.at(0);
+  EXPECT_EQ(s.target, "trpc.app.server.Service");  // not an address: only direct checks it
+  EXPECT_EQ(s.selector_name, "etcd");
+  EXPECT_EQ(s.load_balance_name, "p2c");
+  EXPECT_EQ(s.outlier_ejection.consecutive_failures, 3u);
+  EXPECT_EQ(s.outlier_ejection.base_ejection_time, 500u);
+  EXPECT_EQ(s.outlier_ejection.max_ejection_time, 30000u);
+  EXPECT_EQ(s.retry.methods, (std::vector<std::string>{"SayHello", "/a.B/C"}));
+  EXPECT_EQ(s.retry.max_attempts, 4u);
+  EXPECT_EQ(s.retry.codes, (std::vector<uint32_t>{21, 31}));
+  EXPECT_EQ(s.hedging.methods, (std::vector<std::string>{"*"}));
+  EXPECT_EQ(s.hedging.delay, 7u);
+  EXPECT_EQ(c.plugins.selector.at("etcd").values.at("endpoints"), "127.0.0.1:2379");
+  EXPECT_EQ(c.plugins.selector.at("etcd").At("endpoints"), "t.yaml:23: ");
+  EXPECT_EQ(c.plugins.registry.at("etcd").values.at("ttl"), "5");
+}
+
+TEST(ConfigErrorTest, NamingKeys) {
+  EXPECT_EQ(LoadError("client:\n  service:\n    - name: a\n      target: x:1\n"),
+            "t.yaml:4: client.service[0].target: expected ip:port[,ip:port...] (IPv6 as "
+            "[addr]:port, port 1..65535), got 'x:1'");
+  EXPECT_EQ(LoadError("client:\n  service:\n    - name: a\n      target: b\n"
+                      "      retry: {max_attempts: 1}\n"),
+            "t.yaml:5: client.service[0].retry.max_attempts: expected an integer in 2..10, got "
+            "'1'");
+  EXPECT_EQ(LoadError("client:\n  service:\n    - name: a\n      target: 1.2.3.4:5\n"
+                      "      retry: {codes: [abc]}\n"),
+            "t.yaml:5: client.service[0].retry.codes: expected framework return codes "
+            "(1..9999), got 'abc'");
+  EXPECT_EQ(
+      LoadError("client:\n  service:\n    - name: a\n      target: 1.2.3.4:5\n"
+                "      outlier_ejection: {base_ejection_time: 5000, max_ejection_time: 10}\n"),
+      "t.yaml:5: client.service[0].outlier_ejection.max_ejection_time: must be at least "
+      "base_ejection_time (5000 ms), got 10");
+  EXPECT_EQ(LoadError("client:\n  service:\n    - name: a\n      target: 1.2.3.4:5\n"
+                      "      hedging: {dealy: 5}\n"),
+            "t.yaml:5: unknown key 'dealy' in client.service[0].hedging (did you mean 'delay'?)");
+  EXPECT_EQ(LoadError("plugins:\n  selector:\n    etcd: [1]\n"),
+            "t.yaml:3: plugins.selector.etcd: expected a mapping of settings, got a list");
+  EXPECT_EQ(LoadError(OneService("      weight: 0\n")),
+            "t.yaml:5: server.service[0].weight: expected an integer in 1..10000, got '0'");
+}
+
 TEST(ConfigTest, ThreadModelInstanceNames) {
   Config c = MustLoad(
       "global:\n"
