@@ -2,14 +2,14 @@
 // HEAD/204/304, read until close), interim 1xx responses, keep-alive, pipelined responses under
 // a split at every byte offset, each limit at and one past its bound, malformed and
 // smuggling-shaped input, and the linear-work guarantee.
-#include "trpc/codec/http/detail/response_parser.h"
-
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "trpc/codec/http/detail/response_parser.h"
 
 namespace trpc::http::detail {
 namespace {
@@ -39,8 +39,8 @@ struct Outcome {
 };
 
 std::ostream& operator<<(std::ostream& os, const Outcome& o) {
-  os << "{result=" << static_cast<int>(o.result) << " " << o.status << " '" << o.reason
-     << "' 1." << o.version_minor << " headers=" << o.headers.size() << " body=" << o.body.size()
+  os << "{result=" << static_cast<int>(o.result) << " " << o.status << " '" << o.reason << "' 1."
+     << o.version_minor << " headers=" << o.headers.size() << " body=" << o.body.size()
      << " offset=" << o.head_offset << " head_end=" << o.head_end << " wire=" << o.wire_size
      << " keep_alive=" << o.keep_alive << " error=" << o.error << "}";
   return os;
@@ -105,8 +105,8 @@ std::vector<Outcome> ParseStream(std::string_view stream, const Feed& f) {
     }
   };
   for (size_t i = 0; off < stream.size() || i == 0; ++i) {
-    const size_t n = i < f.pieces.size() ? std::min(f.pieces[i], stream.size() - off)
-                                         : stream.size() - off;
+    const size_t n =
+        i < f.pieces.size() ? std::min(f.pieces[i], stream.size() - off) : stream.size() - off;
     in.Append(stream.substr(off, n));
     if (f.fragment) spacer.Append("x", 1);  // the next append to `in` starts a new span
     off += n;
@@ -287,7 +287,8 @@ TEST(HttpResponseParserTest, BodilessResponses) {
 }
 
 TEST(HttpResponseParserTest, ReadUntilClose) {
-  const std::string r = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nall of this, until the end";
+  const std::string r =
+      "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nall of this, until the end";
   EXPECT_EQ(ParseOne(r).result, Result::kNeedMore);
   Feed f;
   f.eof = true;
@@ -664,6 +665,114 @@ TEST(HttpResponseParserTest, TricklingChunkedBodyIsLinear) {
   ASSERT_EQ(res, Result::kComplete) << p.error();
   EXPECT_EQ(p.dechunked_body().size(), 6000u);
   EXPECT_LE(p.bytes_examined(), 2 * r.size());
+}
+
+// Streaming mode: ParseStream hands out the body as it arrives and consumes `in` itself.
+struct StreamOutcome {
+  Result result = Result::kNeedMore;
+  std::string body;
+  std::string left;  // what stayed in `in`: a prefix of what followed the response
+  std::string error;
+  size_t max_in = 0;  // the most `in` ever held after a call
+};
+
+StreamOutcome StreamInPieces(std::string_view wire, size_t piece, bool eof_at_end,
+                             const ResponseLimits& limits = {}) {
+  ResponseParser p(limits);
+  p.set_streaming(true);
+  ChainBuffer in, body;
+  StreamOutcome o;
+  for (size_t i = 0; i < wire.size() && o.result == Result::kNeedMore; i += piece) {
+    in.Append(wire.substr(i, piece));
+    o.result = p.ParseStream(&in, false, &body);
+    o.max_in = std::max(o.max_in, in.size());
+  }
+  if (eof_at_end && o.result == Result::kNeedMore) o.result = p.ParseStream(&in, true, &body);
+  o.body = body.ToString();
+  o.left = in.ToString();
+  o.error = p.error();
+  return o;
+}
+
+TEST(HttpResponseParserStreamTest, ChunkedBodyIsHandedOutUnderEverySplit) {
+  const std::string wire =
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "5\r\nhello\r\n1;ext=1\r\n \r\n5\r\nworld\r\n0\r\nX-T: 1\r\n\r\nHTTP/1.1";
+  for (size_t piece = 1; piece <= wire.size(); ++piece) {
+    StreamOutcome o = StreamInPieces(wire, piece, false);
+    ASSERT_EQ(o.result, Result::kComplete) << piece << " " << o.error;
+    EXPECT_EQ(o.body, "hello world") << piece;
+    // The bytes after the response stay (those of the piece that completed it).
+    EXPECT_TRUE(std::string_view("HTTP/1.1").starts_with(o.left)) << piece << " " << o.left;
+  }
+}
+
+TEST(HttpResponseParserStreamTest, BodyComesOutBeforeTheResponseEnds) {
+  ResponseParser p;
+  p.set_streaming(true);
+  ChainBuffer in, body;
+  in.Append("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n7\r\n{\"a\"");
+  EXPECT_EQ(p.ParseStream(&in, false, &body), Result::kNeedMore);
+  EXPECT_TRUE(p.head_parsed());
+  EXPECT_EQ(p.head().status, 200);
+  EXPECT_EQ(body.ToString(), "{\"a\"");
+  EXPECT_TRUE(in.empty());
+  body.Clear();
+  in.Append(":1}\r\n");
+  EXPECT_EQ(p.ParseStream(&in, false, &body), Result::kNeedMore);
+  EXPECT_EQ(body.ToString(), ":1}");  // the rest of the announced chunk is still to come
+  body.Clear();
+  EXPECT_EQ(p.ParseStream(&in, true, &body), Result::kError);
+  EXPECT_EQ(p.error(), "connection closed before the response was complete");
+}
+
+TEST(HttpResponseParserStreamTest, NoTotalBodyLimitButFramingLimitsHold) {
+  ResponseLimits lim;
+  lim.max_body_bytes = 10;
+  std::string wire = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 100; ++i) wire += "a\r\n0123456789\r\n";
+  wire += "0\r\n\r\n";
+  StreamOutcome o = StreamInPieces(wire, 37, false, lim);
+  ASSERT_EQ(o.result, Result::kComplete) << o.error;
+  EXPECT_EQ(o.body.size(), 1000u);
+  EXPECT_LT(o.max_in, 100u);  // consumed as it goes
+  // A chunk-size line over the limit is still an error.
+  lim.max_chunk_line = 8;
+  o = StreamInPieces("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;aaaaaaaaaa\r\n", 3,
+                     false, lim);
+  EXPECT_EQ(o.result, Result::kError);
+  // Bad chunk framing is an error with a reason.
+  o = StreamInPieces("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 1, false);
+  EXPECT_EQ(o.result, Result::kError);
+  EXPECT_FALSE(o.error.empty());
+}
+
+TEST(HttpResponseParserStreamTest, ContentLengthUntilCloseAndBodiless) {
+  ResponseLimits lim;
+  lim.max_body_bytes = 4;
+  const std::string cl = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789rest";
+  for (size_t piece = 1; piece <= cl.size(); ++piece) {
+    StreamOutcome o = StreamInPieces(cl, piece, false, lim);
+    ASSERT_EQ(o.result, Result::kComplete) << piece << " " << o.error;
+    EXPECT_EQ(o.body, "0123456789");
+    EXPECT_TRUE(std::string_view("rest").starts_with(o.left)) << piece;
+  }
+  StreamOutcome o = StreamInPieces("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n01234", 2, true);
+  EXPECT_EQ(o.result, Result::kError);
+  EXPECT_EQ(o.body, "01234");
+  o = StreamInPieces("HTTP/1.0 200 OK\r\n\r\nuntil the close", 4, true, lim);
+  ASSERT_EQ(o.result, Result::kComplete) << o.error;
+  EXPECT_EQ(o.body, "until the close");
+  o = StreamInPieces("HTTP/1.1 204 No Content\r\nContent-Length: 3\r\n\r\nabc", 5, false);
+  ASSERT_EQ(o.result, Result::kComplete) << o.error;
+  EXPECT_EQ(o.body, "");
+  EXPECT_TRUE(std::string_view("abc").starts_with(o.left));
+  o = StreamInPieces("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+                     1, false);
+  EXPECT_EQ(o.result, Result::kError);
+  o = StreamInPieces("garbage\r\n\r\n", 1, false);
+  EXPECT_EQ(o.result, Result::kError);
+  EXPECT_FALSE(o.error.empty());
 }
 
 }  // namespace

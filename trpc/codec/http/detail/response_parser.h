@@ -17,12 +17,12 @@ namespace trpc::http::detail {
 /// Bounds on what one response may make the client buffer. docs/http.md ("Calling HTTP
 /// servers") has a line for each; a response over one is an error and closes the connection.
 struct ResponseLimits {
-  size_t max_status_line = 8 * 1024;    // bytes of the status line incl. CRLF
-  size_t max_header_bytes = 64 * 1024;  // status line + header fields + final CRLF (per head)
-  size_t max_header_count = 100;        // header field lines (per head)
+  size_t max_status_line = 8 * 1024;     // bytes of the status line incl. CRLF
+  size_t max_header_bytes = 64 * 1024;   // status line + header fields + final CRLF (per head)
+  size_t max_header_count = 100;         // header field lines (per head)
   uint64_t max_body_bytes = 10'000'000;  // Content-Length, de-chunked total, or read until close
-  size_t max_chunk_line = 4 * 1024;     // a chunk-size line incl. extensions and CRLF
-  size_t max_interim = 16;              // 1xx interim responses before the final one
+  size_t max_chunk_line = 4 * 1024;      // a chunk-size line incl. extensions and CRLF
+  size_t max_interim = 16;               // 1xx interim responses before the final one
 };
 
 /// The status line and header section of one final response.
@@ -35,9 +35,9 @@ struct ResponseHead {
   /// The connection may carry the next response: 1.1 unless "Connection: close", 1.0 only with
   /// "keep-alive"; never when the body was delimited by the close.
   bool keep_alive = true;
-  bool chunked = false;          // the body came chunked (dechunked_body() holds it)
-  bool until_close = false;      // the body was delimited by the end of the connection
-  uint64_t content_length = 0;   // the body's length as sent by Content-Length (0 otherwise)
+  bool chunked = false;         // the body came chunked (dechunked_body() holds it)
+  bool until_close = false;     // the body was delimited by the end of the connection
+  uint64_t content_length = 0;  // the body's length as sent by Content-Length (0 otherwise)
 
   /// The value of the first field named `name` (ASCII case-insensitive), or null.
   const std::string* Find(std::string_view name) const;
@@ -71,6 +71,12 @@ class ResponseParser {
   /// The response being parsed answers a HEAD request: it has no body. Set before its first
   /// Parse (Reset clears it).
   void set_head_request(bool head) { head_request_ = head; }
+  /// Streaming mode, for a response whose body is consumed while it arrives (an endless watch
+  /// stream): use ParseStream instead of Parse, and no total body limit applies (Content-Length,
+  /// de-chunked total, until close); the head, chunk-line and trailer limits still do. Set
+  /// before the first parse; Reset keeps it, like the limits.
+  void set_streaming(bool streaming);
+  bool streaming() const { return streaming_; }
   /// False: the head's fields and reason phrase are checked but not kept (head().headers and
   /// head().reason stay empty), for a caller that only frames responses. Default true.
   void set_keep_fields(bool keep) { keep_fields_ = keep; }
@@ -83,6 +89,17 @@ class ResponseParser {
   /// response boundary is kNeedMore even then (no response was pending). After kComplete or
   /// kError, further calls return the same result.
   Result Parse(const ChainBuffer& in, bool eof = false);
+
+  /// Streaming mode's Parse. `*in` holds the connection's unconsumed bytes, as for Parse, but
+  /// the parser consumes them itself: once the head is parsed it removes the head and every body
+  /// byte it has decoded from the front of `*in`, and appends the body bytes decoded so far (de-
+  /// chunked) to `*body`, on every call, complete or not. The caller appends the bytes it reads
+  /// to `*in` between calls. On kComplete `*in` holds only what followed the response.
+  /// head() is valid once the result is kComplete or `head_parsed()`. Same errors as Parse,
+  /// except that no total body limit applies.
+  Result ParseStream(ChainBuffer* in, bool eof, ChainBuffer* body);
+  /// The final response's head has been parsed (in either mode).
+  bool head_parsed() const { return state_ != State::kHead && state_ != State::kError; }
 
   const ResponseHead& head() const { return head_; }
   ResponseHead& head() { return head_; }
@@ -132,6 +149,8 @@ class ResponseParser {
   ResponseHead head_;
   bool head_request_ = false;
   bool keep_fields_ = true;
+  bool streaming_ = false;
+  uint64_t stream_body_left_ = 0;  // streaming kBody: Content-Length bytes not yet handed out
   size_t head_offset_ = 0;
   size_t head_end_ = 0;
   size_t wire_size_ = 0;
@@ -145,8 +164,8 @@ class ResponseParser {
   size_t examined_ = 0;
 
   // Head scan (of the head starting at head_offset_).
-  char last_byte_ = 0;         // the byte at pos_ - 1
-  size_t line_start_ = 0;      // offset of the line being scanned
+  char last_byte_ = 0;          // the byte at pos_ - 1
+  size_t line_start_ = 0;       // offset of the line being scanned
   size_t status_line_end_ = 0;  // just past its CRLF; 0 while the status line is being read
   size_t field_lines_ = 0;
   std::string scratch_;  // the head, when it spans blocks
