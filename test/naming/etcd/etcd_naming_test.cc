@@ -171,6 +171,24 @@ TEST_F(EtcdNamingTest, AnAbandonedLeaseExpires) {
   EXPECT_LE(Clock::now() - t0, milliseconds(3100));
 }
 
+TEST_F(EtcdNamingTest, ALeaseEtcdForgotIsGrantedAgain) {
+  Updates u;
+  auto sub = Subscribe(&u);
+  auto reg = NewRegistry({{"ttl", "3"}});
+  std::string err;
+  ASSERT_TRUE(reg->Register(Instance("127.0.0.1:8001"), &err)) << err;
+  ASSERT_TRUE(u.WaitFor({"127.0.0.1:8001"}, milliseconds(1000)));
+  const int64_t lease = reg->lease_id();
+  // Someone else revokes it: the key goes; the next keepalive (every ttl/3) finds the lease
+  // gone, and the registry grants a new one and puts the key again.
+  ASSERT_EQ(etcd_.Post("/v3/lease/revoke", R"({"ID":")" + std::to_string(lease) + R"("})"), 200);
+  EXPECT_TRUE(u.WaitFor({}, milliseconds(1000)));
+  EXPECT_TRUE(u.WaitFor({"127.0.0.1:8001"}, milliseconds(2500)));
+  EXPECT_NE(reg->lease_id(), lease);
+  reg->Stop();
+  EXPECT_TRUE(u.WaitFor({}, milliseconds(1000)));
+}
+
 TEST_F(EtcdNamingTest, EtcdRestartKeepsTheListAndResumesTheWatch) {
   Updates u;
   auto sub = Subscribe(&u);

@@ -184,9 +184,11 @@ void EtcdRegistry::KeepAliveLoop() {
   const auto retry = std::min(interval, std::chrono::milliseconds(500));
   int64_t last_ok_ns = MonotonicNanos();
   bool healthy = true;
+  bool wait = true;  // false right after finding the lease gone: re-register at once
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
-    cv_.wait_for(lock, healthy ? interval : retry, [this] { return stopping_; });
+    if (wait) cv_.wait_for(lock, healthy ? interval : retry, [this] { return stopping_; });
+    wait = true;
     if (stopping_) break;
     std::string err;
     if (lease_lost_) {
@@ -224,6 +226,7 @@ void EtcdRegistry::KeepAliveLoop() {
                     gone ? "etcd forgot it" : "etcd unreachable for longer than the TTL",
                     keys_.size());
       lease_lost_ = true;
+      wait = false;
     } else {
       TRPC_LOG_EVERY_MS(log::Level::kWarn, 10000, "etcd registry: keepalive: {}", err);
     }
