@@ -281,6 +281,19 @@ TEST_F(EtcdNamingTest, DestroyingASubscriptionStopsItPromptly) {
   }
 }
 
+TEST_F(EtcdNamingTest, EndpointsAreTriedInTurn) {
+  // The first endpoint refuses connections: the ports of an etcd never started.
+  EtcdProcess dead;
+  const std::string endpoints = dead.endpoint() + "," + etcd_.endpoint();
+  Updates u;
+  auto sub = Subscribe(&u, endpoints);
+  auto reg = std::make_unique<EtcdRegistry>();
+  std::string err;
+  ASSERT_TRUE(reg->Init(Opts(endpoints), &err)) << err;
+  ASSERT_TRUE(reg->Register(Instance("127.0.0.1:8001"), &err)) << err;
+  EXPECT_TRUE(u.WaitFor({"127.0.0.1:8001"}, milliseconds(2000)));
+}
+
 TEST_F(EtcdNamingTest, FactoriesKnowEtcd) {
   RegisterEtcdNaming();
   RegisterEtcdNaming();  // idempotent
