@@ -666,5 +666,113 @@ TEST(HttpResponseParserTest, TricklingChunkedBodyIsLinear) {
   EXPECT_LE(p.bytes_examined(), 2 * r.size());
 }
 
+// Streaming mode: ParseStream hands out the body as it arrives and consumes `in` itself.
+struct StreamOutcome {
+  Result result = Result::kNeedMore;
+  std::string body;
+  std::string left;  // what stayed in `in`: a prefix of what followed the response
+  std::string error;
+  size_t max_in = 0;  // the most `in` ever held after a call
+};
+
+StreamOutcome StreamInPieces(std::string_view wire, size_t piece, bool eof_at_end,
+                             const ResponseLimits& limits = {}) {
+  ResponseParser p(limits);
+  p.set_streaming(true);
+  ChainBuffer in, body;
+  StreamOutcome o;
+  for (size_t i = 0; i < wire.size() && o.result == Result::kNeedMore; i += piece) {
+    in.Append(wire.substr(i, piece));
+    o.result = p.ParseStream(&in, false, &body);
+    o.max_in = std::max(o.max_in, in.size());
+  }
+  if (eof_at_end && o.result == Result::kNeedMore) o.result = p.ParseStream(&in, true, &body);
+  o.body = body.ToString();
+  o.left = in.ToString();
+  o.error = p.error();
+  return o;
+}
+
+TEST(HttpResponseParserStreamTest, ChunkedBodyIsHandedOutUnderEverySplit) {
+  const std::string wire =
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "5\r\nhello\r\n1;ext=1\r\n \r\n5\r\nworld\r\n0\r\nX-T: 1\r\n\r\nHTTP/1.1";
+  for (size_t piece = 1; piece <= wire.size(); ++piece) {
+    StreamOutcome o = StreamInPieces(wire, piece, false);
+    ASSERT_EQ(o.result, Result::kComplete) << piece << " " << o.error;
+    EXPECT_EQ(o.body, "hello world") << piece;
+    // The bytes after the response stay (those of the piece that completed it).
+    EXPECT_TRUE(std::string_view("HTTP/1.1").starts_with(o.left)) << piece << " " << o.left;
+  }
+}
+
+TEST(HttpResponseParserStreamTest, BodyComesOutBeforeTheResponseEnds) {
+  ResponseParser p;
+  p.set_streaming(true);
+  ChainBuffer in, body;
+  in.Append("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n7\r\n{\"a\"");
+  EXPECT_EQ(p.ParseStream(&in, false, &body), Result::kNeedMore);
+  EXPECT_TRUE(p.head_parsed());
+  EXPECT_EQ(p.head().status, 200);
+  EXPECT_EQ(body.ToString(), "{\"a\"");
+  EXPECT_TRUE(in.empty());
+  body.Clear();
+  in.Append(":1}\r\n");
+  EXPECT_EQ(p.ParseStream(&in, false, &body), Result::kNeedMore);
+  EXPECT_EQ(body.ToString(), ":1}");  // the rest of the announced chunk is still to come
+  body.Clear();
+  EXPECT_EQ(p.ParseStream(&in, true, &body), Result::kError);
+  EXPECT_EQ(p.error(), "connection closed before the response was complete");
+}
+
+TEST(HttpResponseParserStreamTest, NoTotalBodyLimitButFramingLimitsHold) {
+  ResponseLimits lim;
+  lim.max_body_bytes = 10;
+  std::string wire = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 100; ++i) wire += "a\r\n0123456789\r\n";
+  wire += "0\r\n\r\n";
+  StreamOutcome o = StreamInPieces(wire, 37, false, lim);
+  ASSERT_EQ(o.result, Result::kComplete) << o.error;
+  EXPECT_EQ(o.body.size(), 1000u);
+  EXPECT_LT(o.max_in, 100u);  // consumed as it goes
+  // A chunk-size line over the limit is still an error.
+  lim.max_chunk_line = 8;
+  o = StreamInPieces("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;aaaaaaaaaa\r\n", 3,
+                     false, lim);
+  EXPECT_EQ(o.result, Result::kError);
+  // Bad chunk framing is an error with a reason.
+  o = StreamInPieces("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 1, false);
+  EXPECT_EQ(o.result, Result::kError);
+  EXPECT_FALSE(o.error.empty());
+}
+
+TEST(HttpResponseParserStreamTest, ContentLengthUntilCloseAndBodiless) {
+  ResponseLimits lim;
+  lim.max_body_bytes = 4;
+  const std::string cl = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789rest";
+  for (size_t piece = 1; piece <= cl.size(); ++piece) {
+    StreamOutcome o = StreamInPieces(cl, piece, false, lim);
+    ASSERT_EQ(o.result, Result::kComplete) << piece << " " << o.error;
+    EXPECT_EQ(o.body, "0123456789");
+    EXPECT_TRUE(std::string_view("rest").starts_with(o.left)) << piece;
+  }
+  StreamOutcome o = StreamInPieces("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n01234", 2, true);
+  EXPECT_EQ(o.result, Result::kError);
+  EXPECT_EQ(o.body, "01234");
+  o = StreamInPieces("HTTP/1.0 200 OK\r\n\r\nuntil the close", 4, true, lim);
+  ASSERT_EQ(o.result, Result::kComplete) << o.error;
+  EXPECT_EQ(o.body, "until the close");
+  o = StreamInPieces("HTTP/1.1 204 No Content\r\nContent-Length: 3\r\n\r\nabc", 5, false);
+  ASSERT_EQ(o.result, Result::kComplete) << o.error;
+  EXPECT_EQ(o.body, "");
+  EXPECT_TRUE(std::string_view("abc").starts_with(o.left));
+  o = StreamInPieces("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+                     1, false);
+  EXPECT_EQ(o.result, Result::kError);
+  o = StreamInPieces("garbage\r\n\r\n", 1, false);
+  EXPECT_EQ(o.result, Result::kError);
+  EXPECT_FALSE(o.error.empty());
+}
+
 }  // namespace
 }  // namespace trpc::http::detail

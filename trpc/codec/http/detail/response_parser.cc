@@ -30,9 +30,14 @@ ResponseParser::ResponseParser(const ResponseLimits& limits) { set_limits(limits
 
 void ResponseParser::set_limits(const ResponseLimits& limits) {
   limits_ = limits;
-  // A trailer section is bounded like a header section.
-  chunked_.set_limits(
-      ChunkedLimits{limits.max_body_bytes, limits.max_chunk_line, limits.max_header_bytes});
+  // A trailer section is bounded like a header section. A stream has no total.
+  const uint64_t max_body = streaming_ ? UINT64_MAX : limits.max_body_bytes;
+  chunked_.set_limits(ChunkedLimits{max_body, limits.max_chunk_line, limits.max_header_bytes});
+}
+
+void ResponseParser::set_streaming(bool streaming) {
+  streaming_ = streaming;
+  set_limits(limits_);
 }
 
 void ResponseParser::StartHead(size_t at) {
@@ -59,6 +64,7 @@ void ResponseParser::Reset() {
   last_byte_ = 0;
   chunked_.Reset();
   if (!body_.empty()) body_.Clear();
+  stream_body_left_ = 0;
 }
 
 ResponseParser::Result ResponseParser::Fail(const char* why) {
@@ -106,6 +112,63 @@ ResponseParser::Result ResponseParser::Parse(const ChainBuffer& in, bool eof) {
       break;
     default:  // a body-less response completed in ScanHead
       return r;
+  }
+  return eof ? Fail(kCutShort) : Result::kNeedMore;
+}
+
+// The body states of Parse, re-done for a body that is handed out as it arrives: what has been
+// decoded leaves `*in` at once, so offsets restart at 0 after every call (pos_, the cursor).
+ResponseParser::Result ResponseParser::ParseStream(ChainBuffer* in, bool eof, ChainBuffer* body) {
+  switch (state_) {
+    case State::kComplete:
+      return Result::kComplete;
+    case State::kError:
+      return Result::kError;
+    case State::kHead: {
+      const Result r = ScanHead(*in);
+      if (r == Result::kError) return r;
+      if (state_ == State::kHead) return eof && !in->empty() ? Fail(kCutShort) : r;
+      // The head is parsed (and copied into head_): drop it, and start the body at offset 0.
+      in->Skip(head_end_);
+      pos_ = 0;
+      cursor_.Reset();
+      head_offset_ = head_end_ = 0;
+      if (state_ == State::kComplete) {
+        wire_size_ = 0;
+        return r;
+      }
+      if (state_ == State::kBody) stream_body_left_ = head_.content_length;
+      break;
+    }
+    default:
+      break;
+  }
+  switch (state_) {
+    case State::kBody: {
+      const uint64_t take = std::min<uint64_t>(in->size(), stream_body_left_);
+      examined_ += take;
+      body->Append(in->Cut(take));
+      stream_body_left_ -= take;
+      if (stream_body_left_ == 0) return Complete(0);
+      break;
+    }
+    case State::kChunked: {
+      const Result r = RunChunked(*in);
+      in->Skip(pos_);
+      pos_ = 0;
+      cursor_.Reset();
+      if (!body_.empty()) body->Append(std::move(body_));
+      if (r == Result::kComplete) wire_size_ = 0;
+      if (r != Result::kNeedMore) return r;
+      break;
+    }
+    case State::kUntilClose:
+      examined_ += in->size();
+      body->Append(std::move(*in));
+      if (eof) return Complete(0);
+      break;
+    default:
+      return Result::kNeedMore;
   }
   return eof ? Fail(kCutShort) : Result::kNeedMore;
 }
@@ -253,7 +316,7 @@ ResponseParser::Result ResponseParser::CheckFraming() {
   }
   if (framing_.has_content_length) {
     head_.content_length = framing_.content_length;
-    if (head_.content_length > limits_.max_body_bytes) {
+    if (!streaming_ && head_.content_length > limits_.max_body_bytes) {
       return Fail("Content-Length exceeds the body limit");
     }
     if (head_.content_length == 0) return Complete(head_end_);

@@ -71,6 +71,12 @@ class ResponseParser {
   /// The response being parsed answers a HEAD request: it has no body. Set before its first
   /// Parse (Reset clears it).
   void set_head_request(bool head) { head_request_ = head; }
+  /// Streaming mode, for a response whose body is consumed while it arrives (an endless watch
+  /// stream): use ParseStream instead of Parse, and no total body limit applies (Content-Length,
+  /// de-chunked total, until close); the head, chunk-line and trailer limits still do. Set
+  /// before the first parse; Reset keeps it, like the limits.
+  void set_streaming(bool streaming);
+  bool streaming() const { return streaming_; }
   /// False: the head's fields and reason phrase are checked but not kept (head().headers and
   /// head().reason stay empty), for a caller that only frames responses. Default true.
   void set_keep_fields(bool keep) { keep_fields_ = keep; }
@@ -83,6 +89,17 @@ class ResponseParser {
   /// response boundary is kNeedMore even then (no response was pending). After kComplete or
   /// kError, further calls return the same result.
   Result Parse(const ChainBuffer& in, bool eof = false);
+
+  /// Streaming mode's Parse. `*in` holds the connection's unconsumed bytes, as for Parse, but
+  /// the parser consumes them itself: once the head is parsed it removes the head and every body
+  /// byte it has decoded from the front of `*in`, and appends the body bytes decoded so far (de-
+  /// chunked) to `*body`, on every call, complete or not. The caller appends the bytes it reads
+  /// to `*in` between calls. On kComplete `*in` holds only what followed the response.
+  /// head() is valid once the result is kComplete or `head_parsed()`. Same errors as Parse,
+  /// except that no total body limit applies.
+  Result ParseStream(ChainBuffer* in, bool eof, ChainBuffer* body);
+  /// The final response's head has been parsed (in either mode).
+  bool head_parsed() const { return state_ != State::kHead && state_ != State::kError; }
 
   const ResponseHead& head() const { return head_; }
   ResponseHead& head() { return head_; }
@@ -132,6 +149,8 @@ class ResponseParser {
   ResponseHead head_;
   bool head_request_ = false;
   bool keep_fields_ = true;
+  bool streaming_ = false;
+  uint64_t stream_body_left_ = 0;  // streaming kBody: Content-Length bytes not yet handed out
   size_t head_offset_ = 0;
   size_t head_end_ = 0;
   size_t wire_size_ = 0;
