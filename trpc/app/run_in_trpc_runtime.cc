@@ -6,6 +6,7 @@
 
 #include "trpc/base/logging.h"
 #include "trpc/client/trpc_client.h"
+#include "trpc/naming/naming.h"
 #include "trpc/runtime/runtime.h"
 
 namespace trpc {
@@ -14,8 +15,11 @@ int RunInTrpcRuntime(const Config& config, const std::function<int()>& fn) {
   log::Level level;
   if (log::ParseLevel(config.plugins.log.level, &level)) log::SetLevel(level);
   std::string err;
+  naming::RegisterNamingPlugins();
   auto client = std::make_shared<TrpcClient>(config.client);
-  if (!client->CheckProtocols(&err)) {  // before anything starts: "file:line: ..."
+  // Before anything starts: "file:line: ...".
+  if (!naming::ConfigureNamingPlugins(config.plugins, &err) || !client->CheckProtocols(&err) ||
+      !client->CheckNaming(&err)) {
     std::fprintf(stderr, "%s\n", err.c_str());
     return 1;
   }
@@ -27,6 +31,7 @@ int RunInTrpcRuntime(const Config& config, const std::function<int()>& fn) {
   int rc = runtime::GetThreadModel()->RunBlocking(fn);
   client->Stop();
   SetTrpcClient(nullptr);
+  naming::StopNamingPlugins();
   runtime::Stop();
   return rc;
 }

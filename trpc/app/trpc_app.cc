@@ -13,6 +13,7 @@
 #include "trpc/admin/admin.h"
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
+#include "trpc/naming/naming.h"
 #include "trpc/runtime/runtime.h"
 #include "trpc/server/grpc/grpc_server.h"
 
@@ -122,6 +123,8 @@ int TrpcApp::Start(const Config& config) {
 bool TrpcApp::StartFromConfig(std::string* err) {
   log::Level level;
   if (log::ParseLevel(config_.plugins.log.level, &level)) log::SetLevel(level);
+  naming::RegisterNamingPlugins();
+  if (!naming::ConfigureNamingPlugins(config_.plugins, err)) return false;
   client_ = std::make_shared<TrpcClient>(config_.client);
   // The client's protocols are registered from static initialization on, so a typo stops
   // start-up before anything runs; its filters are checked once Initialize() registered them.
@@ -146,7 +149,7 @@ bool TrpcApp::StartFromConfig(std::string* err) {
     return false;
   }
   grpc::EnableHealth(server_.get());  // grpc.health.v1 on every gRPC service
-  if (!client_->CheckFilters(err)) {
+  if (!client_->CheckFilters(err) || !client_->CheckNaming(err)) {
     StopAll();
     return false;
   }
@@ -199,7 +202,9 @@ void TrpcApp::StopAll() {
   // that drives the app itself (Start/Terminate, tests) is never ended from here.
   std::atomic<bool> stop_done{false};
   std::thread watchdog;
-  int64_t limit_ms = config_.server.stop_max_wait_time;
+  // A registered server first waits deregister_wait for its callers to learn it is leaving.
+  int64_t limit_ms = config_.server.stop_max_wait_time +
+                     (config_.server.registry_name.empty() ? 0 : config_.server.deregister_wait);
   if (signals_blocked_) {
     int64_t deadline = MonotonicNanos() + (limit_ms + kStopWatchdogMarginMs) * kNanosPerMilli;
     watchdog = std::thread(StopWatchdog, deadline, limit_ms, &stop_done);
@@ -225,6 +230,7 @@ void TrpcApp::StopAll() {
     if (GetTrpcClient() == client_.get()) SetTrpcClient(nullptr);
   }
   server_.reset();
+  naming::StopNamingPlugins();  // after the client and server, which used them
   if (runtime_started_) runtime::Stop();
   runtime_started_ = false;
   if (watchdog.joinable()) {
