@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""The per-call cost of a registry-selected callee against a fixed list, in the forward benchmark.
+
+Starts an etcd (loopback, temporary data dir) and bench_echo_server (merged model, registered
+with etcd), then alternates rounds of forward_server (merged model, one worker) calling the echo
+server through a `direct` target and through the `etcd` selector, each loaded by trpc_bench in a
+closed loop. Prints QPS and the forward server's CPU per request of every round, their medians,
+and the difference. Needs a Release build (build/) and etcd (third_party/setup.sh
+--with-test-tools). Server processes on CPU 1, trpc_bench on CPU 0, as the seed table.
+
+  benchmark/naming_bench.py [--rounds 3] [--duration 5] [--build build]
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_line(proc, needle, seconds=15):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        if needle in line:
+            return line.strip()
+    raise RuntimeError(f"{proc.args[0]} did not say '{needle}'")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=5)
+    ap.add_argument("--build", default="build")
+    a = ap.parse_args()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    build = os.path.join(root, a.build)
+    etcd_bin = shutil.which("etcd")
+    if not etcd_bin:
+        sys.exit("etcd is not installed: run third_party/setup.sh --with-test-tools")
+    tmp = tempfile.mkdtemp(prefix="naming_bench.")
+    procs = []
+    try:
+        cport, pport = free_port(), free_port()
+        etcd = subprocess.Popen(
+            [etcd_bin, "--data-dir", f"{tmp}/etcd", "--name", "default",
+             "--listen-client-urls", f"http://127.0.0.1:{cport}",
+             "--advertise-client-urls", f"http://127.0.0.1:{cport}",
+             "--listen-peer-urls", f"http://127.0.0.1:{pport}",
+             "--initial-advertise-peer-urls", f"http://127.0.0.1:{pport}",
+             "--initial-cluster", f"default=http://127.0.0.1:{pport}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(etcd)
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(urllib.request.Request(
+                    f"http://127.0.0.1:{cport}/v3/kv/range", data=b'{"key":"AA=="}'), timeout=1)
+                break
+            except Exception:
+                time.sleep(0.1)
+        endpoint = f"127.0.0.1:{cport}"
+        echo_yaml = f"{tmp}/echo.yaml"
+        with open(echo_yaml, "w") as f:
+            f.write(f"""global:
+  threadmodel:
+    default:
+      - {{instance_name: m, io_handle_type: merge, io_thread_num: 1}}
+server:
+  registry_name: etcd
+  service:
+    - {{name: trpc.test.helloworld.Greeter, ip: 127.0.0.1, port: 0}}
+plugins:
+  log: {{level: warn}}
+  registry:
+    etcd: {{endpoints: "{endpoint}"}}
+""")
+        echo = subprocess.Popen(["taskset", "-c", "1", f"{build}/benchmark/servers/bench_echo_server",
+                                 "--config", echo_yaml], stdout=subprocess.PIPE, text=True)
+        procs.append(echo)
+        echo_addr = wait_line(echo, "ready on").split("ready on ")[1]
+
+        def forward_yaml(mode, port):
+            sel = (f"target: {echo_addr}" if mode == "direct" else
+                   "target: trpc.test.helloworld.Greeter, selector_name: etcd")
+            path = f"{tmp}/forward_{mode}.yaml"
+            with open(path, "w") as f:
+                f.write(f"""global:
+  threadmodel:
+    default:
+      - {{instance_name: m, io_handle_type: merge, io_thread_num: 1}}
+server:
+  service:
+    - {{name: trpc.test.forward.Forward, ip: 127.0.0.1, port: {port}}}
+client:
+  service:
+    - {{name: trpc.test.helloworld.Greeter, {sel}}}
+    - {{name: trpc.test.helloworld.Greeter2, {sel}}}
+plugins:
+  log: {{level: warn}}
+  selector:
+    etcd: {{endpoints: "{endpoint}"}}
+""")
+            return path
+
+        results = {"direct": [], "etcd": []}
+        for r in range(a.rounds):
+            for mode in ("direct", "etcd"):
+                port = free_port()
+                fwd = subprocess.Popen(["taskset", "-c", "1", f"{build}/examples/forward/forward_server",
+                                        "--config", forward_yaml(mode, port)],
+                                       stdout=subprocess.PIPE, text=True)
+                try:
+                    wait_line(fwd, "ready")
+                    out = subprocess.run(
+                        [f"{build}/benchmark/trpc_bench/trpc_bench", "--target", f"127.0.0.1:{port}",
+                         "--func", "/trpc.test.forward.Forward/Route", "--connections", "8",
+                         "--inflight", "4", "--duration", str(a.duration), "--warmup", "1",
+                         "--cpus", "0", "--server-pid", str(fwd.pid), "--json", "-", "--quiet"],
+                        capture_output=True, text=True, check=True).stdout
+                    j = json.loads(out)
+                    qps = j["requests"] / j["window_s"] if j.get("window_s") else 0
+                    cpu = j["server"]["cpu_us_per_request"]
+                    errors = j.get("errors", 0)
+                    if isinstance(errors, dict):
+                        errors = sum(v for v in errors.values() if isinstance(v, int))
+                    results[mode].append((qps, cpu, errors))
+                    print(f"round {r + 1} {mode:6s}: {qps:9.0f} calls/s, forward server "
+                          f"{cpu:6.2f} us CPU per call, {errors} errors", flush=True)
+                finally:
+                    fwd.send_signal(signal.SIGTERM)
+                    fwd.wait(timeout=15)
+        med = {m: (statistics.median(q for q, _, _ in v), statistics.median(c for _, c, _ in v))
+               for m, v in results.items()}
+        print(f"median direct: {med['direct'][0]:.0f} calls/s, {med['direct'][1]:.2f} us/call")
+        print(f"median etcd:   {med['etcd'][0]:.0f} calls/s, {med['etcd'][1]:.2f} us/call")
+        print(f"etcd vs direct: QPS {100 * (med['etcd'][0] / med['direct'][0] - 1):+.1f}%, "
+              f"CPU per call {100 * (med['etcd'][1] / med['direct'][1] - 1):+.1f}%")
+        spread = {m: (max(c for _, c, _ in v) - min(c for _, c, _ in v)) / med[m][1] * 100
+                  for m, v in results.items()}
+        print(f"round-to-round spread of CPU per call: direct {spread['direct']:.1f}%, "
+              f"etcd {spread['etcd']:.1f}%")
+    finally:
+        for p in reversed(procs):
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
