@@ -33,7 +33,8 @@ struct SelectorTarget {
 };
 
 /// One subscription to a target's endpoints. Destroying it stops the updates: when the
-/// destructor returns, the callback is not running and will not run again.
+/// destructor returns, the callback is not running and will not run again. So it must not be
+/// destroyed from inside its own callback (the destructor would wait for itself).
 class SelectorSubscription {
  public:
   virtual ~SelectorSubscription() = default;
