@@ -254,7 +254,12 @@ TEST_F(ResilienceE2eTest, HedgingCutsTheTail) {
   });
   double hedged = p99(600);
   EXPECT_GE(plain, 45.0);
-  EXPECT_LT(hedged, 10.0) << "without hedging: " << plain << " ms";
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  // A sanitizer slows every call several times over: the hedge must still cut the tail.
+  EXPECT_LT(hedged, plain / 2) << "plain P99 " << plain << " ms";
+#else
+  EXPECT_LT(hedged, 10.0) << "plain P99 " << plain << " ms";
+#endif
 }
 
 TEST_F(ResilienceE2eTest, ABadDirectTargetIsAnInitError) {

@@ -386,7 +386,12 @@ TEST_F(NamingE2eTest, HedgingCutsTheP99OfASlowTail) {
   });
   double hedged = p99(500);
   EXPECT_GE(plain, 45.0);
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  // A sanitizer slows every call several times over: the hedge must still cut the tail.
+  EXPECT_LT(hedged, plain / 2) << "plain P99 " << plain << " ms";
+#else
   EXPECT_LT(hedged, 10.0) << "plain P99 " << plain << " ms";
+#endif
   std::printf("P99 without hedging %.2f ms, with hedging (5 ms) %.2f ms\n", plain, hedged);
 }
 
