@@ -53,6 +53,8 @@ struct PickInput {
   /// endpoint clockwise on the ring; p2c: another pair). Alternatives 0..n-1 need not all be
   /// distinct, but a picker should cover as many distinct endpoints as it cheaply can.
   uint32_t attempt = 0;
+  /// With attempt > 0: the index the picker returned for attempt 0 of this choice.
+  size_t first_index = 0;
 };
 
 /// Chooses an endpoint for a call from a fixed, non-empty endpoint list. Built for each new list

@@ -454,7 +454,7 @@ std::shared_ptr<ServiceProxy::Impl::Backend> ServiceProxy::Impl::Choose(const Ba
   for (in.attempt = 0; in.attempt < limit; ++in.attempt) {
     size_t i = set.picker->Pick(in);
     const Backend* b = set.backends[i].get();
-    if (first == n) first = i;
+    if (first == n) first = in.first_index = i;
     if (op != nullptr && op->Tried(b)) continue;
     if (untried == n) untried = i;
     if (b->ejected_until_ns.load(std::memory_order_relaxed) > now) continue;

@@ -146,9 +146,14 @@ TEST(WeightedRoundRobinTest, AlternativesAvoidTheFirstChoice) {
   for (int i = 0; i < 50; ++i) {
     size_t first = p->Pick(PickInput{});
     PickInput alt;
+    alt.first_index = first;
     alt.attempt = 1;
     EXPECT_NE(p->Pick(alt), first);
     alt.attempt = 2;
+    EXPECT_NE(p->Pick(alt), first);
+    // Other calls picking in between do not change which endpoint is avoided.
+    p->Pick(PickInput{});
+    alt.attempt = 1;
     EXPECT_NE(p->Pick(alt), first);
   }
   // One endpoint dominating the sequence: the alternative still differs.
@@ -156,8 +161,24 @@ TEST(WeightedRoundRobinTest, AlternativesAvoidTheFirstChoice) {
   auto q = Make("weighted_round_robin", skewed.list);
   size_t first = q->Pick(PickInput{});
   PickInput alt;
+  alt.first_index = first;
   alt.attempt = 1;
   EXPECT_NE(q->Pick(alt), first);
+}
+
+TEST(ConsistentHashTest, AlternativesOfAKeylessCallAvoidItsFirstChoice) {
+  Endpoints eps({100, 100, 100, 100});
+  auto p = Make("consistent_hash", eps.list);
+  for (int i = 0; i < 100; ++i) {
+    size_t first = p->Pick(PickInput{});
+    std::set<size_t> seen{first};
+    for (uint32_t k = 1; k < 4; ++k) {
+      PickInput alt;
+      alt.first_index = first;
+      alt.attempt = k;
+      EXPECT_TRUE(seen.insert(p->Pick(alt)).second) << "attempt " << k;
+    }
+  }
 }
 
 PickInput Key(uint64_t key, uint32_t attempt = 0) {

@@ -89,12 +89,11 @@ class WeightedRoundRobinPicker final : public Picker {
       uint64_t c = cursor_.fetch_add(1, std::memory_order_relaxed);
       return seq_[c % len];
     }
-    // The first choice is most likely the entry just before the cursor (unless other calls
-    // took entries since): step past entries equal to it, so that the alternatives are other
-    // endpoints where the sequence offers them.
+    // Step along the sequence from the cursor past entries equal to the first choice, so that
+    // the alternatives are other endpoints where the sequence offers them.
     uint64_t c = cursor_.load(std::memory_order_relaxed);
     size_t pos = c % len;
-    const uint32_t first = seq_[(pos + len - 1) % len];
+    const uint32_t first = static_cast<uint32_t>(in.first_index % n_);
     const uint64_t k = in.attempt;
     const uint64_t limit = std::min<uint64_t>(len, 32 + 4 * k);
     uint64_t found = 0;
@@ -179,15 +178,12 @@ class ConsistentHashPicker final : public Picker {
   }
 
   size_t Pick(const PickInput& in) override {
-    thread_local uint64_t last_random_key = 0;
-    uint64_t key;
-    if (in.has_hash_key) {
-      key = in.hash_key;
-    } else if (in.attempt == 0) {
-      key = last_random_key = NextRandom();
-    } else {
-      key = last_random_key;
+    if (!in.has_hash_key) {
+      // No key: a random point; its alternatives, any other endpoints.
+      if (in.attempt == 0) return owners_[Find(NextRandom())];
+      return (in.first_index + in.attempt) % n_;
     }
+    const uint64_t key = in.hash_key;
     size_t pos = Find(key);
     const uint32_t first = owners_[pos];
     const uint32_t k = static_cast<uint32_t>(in.attempt % n_);

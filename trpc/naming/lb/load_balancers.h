@@ -17,9 +17,9 @@
 ///   the shares by at most about one part in the cap. Equal weights skip the pass (the
 ///   sequence is then the list in order); unequal weights over more than 8192 endpoints make
 ///   Build O(n^2) (0.1 s or so for 10,000), a cost paid per list change, never per call.
-///   Alternative k > 0: the k-th sequence entry after the shared cursor that is not the endpoint
-///   just before it (taken to be the first choice), scanning at most 32 + 4k entries; when the
-///   scan finds none (one endpoint dominates), the k-th endpoint after the first choice by index.
+///   Alternative k > 0: the k-th sequence entry after the shared cursor that is not the first
+///   choice (PickInput::first_index), scanning at most 32 + 4k entries; when the scan finds
+///   none (one endpoint dominates), the k-th endpoint after the first choice by index.
 ///
 /// "consistent_hash" — a ketama-style ring.
 ///   Each endpoint gets max(1, round(160 × weight / mean weight)) points at
@@ -30,9 +30,10 @@
 ///   hash key, wrapping to the first point. The points are a flat sorted uint64 array with a
 ///   parallel uint32 owner array, plus a table indexed by the key's top bits giving the first
 ///   point of each bucket (about one point per bucket), so a pick reads one or two cache lines
-///   instead of a binary search's ~14. A call without a hash key gets a per-thread random key
-///   (its alternatives reuse the thread's last random key, best effort).
-///   Alternative k > 0 (k < n): the k-th distinct endpoint clockwise after the first choice;
+///   instead of a binary search's ~14. A call without a hash key gets a per-thread random key,
+///   and its alternative k the (first_index + k) mod n-th endpoint.
+///   Alternative k > 0 (k < n) of a keyed call: the k-th distinct endpoint clockwise after the
+///   first choice;
 ///   for k >= 64 (too many to remember without allocating) the (first + k) mod n-th endpoint
 ///   by index. k >= n wraps to k mod n.
 ///
