@@ -9,6 +9,10 @@ and the difference. Needs a Release build (build/) and etcd (third_party/setup.s
 --with-test-tools). Server processes on CPU 1, trpc_bench on CPU 0, as the seed table.
 
   benchmark/naming_bench.py [--rounds 3] [--duration 5] [--build build]
+                            [--baseline-build DIR]
+
+--baseline-build adds a third kind of round: the forward server of another build (an older
+commit's, for the per-call cost of a change) with the direct target, against the same backend.
 """
 import argparse
 import json
@@ -48,6 +52,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--build", default="build")
+    ap.add_argument("--baseline-build", default="")
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     build = os.path.join(root, a.build)
@@ -118,12 +123,16 @@ plugins:
 """)
             return path
 
-        results = {"direct": [], "etcd": []}
+        modes = ["direct", "etcd"] + (["baseline"] if a.baseline_build else [])
+        results = {m: [] for m in modes}
         for r in range(a.rounds):
-            for mode in ("direct", "etcd"):
+            for mode in modes:
                 port = free_port()
-                fwd = subprocess.Popen(["taskset", "-c", "1", f"{build}/examples/forward/forward_server",
-                                        "--config", forward_yaml(mode, port)],
+                fwd_build = os.path.abspath(a.baseline_build) if mode == "baseline" else build
+                yaml_mode = "direct" if mode == "baseline" else mode
+                fwd = subprocess.Popen(["taskset", "-c", "1",
+                                        f"{fwd_build}/examples/forward/forward_server",
+                                        "--config", forward_yaml(yaml_mode, port)],
                                        stdout=subprocess.PIPE, text=True)
                 try:
                     wait_line(fwd, "ready")
@@ -140,21 +149,21 @@ plugins:
                     if isinstance(errors, dict):
                         errors = sum(v for v in errors.values() if isinstance(v, int))
                     results[mode].append((qps, cpu, errors))
-                    print(f"round {r + 1} {mode:6s}: {qps:9.0f} calls/s, forward server "
+                    print(f"round {r + 1} {mode:8s}: {qps:9.0f} calls/s, forward server "
                           f"{cpu:6.2f} us CPU per call, {errors} errors", flush=True)
                 finally:
                     fwd.send_signal(signal.SIGTERM)
                     fwd.wait(timeout=15)
         med = {m: (statistics.median(q for q, _, _ in v), statistics.median(c for _, c, _ in v))
                for m, v in results.items()}
-        print(f"median direct: {med['direct'][0]:.0f} calls/s, {med['direct'][1]:.2f} us/call")
-        print(f"median etcd:   {med['etcd'][0]:.0f} calls/s, {med['etcd'][1]:.2f} us/call")
-        print(f"etcd vs direct: QPS {100 * (med['etcd'][0] / med['direct'][0] - 1):+.1f}%, "
-              f"CPU per call {100 * (med['etcd'][1] / med['direct'][1] - 1):+.1f}%")
-        spread = {m: (max(c for _, c, _ in v) - min(c for _, c, _ in v)) / med[m][1] * 100
-                  for m, v in results.items()}
-        print(f"round-to-round spread of CPU per call: direct {spread['direct']:.1f}%, "
-              f"etcd {spread['etcd']:.1f}%")
+        for m in modes:
+            cpus = [c for _, c, _ in results[m]]
+            spread = (max(cpus) - min(cpus)) / med[m][1] * 100
+            print(f"median {m:8s}: {med[m][0]:9.0f} calls/s, {med[m][1]:.3f} us CPU per call "
+                  f"(round-to-round spread {spread:.1f}%)")
+        for m in modes[1:]:
+            print(f"{m} vs direct: QPS {100 * (med[m][0] / med['direct'][0] - 1):+.1f}%, "
+                  f"CPU per call {100 * (med[m][1] / med['direct'][1] - 1):+.1f}%")
     finally:
         for p in reversed(procs):
             p.send_signal(signal.SIGTERM)
