@@ -13,7 +13,8 @@
 namespace trpc {
 
 /// Live figures of one endpoint that a balancer may read (p2c), kept by the service proxy for as
-/// long as the endpoint is in its list (an endpoint that stays across list changes keeps them).
+/// long as the endpoint is in its list (an endpoint that stays across list changes keeps them),
+/// while the list's picker says it uses them (Picker::UsesEndpointStats).
 ///
 /// Memory-ordering contract: every field is a relaxed atomic. The figures only steer choices;
 /// nothing else is published through them, and a stale value costs at most one worse choice.
@@ -67,6 +68,9 @@ class Picker {
  public:
   virtual ~Picker() = default;
   virtual size_t Pick(const PickInput& in) = 0;
+  /// True when Pick reads the endpoints' EndpointStats: the proxy keeps them up to date only
+  /// then (two atomic updates and a clock read per call that other pickers need not pay).
+  virtual bool UsesEndpointStats() const { return false; }
 };
 
 /// Makes a picker over a non-empty endpoint list. The picker copies what it needs from the list.

@@ -106,13 +106,16 @@ class ServiceProxy::Impl {
                 int64_t now, Status* st);
   std::shared_ptr<Backend> Choose(const BackendSet& set, const ClientContext& ctx, const Op* op,
                                   int64_t now);
+  // The set a call made on this thread chooses from: the reactor's copy on one of the model's
+  // reactor threads, else set_ (then `*hold` keeps it alive).
+  const BackendSet* CurrentSet(std::shared_ptr<const BackendSet>* hold);
   void StartOnLoop(Reactor* reactor, std::shared_ptr<Call> call);
   // Decodes a reply (or takes a failure) into the call's Status and runs its callback.
   void Finish(Call* call, Status st, ChainBuffer&& frame);
   // The reply's status, with the body parsed into `call->rsp` when it succeeded.
   Status Decode(Call* call, Status st, ChainBuffer&& frame);
   // Live figures and outlier ejection, after an attempt ended with `st`.
-  void NoteEndpoint(Call* call, const Status& st, int64_t now);
+  void NoteEndpoint(Call* call, const Status& st);
   void MaybeEject(Backend* b, int64_t now);
   // Tells the overload throttle (if any) how a call that it let through ended.
   void NoteForThrottle(const Status& st);
@@ -144,6 +147,14 @@ class ServiceProxy::Impl {
   PickerMaker make_picker_;
   // The endpoints calls choose from, replaced whole by OnEndpoints (readers take a reference).
   std::atomic<std::shared_ptr<const BackendSet>> set_;
+  // Each reactor's copy of set_, read without atomics by calls made on that reactor's thread
+  // (the common case: a handler's downstream call); updated by a task posted to the reactor
+  // after each change, so it lags set_ by at most one loop iteration. Touched only on that
+  // reactor's thread.
+  struct alignas(64) ReactorSet {
+    std::shared_ptr<const BackendSet> set;
+  };
+  std::vector<ReactorSet> reactor_sets_;
   std::mutex set_mu_;  // serializes OnEndpoints; guards all_backends_
   std::vector<std::weak_ptr<Backend>> all_backends_;  // every backend still alive, for Stop
   // Short connections per reactor, until they close: touched only on that reactor's thread.
@@ -207,6 +218,7 @@ struct ServiceProxy::Impl::Backend {
 struct ServiceProxy::Impl::BackendSet {
   std::vector<std::shared_ptr<Backend>> backends;
   std::unique_ptr<Picker> picker;  // null when the list is empty
+  bool track_stats = false;        // the picker reads EndpointStats
 };
 
 // One attempt on its way: the encoded request and what to do with the reply.
@@ -217,7 +229,8 @@ struct ServiceProxy::Impl::Call {
   int64_t deadline_ns = 0;
   int64_t start_ns = 0;
   std::shared_ptr<Backend> backend;
-  size_t slot = 0;  // which of the backend's connections
+  bool tracked = false;  // counted in the backend's EndpointStats (OnStart done)
+  size_t slot = 0;       // which of the backend's connections
   ClientContextPtr ctx;
   google::protobuf::MessageLite* rsp = nullptr;
   Done done;
@@ -256,6 +269,7 @@ struct ServiceProxy::Impl::Op {
 ServiceProxy::Impl::Impl(ClientServiceConfig config, ThreadModel* model)
     : config_(std::move(config)),
       model_(model),
+      reactor_sets_(model->ReactorCount()),
       short_conns_(model->ReactorCount()),
       retry_methods_(config_.retry.methods),
       hedge_methods_(config_.hedging.methods) {}
@@ -344,11 +358,19 @@ void ServiceProxy::Impl::OnEndpoints(std::vector<Endpoint> list) {
     eps.reserve(next->backends.size());
     for (const auto& b : next->backends) eps.push_back({b->addr, b->name, b->weight, &b->stats});
     next->picker = make_picker_(eps);
+    next->track_stats = next->picker->UsesEndpointStats();
   }
   size_t removed = old->backends.size() + added - next->backends.size();
   TRPC_LOG_INFO("client {}: {} endpoint(s) ({} new, {} gone)", config_.name, next->backends.size(),
                 added, removed);
+  std::shared_ptr<const BackendSet> published = next;
   set_.store(std::move(next), std::memory_order_release);
+  for (size_t i = 0; i < reactor_sets_.size(); ++i) {
+    // Stop() clears the copies with tasks posted after these, once no update can come.
+    model_->GetReactor(i)->RunInLoop([this, i, published] {
+      if (!stopped_.load(std::memory_order_acquire)) reactor_sets_[i].set = published;
+    });
+  }
   std::erase_if(all_backends_, [](const std::weak_ptr<Backend>& w) { return w.expired(); });
 }
 
@@ -376,6 +398,7 @@ void ServiceProxy::Impl::Stop() {
         if (b->pools[i]) b->pools[i]->Close("proxy stopped");
         b->pools[i].reset();
       }
+      reactor_sets_[i].set.reset();
       auto shorts = std::move(short_conns_[i]);
       short_conns_[i].clear();
       for (auto& [raw, c] : shorts) c->Close("proxy stopped");
@@ -464,10 +487,23 @@ std::shared_ptr<ServiceProxy::Impl::Backend> ServiceProxy::Impl::Choose(const Ba
   return set.backends[untried != n ? untried : first];
 }
 
+const ServiceProxy::Impl::BackendSet* ServiceProxy::Impl::CurrentSet(
+    std::shared_ptr<const BackendSet>* hold) {
+  if (Reactor* r = Reactor::Current(); r != nullptr) {
+    int i = model_->IndexOf(r);
+    if (i >= 0) {
+      if (const BackendSet* s = reactor_sets_[static_cast<size_t>(i)].set.get()) return s;
+    }
+  }
+  *hold = set_.load(std::memory_order_acquire);
+  return hold->get();
+}
+
 bool ServiceProxy::Impl::Dispatch(const ClientContextPtr& ctx, RpcRequest* r,
                                   const google::protobuf::MessageLite* body_msg, Call* call,
                                   const Op* op, int64_t now, Status* st) {
-  std::shared_ptr<const BackendSet> set = set_.load(std::memory_order_acquire);
+  std::shared_ptr<const BackendSet> hold;
+  const BackendSet* set = CurrentSet(&hold);
   if (set->backends.empty()) {
     *st =
         Status(kClientRouterErr, "no endpoint for client " + config_.name + " (selector " +
@@ -494,7 +530,10 @@ bool ServiceProxy::Impl::Dispatch(const ClientContextPtr& ctx, RpcRequest* r,
   call->ctx = ctx;
   ctx->SetBackend(b->addr);
   // A one-way call never finishes: only calls that end count as in flight.
-  if (r->call_type != kOnewayCall) b->stats.OnStart();
+  if (set->track_stats && r->call_type != kOnewayCall) {
+    b->stats.OnStart();
+    call->tracked = true;
+  }
   return true;
 }
 
@@ -620,10 +659,9 @@ Status ServiceProxy::Impl::Decode(Call* call, Status st, ChainBuffer&& frame) {
 }
 
 void ServiceProxy::Impl::Finish(Call* call, Status st, ChainBuffer&& frame) {
-  const int64_t now = MonotonicNanos();
   if (call->frame_done) {
     // Handed back undecoded: the throttle sees the transport's status only.
-    NoteEndpoint(call, st, now);
+    NoteEndpoint(call, st);
     NoteForThrottle(st);
     call->ctx->SetStatus(st);
     call->frame_done(st, std::move(frame));
@@ -632,28 +670,34 @@ void ServiceProxy::Impl::Finish(Call* call, Status st, ChainBuffer&& frame) {
   if (call->op) {
     // A hedge that lost: its reply is not decoded (the winner's is in the response already).
     if (!call->op->finished) st = Decode(call, std::move(st), std::move(frame));
-    NoteEndpoint(call, st, now);
+    NoteEndpoint(call, st);
     NoteForThrottle(st);
     OnAttemptDone(call, st);
     return;
   }
   st = Decode(call, std::move(st), std::move(frame));
-  NoteEndpoint(call, st, now);
+  NoteEndpoint(call, st);
   NoteForThrottle(st);
   call->ctx->SetStatus(st);
   call->done(st);
 }
 
-void ServiceProxy::Impl::NoteEndpoint(Call* call, const Status& st, int64_t now) {
+void ServiceProxy::Impl::NoteEndpoint(Call* call, const Status& st) {
   Backend* b = call->backend.get();
   if (b == nullptr) return;
   const int ret = st.GetFrameworkRetCode();
-  b->stats.OnEnd(now - call->start_ns);
+  // The clock is read only when something needs it: most calls only reset nothing.
+  int64_t now = 0;
+  if (call->tracked || track_latency_) {
+    now = MonotonicNanos();
+    if (call->tracked) b->stats.OnEnd(now - call->start_ns);
+  }
   if (ret == kClientCanceledErr) return;  // a hedge we gave up on says nothing of the endpoint
   if (track_latency_ && st.OK()) latency_.Add(now, now - call->start_ns);
   const uint32_t threshold = config_.outlier_ejection.consecutive_failures;
   if (threshold == 0) return;
   if (IsEndpointFailure(ret)) {
+    if (now == 0) now = MonotonicNanos();
     if (b->consecutive_failures.fetch_add(1, std::memory_order_relaxed) + 1 >= threshold) {
       MaybeEject(b, now);
     }
@@ -664,7 +708,7 @@ void ServiceProxy::Impl::NoteEndpoint(Call* call, const Status& st, int64_t now)
     b->consecutive_failures.store(0, std::memory_order_relaxed);
   }
   if (b->ejections.load(std::memory_order_relaxed) != 0 &&
-      b->ejected_until_ns.load(std::memory_order_relaxed) <= now) {
+      b->ejected_until_ns.load(std::memory_order_relaxed) <= MonotonicNanos()) {
     b->ejections.store(0, std::memory_order_relaxed);
   }
 }

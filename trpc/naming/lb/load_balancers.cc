@@ -239,6 +239,8 @@ class P2cPicker final : public Picker {
     for (const BalancerEndpoint& ep : eps) stats_.push_back(ep.stats);
   }
 
+  bool UsesEndpointStats() const override { return true; }
+
   size_t Pick(const PickInput& in) override {
     const auto n = static_cast<uint32_t>(stats_.size());
     if (n == 1) return 0;
