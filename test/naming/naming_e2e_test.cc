@@ -294,6 +294,40 @@ TEST_F(NamingE2eTest, ANewServerGetsCallsWithinASecond) {
               (MonotonicNanos() - registered) / 1e6);
 }
 
+TEST_F(NamingE2eTest, WhenEveryInstanceLeavesCallsFailAtOnceWithTheRouterCode) {
+  StartServer();
+  StartServer();
+  MakeProxy();
+  ASSERT_TRUE(Hello().OK());
+  for (auto& server : servers_) server->Stop();  // deregisters first
+  bool empty = WaitFor(1000, [&] { return Hello().GetFrameworkRetCode() == kClientRouterErr; });
+  EXPECT_TRUE(empty);
+  const int64_t t0 = MonotonicNanos();
+  Status st = Hello();
+  EXPECT_EQ(st.GetFrameworkRetCode(), kClientRouterErr) << st.ToString();
+  EXPECT_LT(MonotonicNanos() - t0, 50 * kNanosPerMilli) << "no endpoint must not wait";
+  // One coming back is found again.
+  std::string back = StartServer();
+  EXPECT_TRUE(WaitFor(1000, [&] {
+    std::string b;
+    return Hello(&b).OK() && b == back;
+  }));
+}
+
+TEST_F(NamingE2eTest, TheDnsSelectorFindsAServerByName) {
+  std::string addr = StartServer();
+  std::string port = addr.substr(addr.rfind(':') + 1);
+  MakeProxy([&](ClientServiceConfig* cfg) {
+    cfg->selector_name = "dns";
+    cfg->target = "localhost:" + port;
+  });
+  // localhost may resolve to ::1 first, where nothing listens: retries and ejection step
+  // around it, and at least the IPv4 address answers.
+  int ok = 0;
+  for (int i = 0; i < 20; ++i) ok += Hello().OK() ? 1 : 0;
+  EXPECT_GE(ok, 10);
+}
+
 TEST_F(NamingE2eTest, SigkillUnderLoadWithRetriesFailsNoCall) {
   for (int i = 0; i < 3; ++i) ASSERT_FALSE(StartChild().empty());
   MakeProxy([](ClientServiceConfig* cfg) {
