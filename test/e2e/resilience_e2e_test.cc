@@ -17,6 +17,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
@@ -25,6 +26,7 @@
 #include "trpc/client/service_proxy.h"
 #include "trpc/config/config.h"
 #include "trpc/fiber/fiber.h"
+#include "trpc/naming/naming.h"
 #include "trpc/runtime/runtime.h"
 #include "trpc/server/server.h"
 
@@ -76,6 +78,8 @@ class CountingGreeter final : public Greeter {
   Status SayHello(ServerContextPtr, const HelloRequest* req, HelloReply* rsp) override {
     calls.fetch_add(1);
     if (req->msg() == "overload") return Status(kServerOverloadErr, "overloaded on purpose");
+    if (req->msg() == "system_error") return Status(kServerSystemErr, "failed on purpose");
+    if (req->msg() == "slow") fiber::this_fiber::SleepFor(std::chrono::milliseconds(50));
     if (req->msg() == "maybe_slow") {
       thread_local std::minstd_rand rng(std::random_device{}());
       if (rng() % 100 < 5) fiber::this_fiber::SleepFor(std::chrono::milliseconds(50));
@@ -107,6 +111,7 @@ class ResilienceE2eTest : public ::testing::Test {
     std::string yaml = std::string(FiberModel() ? kFiberModels : kMergeModels) + kServerYaml;
     ASSERT_TRUE(LoadConfigFromString(yaml, "resilience_e2e_test.yaml", config_, &err)) << err;
     log::SetLevel(log::Level::kError);
+    naming::RegisterNamingPlugins();  // p2c
     ASSERT_TRUE(runtime::Start(config_->global.threadmodel, &err)) << err;
   }
   static void TearDownTestSuite() {
@@ -260,6 +265,76 @@ TEST_F(ResilienceE2eTest, HedgingCutsTheTail) {
 #else
   EXPECT_LT(hedged, 10.0) << "plain P99 " << plain << " ms";
 #endif
+}
+
+TEST_F(ResilienceE2eTest, AHedgedCallThatFailsForGoodEndsAtOnce) {
+  MakeProxy(StartServers(2), [](ClientServiceConfig* c) {
+    c->hedging.methods = {"SayHello"};
+    c->hedging.delay = 300;
+  });
+  const int64_t t0 = MonotonicNanos();
+  EXPECT_EQ(Hello("system_error").GetFrameworkRetCode(), kServerSystemErr);
+  // Not repeated (31 is not retryable) and not held until the hedge's delay.
+  EXPECT_LT(MonotonicNanos() - t0, 200 * kNanosPerMilli);
+  EXPECT_EQ(greeters_[0]->calls.load() + greeters_[1]->calls.load(), 1);
+}
+
+TEST_F(ResilienceE2eTest, AHedgedCallEndsWhenTheBudgetRefusesTheNextAttempt) {
+  MakeProxy(StartServers(2), [](ClientServiceConfig* c) {
+    c->hedging.methods = {"SayHello"};
+    c->hedging.delay = 300;
+    c->retry.budget_percent = 1;
+    c->retry.budget_min = 0;
+  });
+  for (int i = 0; i < 20; ++i) {
+    const int64_t t0 = MonotonicNanos();
+    EXPECT_EQ(Hello("overload").GetFrameworkRetCode(), kServerOverloadErr);
+    EXPECT_LT(MonotonicNanos() - t0, 200 * kNanosPerMilli) << "call " << i;
+  }
+}
+
+TEST_F(ResilienceE2eTest, StopEndsACallWaitingToRetry) {
+  MakeProxy("127.0.0.1:" + std::to_string(DeadPort()), [](ClientServiceConfig* c) {
+    c->retry.methods = {"SayHello"};
+    c->retry.backoff_base = 5000;
+    c->retry.backoff_max = 5000;
+    c->timeout = 20000;
+    c->outlier_ejection.consecutive_failures = 0;
+  });
+  std::atomic<int> code{-1};
+  {
+    auto ctx = MakeClientContext();
+    HelloRequest req;
+    req.set_msg("x");
+    proxy_->AsyncSayHello(ctx, req).Then([&code, ctx](Future<HelloReply>&& f) {
+      code.store(f.IsFailed() ? f.GetException().GetFrameworkRetCode() : 0);
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // refused; waiting to retry
+  EXPECT_EQ(code.load(), -1);
+  proxy_->Stop();
+  EXPECT_EQ(code.load(), kClientNetworkErr);
+  proxy_.reset();  // nothing of it may run after this (ASan)
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
+
+TEST_F(ResilienceE2eTest, HedgesGoToAnotherEndpointAndCountApartFromRetries) {
+  if (!FiberModel()) {
+    GTEST_SKIP() << "the merge model's slow handler blocks its worker, and with it the hedge";
+  }
+  MakeProxy(StartServers(2), [](ClientServiceConfig* c) {
+    c->load_balance_name = "p2c";
+    c->hedging.methods = {"SayHello"};
+    c->hedging.delay = 5;
+    c->retry.methods = {"SayHello"};
+    c->retry.max_attempts = 3;
+    c->retry.budget_min = 1000;
+  });
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(Hello("slow").OK());
+  // Every call is slow: one hedge each (hedging.max_attempts 2, not retry's 3), always to the
+  // endpoint the first attempt did not use.
+  EXPECT_EQ(greeters_[0]->calls.load(), 20);
+  EXPECT_EQ(greeters_[1]->calls.load(), 20);
 }
 
 TEST_F(ResilienceE2eTest, ABadDirectTargetIsAnInitError) {

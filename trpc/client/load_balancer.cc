@@ -18,10 +18,8 @@ class RoundRobinPicker final : public Picker {
       uint64_t c = next_.fetch_add(1, std::memory_order_relaxed);
       return static_cast<size_t>(c % n_);
     }
-    // The cursor has moved on since the first choice (maybe by other calls too): step from
-    // where it is now, which is at or after that choice.
-    uint64_t c = next_.load(std::memory_order_relaxed);
-    return static_cast<size_t>((c + in.attempt - 1) % n_);
+    // The endpoints after the first choice, in list order (the shared cursor has moved on).
+    return (in.first_index + in.attempt) % n_;
   }
 
  private:

@@ -159,6 +159,10 @@ class ServiceProxy::Impl {
   std::vector<std::weak_ptr<Backend>> all_backends_;  // every backend still alive, for Stop
   // Short connections per reactor, until they close: touched only on that reactor's thread.
   std::vector<std::unordered_map<ClientConnection*, ClientConnectionPtr>> short_conns_;
+  // Calls under a policy not finished yet, per reactor (their attempts' reactor), so that Stop
+  // can end those waiting on a timer: touched only on that reactor's thread.
+  std::vector<std::unordered_map<Op*, std::shared_ptr<Op>>> ops_;
+  std::mutex eject_mu_;  // one ejection decision at a time (the share check and the store)
   ConnectionOptions conn_options_;
   std::atomic<uint32_t> next_request_id_{0};
   uint32_t conns_per_backend_ = 1;
@@ -190,7 +194,8 @@ struct ServiceProxy::Impl::Backend {
       for (const auto& c : conns[i]) any = any || c != nullptr;
       if (!any) continue;
       std::shared_ptr<ClientConnectionPool> pool(pools[i].release());
-      model->GetReactor(i)->Post([c = std::move(conns[i]), pool] {
+      // Both go with the task, so they are destroyed on their reactor.
+      model->GetReactor(i)->Post([c = std::move(conns[i]), pool = std::move(pool)] {
         for (const auto& conn : c) {
           if (conn) conn->Close("endpoint removed");
         }
@@ -248,21 +253,26 @@ struct ServiceProxy::Impl::Op {
   ChainBuffer body;  // the message, serialized once
   int64_t deadline_ns = 0;
   Reactor* reactor = nullptr;
-  uint32_t max_attempts = 1;
-  bool retry = false;
-  bool hedge = false;
+  size_t reactor_index = 0;
+  // The two policies count apart: hedging sends at most hedge_max attempts at once (spaced by
+  // hedge_delay_ns, or at once after a retryable failure); retrying starts at most
+  // retry_max - 1 attempts after failures, when nothing else is in flight.
+  uint32_t hedge_max = 1;
+  uint32_t retry_max = 1;
   int64_t hedge_delay_ns = 0;
   uint32_t started = 0;
+  uint32_t retries = 0;
   uint32_t outstanding = 0;
   bool finished = false;
-  TimerId timer = 0;  // the pending hedge or retry
-  std::vector<const Backend*> tried;
+  TimerId timer = 0;  // the pending hedge or retry back-off
+  // Held, not just compared: a freed backend's address may be reused by a new one.
+  std::vector<std::shared_ptr<Backend>> tried;
   // Attempts in flight on multiplexed connections, to cancel the losers.
   std::vector<std::pair<std::weak_ptr<ClientConnection>, uint32_t>> live;
   Status last;  // the latest failure
 
   bool Tried(const Backend* b) const {
-    return std::find(tried.begin(), tried.end(), b) != tried.end();
+    return std::any_of(tried.begin(), tried.end(), [b](const auto& t) { return t.get() == b; });
   }
 };
 
@@ -271,6 +281,7 @@ ServiceProxy::Impl::Impl(ClientServiceConfig config, ThreadModel* model)
       model_(model),
       reactor_sets_(model->ReactorCount()),
       short_conns_(model->ReactorCount()),
+      ops_(model->ReactorCount()),
       retry_methods_(config_.retry.methods),
       hedge_methods_(config_.hedging.methods) {}
 
@@ -402,6 +413,11 @@ void ServiceProxy::Impl::Stop() {
       auto shorts = std::move(short_conns_[i]);
       short_conns_[i].clear();
       for (auto& [raw, c] : shorts) c->Close("proxy stopped");
+      // Calls between attempts (a retry's back-off, a hedge's delay) have no connection to
+      // fail them: end them here, cancelling their timers, while the proxy is alive.
+      auto ops = std::move(ops_[i]);
+      ops_[i].clear();
+      for (auto& [raw, op] : ops) FinishOp(op, Status(kClientNetworkErr, "proxy stopped"));
       done.count_down();
     });
   }
@@ -483,7 +499,26 @@ std::shared_ptr<ServiceProxy::Impl::Backend> ServiceProxy::Impl::Choose(const Ba
     if (b->ejected_until_ns.load(std::memory_order_relaxed) > now) continue;
     return set.backends[i];
   }
-  // Every alternative is ejected or tried: an ejected endpoint beats failing the call.
+  // The picker's alternatives are all ejected or tried (p2c may offer the same pair each
+  // time): look at every endpoint once, for one that is neither. Rare, so linear.
+  if (op != nullptr || untried != n) {
+    for (size_t i = 0; i < n; ++i) {
+      const Backend* b = set.backends[i].get();
+      if ((op == nullptr || !op->Tried(b)) &&
+          b->ejected_until_ns.load(std::memory_order_relaxed) <= now) {
+        return set.backends[i];
+      }
+    }
+    if (op != nullptr && untried == n) {
+      for (size_t i = 0; i < n; ++i) {
+        if (!op->Tried(set.backends[i].get())) {
+          untried = i;
+          break;
+        }
+      }
+    }
+  }
+  // Every endpoint is ejected or tried: an ejected endpoint beats failing the call.
   return set.backends[untried != n ? untried : first];
 }
 
@@ -715,14 +750,15 @@ void ServiceProxy::Impl::NoteEndpoint(Call* call, const Status& st) {
 
 void ServiceProxy::Impl::MaybeEject(Backend* b, int64_t now) {
   if (b->ejected_until_ns.load(std::memory_order_relaxed) > now) return;  // out already
+  // The share check and the ejection together, or reactors failing at once all eject.
+  std::lock_guard lock(eject_mu_);
+  if (b->ejected_until_ns.load(std::memory_order_relaxed) > now) return;
   std::shared_ptr<const BackendSet> set = set_.load(std::memory_order_acquire);
   const size_t n = set->backends.size();
   size_t out = 0;
   for (const auto& other : set->backends) {
     if (other->ejected_until_ns.load(std::memory_order_relaxed) > now) ++out;
   }
-  // The share is of the current list; two racing ejections may exceed it by one, which the
-  // next check corrects (nothing is ejected while the share is used up).
   const size_t allowed =
       std::max<size_t>(1, n * config_.outlier_ejection.max_ejection_percent / 100);
   if (n <= 1 || out >= allowed) return;
@@ -794,14 +830,20 @@ void ServiceProxy::Impl::StartAttempt(const std::shared_ptr<Op>& op) {
   call->op = op;
   ++op->started;
   ++op->outstanding;
-  op->tried.push_back(call->backend.get());
-  if (op->hedge && op->started < op->max_attempts) {
-    // The next hedge, unless a reply comes first.
+  op->tried.push_back(call->backend);
+  if (op->timer != 0) {
+    op->reactor->CancelTimer(op->timer);
+    op->timer = 0;
+  }
+  if (op->started < op->hedge_max) {
+    // The next hedge, unless a reply comes first. It fires only while this attempt (or a later
+    // one) is in flight: a call with nothing in flight has ended or is retrying.
     int64_t at = now + op->hedge_delay_ns;
     if (op->deadline_ns == 0 || at < op->deadline_ns) {
       op->timer = op->reactor->AddTimer(at, [this, op] {
         op->timer = 0;
-        if (!op->finished && budget_->TrySpend(MonotonicNanos())) StartAttempt(op);
+        if (op->finished || op->outstanding == 0) return;
+        if (budget_->TrySpend(MonotonicNanos())) StartAttempt(op);
       });
     }
   }
@@ -814,49 +856,54 @@ void ServiceProxy::Impl::OnAttemptDone(Call* call, const Status& st) {
   std::erase_if(op->live, [call](const auto& l) { return l.second == call->request_id; });
   if (op->finished) return;
   if (st.OK()) {
+    op->ctx->SetBackend(call->backend->addr);  // the attempt that won
     FinishOp(op, st);
     return;
   }
   op->last = st;
+  if (op->outstanding > 0) return;  // another attempt is on its way: it decides
   const int64_t now = MonotonicNanos();
-  const bool again = Retryable(st.GetFrameworkRetCode()) && op->started < op->max_attempts &&
-                     !stopped_.load(std::memory_order_acquire);
-  if (again && op->outstanding > 0) return;  // another attempt is on its way: it decides
-  if (again && budget_->TrySpend(now)) {
-    if (op->timer != 0) {
-      op->reactor->CancelTimer(op->timer);
-      op->timer = 0;
-    }
-    // Jittered exponential back-off: a uniform share of base * 2^(attempt - 1), capped.
-    const RetryConfig& r = config_.retry;
-    int64_t cap =
-        std::min<int64_t>(int64_t{r.backoff_base} << std::min<uint32_t>(op->started - 1, 20),
-                          r.backoff_max) *
-        kNanosPerMilli;
-    thread_local std::minstd_rand rng(std::random_device{}());
-    int64_t wait = cap > 0 ? static_cast<int64_t>(rng() % static_cast<uint64_t>(cap)) : 0;
-    if (op->deadline_ns > 0 && now + wait >= op->deadline_ns) {
-      FinishOp(op, st);
+  const bool retryable =
+      Retryable(st.GetFrameworkRetCode()) && !stopped_.load(std::memory_order_acquire);
+  if (retryable && op->started < op->hedge_max) {
+    // Hedging: a failure that may be repeated starts the next hedge at once.
+    if (budget_->TrySpend(now)) {
+      StartAttempt(op);
       return;
     }
-    if (wait == 0) {
-      StartAttempt(op);
-    } else {
-      op->timer = op->reactor->AddTimer(now + wait, [this, op] {
-        op->timer = 0;
+  } else if (retryable && op->retries + 1 < op->retry_max && budget_->TrySpend(now)) {
+    // Retrying: after a jittered exponential back-off, a uniform share of
+    // base * 2^(retry), capped at backoff_max.
+    const RetryConfig& r = config_.retry;
+    const int64_t cap =
+        std::min<int64_t>(int64_t{r.backoff_base} << std::min<uint32_t>(op->retries, 20),
+                          r.backoff_max) *
+        kNanosPerMilli;
+    thread_local std::mt19937_64 rng(std::random_device{}());
+    const int64_t wait =
+        cap > 0 ? std::uniform_int_distribution<int64_t>(0, cap - 1)(rng) : int64_t{0};
+    if (op->deadline_ns == 0 || now + wait < op->deadline_ns) {
+      ++op->retries;
+      if (op->timer != 0) op->reactor->CancelTimer(op->timer);
+      op->timer = 0;
+      if (wait == 0) {
         StartAttempt(op);
-      });
+      } else {
+        op->timer = op->reactor->AddTimer(now + wait, [this, op] {
+          op->timer = 0;
+          StartAttempt(op);
+        });
+      }
+      return;
     }
-    return;
   }
-  if (op->outstanding > 0) return;  // a hedge is still on its way
-  if (op->timer != 0) return;       // a hedge is about to go: wait for it
   FinishOp(op, st);
 }
 
 void ServiceProxy::Impl::FinishOp(const std::shared_ptr<Op>& op, const Status& st) {
   if (op->finished) return;
   op->finished = true;
+  ops_[op->reactor_index].erase(op.get());
   if (op->timer != 0) {
     op->reactor->CancelTimer(op->timer);
     op->timer = 0;
@@ -916,16 +963,18 @@ void ServiceProxy::Impl::AsyncUnaryInvoke(const ClientContextPtr& ctx,
     op->tmpl = std::move(r);
     op->deadline_ns = deadline;
     op->reactor = PickReactor();
-    op->retry = retry;
-    op->hedge = hedge;
-    op->max_attempts =
-        std::max(retry ? config_.retry.max_attempts : 1, hedge ? config_.hedging.max_attempts : 1);
+    op->reactor_index = static_cast<size_t>(model_->IndexOf(op->reactor));
+    op->retry_max = retry ? config_.retry.max_attempts : 1;
+    op->hedge_max = hedge ? config_.hedging.max_attempts : 1;
     op->hedge_delay_ns = !hedge ? 0
                          : config_.hedging.delay > 0
                              ? int64_t{config_.hedging.delay} * kNanosPerMilli
                              : latency_.Quantile(now, 0.95, kDefaultHedgeDelayNs);
     budget_->OnFirstAttempt();
-    op->reactor->RunInLoop([this, op] { StartAttempt(op); });
+    op->reactor->RunInLoop([this, op] {
+      ops_[op->reactor_index].emplace(op.get(), op);
+      StartAttempt(op);
+    });
     return;
   }
   auto call = std::make_shared<Call>();

@@ -35,7 +35,9 @@ class RetryBudget {
   bool TrySpend(int64_t now_ns) {
     std::lock_guard lock(mu_);
     if (last_refill_ns_ == 0) last_refill_ns_ = now_ns;
-    int64_t elapsed = now_ns - last_refill_ns_;
+    // Clamped so that elapsed * min_per_second_ cannot overflow: past a full cap's worth of
+    // time, more does not add anything.
+    int64_t elapsed = std::min(now_ns - last_refill_ns_, int64_t{3600} * 1'000'000'000);
     if (min_per_second_ > 0 && elapsed > 0) {
       // Whole milli-tokens only; the remainder of the time carries over.
       int64_t grant = elapsed * min_per_second_ / 1'000'000;  // ns * tokens/s -> milli-tokens
