@@ -2,14 +2,21 @@
 # The main job: sets up, builds, checks the examples on loopback in both thread models (the
 # helloworld server and client, then client -> forward server -> helloworld server; the same
 # binaries, only the YAML differs), then reproduces the seed benchmark table
-# (benchmark/seed_table.py, about 3 minutes; results in benchmark/results/latest.md).
+# (benchmark/seed_table.py, about 6 minutes on 2 cores; the table is printed and written to
+# build/results/latest.md, untracked). Arguments go to seed_table.py: --publish also updates
+# the committed benchmark/results/latest.*; --server-cpus/--client-cpus/--workers set the
+# machine's shape (docs/benchmark.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 third_party/setup.sh --with-bench
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$(nproc)" --target helloworld_server helloworld_client forward_server \
-  forward_client bench_echo_server raw_echo_server trpc_bench
+  forward_client echo_server echo_client raw_echo_server trpc_bench
+# grpc++'s echo server, for the gRPC rows, when gRPC C++ is installed (the target exists then).
+if cmake --build build --target help | grep -q '^grpc_echo_server:'; then
+  cmake --build build -j "$(nproc)" --target grpc_echo_server
+fi
 
 hw=examples/helloworld
 fw=examples/forward
@@ -45,4 +52,4 @@ for model in merge fiber; do
 done
 echo "examples: OK"
 echo "== seed table"
-python3 benchmark/seed_table.py --build build
+python3 benchmark/seed_table.py --build build "$@"

@@ -1,13 +1,20 @@
 #!/usr/bin/env python3
 """Reproduces the anchor benchmark table (docs/benchmark.md) on this machine: fiber vs merge
 as a pure echo server, as a forward proxy, and the long-tail test (fixed 10k QPS, 1% of
-requests slowed by 5 ms), plus the raw-epoll baseline.
+requests slowed by 5 ms), plus the raw-epoll baseline, gRPC rows and, with enough cores, a
+worker-scaling section.
 
-Everything runs on loopback with the framework's own load client (trpc_bench --json). Results go
-to benchmark/results/latest.{md,json} and a PNG of the long-tail latency CDFs. docs/benchmark.md
-explains the method; the settings used are printed and saved with the figures.
+Everything runs on loopback with the framework's own load client (trpc_bench --json) and the
+echo service of examples/echo. The machine's shape is a setting: which CPUs the servers and the
+load client get, how many server workers and client threads; the default adapts to the machine
+(2 cores: server on CPU 1, client on CPU 0, 1 worker; 16 or more: the anchor's 8 server workers
+on CPUs 0-7, the client on the rest). Results go to build/results/latest.{md,json} (and a PNG of
+the long-tail latency CDFs); --publish also updates the committed benchmark/results/latest.*.
+docs/benchmark.md explains the method.
 
-  benchmark/seed_table.py [--build DIR] [--quick] [--out DIR]
+  benchmark/seed_table.py [--build DIR] [--quick] [--out DIR] [--publish]
+                          [--server-cpus 0-7] [--client-cpus 8-15] [--workers N]
+                          [--client-threads N] [--tail-rounds N] [--dry-run]
 """
 
 import argparse
@@ -15,6 +22,9 @@ import datetime
 import json
 import math
 import os
+import random
+import statistics
+import urllib.request
 import shutil
 import signal
 import socket
@@ -26,7 +36,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Pinning on a 2-core machine (docs/benchmark.md): the server on CPU 1, the load client on CPU 0.
-# With fewer CPUs everything shares CPU 0 (and the table says so).
+# With fewer CPUs everything shares CPU 0 (and the table says so). Other scripts use these two;
+# the seed table itself takes its shape from Shape (settings below).
 NCPU = os.cpu_count() or 1
 SERVER_CPU = 1 if NCPU > 1 else 0
 CLIENT_CPU = 0
@@ -35,6 +46,72 @@ P999_LIMIT_US = 10_000  # "QPS at caller P999 <= 10 ms"
 TAIL_QPS = 10_000
 TAIL_RATIO = 0.01
 TAIL_DELAY = "5ms"
+TAIL_BOUND_PCT = 20.0  # the long-tail claims are judged against a 20% P99 rise
+CONNECTIONS_PER_THREAD = 100
+NOISE_LIMIT_PCT = 10.0  # baseline drift between start and end that makes figures indicative
+
+
+def parse_cpus(spec):
+    """'0-7', '1', '0,2,4-5' -> sorted list of CPU numbers."""
+    cpus = set()
+    for part in str(spec).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            cpus.update(range(int(lo), int(hi) + 1))
+        else:
+            cpus.add(int(part))
+    if not cpus:
+        raise ValueError(f"no CPUs in '{spec}'")
+    return sorted(cpus)
+
+
+def cpu_list(cpus):
+    """[0,1,2,3] -> '0-3'; [0,2] -> '0,2' (what taskset -c and trpc_bench --cpus accept)."""
+    if cpus == list(range(cpus[0], cpus[-1] + 1)) and len(cpus) > 1:
+        return f"{cpus[0]}-{cpus[-1]}"
+    return ",".join(str(c) for c in cpus)
+
+
+class Shape:
+    """Where the servers and the load client run, and how many threads each has."""
+
+    def __init__(self, server_cpus, client_cpus, workers, client_threads, longtail_pinned=True):
+        self.server_cpus = server_cpus
+        self.client_cpus = client_cpus
+        self.workers = workers
+        self.client_threads = client_threads
+        # The long-tail test needs two workers at least (one slow request must not be all).
+        self.longtail_workers = max(2, workers)
+        # On a 2-core machine the long-tail test's two workers and the client share both CPUs.
+        self.longtail_pinned = longtail_pinned
+
+    @staticmethod
+    def default(ncpu):
+        if ncpu >= 16:  # the anchor's setting: 8 server workers on 8 cores, the client on the rest
+            return Shape(list(range(8)), list(range(8, ncpu)), 8, ncpu - 8)
+        if ncpu >= 4:
+            half = ncpu // 2
+            return Shape(list(range(half)), list(range(half, ncpu)), half, ncpu - half)
+        if ncpu >= 2:
+            return Shape([1], [0], 1, 1, longtail_pinned=False)
+        return Shape([0], [0], 1, 1, longtail_pinned=False)
+
+    def describe(self):
+        return (f"server CPUs {cpu_list(self.server_cpus)} ({self.workers} worker"
+                f"{'s' if self.workers > 1 else ''}), load client CPUs "
+                f"{cpu_list(self.client_cpus)} ({self.client_threads} thread"
+                f"{'s' if self.client_threads > 1 else ''}, {CONNECTIONS_PER_THREAD} connections "
+                "each)")
+
+    def as_dict(self):
+        return {"server_cpus": cpu_list(self.server_cpus),
+                "client_cpus": cpu_list(self.client_cpus), "workers": self.workers,
+                "client_threads": self.client_threads,
+                "longtail_workers": self.longtail_workers,
+                "longtail_pinned": self.longtail_pinned}
 
 
 def log(msg):
@@ -68,11 +145,12 @@ def thread_model_yaml(model, workers):
             f"        io_handle_type: merge\n        io_thread_num: {workers}\n")
 
 
-def echo_yaml(model, workers, port, protocol="trpc"):
+def echo_yaml(model, workers, port, protocol="trpc", admin_port=0):
+    admin = f"  admin_port: {admin_port}\n" if admin_port else ""
     return thread_model_yaml(model, workers) + f"""server:
   app: bench
   server: echo
-  service:
+{admin}  service:
     - name: trpc.test.helloworld.Greeter
       protocol: {protocol}
       ip: 127.0.0.1
@@ -106,21 +184,27 @@ client:
 
 
 class Server:
-    """A server process, pinned, stopped with SIGTERM."""
+    """A server process, pinned, stopped with SIGTERM. With `record` (a list), nothing starts:
+    the command is appended to it (a dry run)."""
 
-    def __init__(self, argv, port, cpus, name):
+    def __init__(self, argv, port, cpus, name, record=None, admin_port=0):
         self.name = name
         self.port = port
+        self.admin_port = admin_port
+        self.proc = None
         cmd = ["taskset", "-c", cpus] + argv if cpus else argv
+        if record is not None:
+            record.append({"server": name, "cmd": cmd})
+            return
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         wait_listening(port, self.proc)
 
     @property
     def pid(self):
-        return self.proc.pid
+        return self.proc.pid if self.proc else 0
 
     def stop(self):
-        if self.proc.poll() is None:
+        if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=10)
@@ -129,14 +213,21 @@ class Server:
                 self.proc.wait()
 
 
+def echo_server_path(build):
+    """examples/echo's server (the benchmark's echo service)."""
+    return os.path.join(build, "examples/echo/echo_server")
+
+
 class Bench:
-    def __init__(self, build, quick, tmp):
+    def __init__(self, build, quick, tmp, shape=None, dry_run=False):
         self.build = build
         self.quick = quick
         self.tmp = tmp
+        self.shape = shape or Shape([SERVER_CPU], [CLIENT_CPU], 1, 1)
+        self.record = [] if dry_run else None  # the commands a dry run would run
         self.bin = {
             "trpc_bench": os.path.join(build, "benchmark/trpc_bench/trpc_bench"),
-            "echo": os.path.join(build, "benchmark/servers/bench_echo_server"),
+            "echo": echo_server_path(build),
             "forward": os.path.join(build, "examples/forward/forward_server"),
             "baseline": os.path.join(build, "benchmark/baseline/raw_echo_server"),
             "grpc": os.path.join(build, "benchmark/baseline/grpc_echo_server"),
@@ -151,33 +242,43 @@ class Bench:
         return path
 
     def start(self, kind, model=None, workers=1, cpus=None, backend_port=None, protocol="trpc",
-              extra=()):
+              extra=(), admin=False):
         port = free_port()
+        admin_port = free_port() if admin else 0
+        yaml = None
         if kind == "baseline":
             argv = [self.bin["baseline"], "--port", str(port), "--threads", str(workers)]
         elif kind == "grpc":
-            argv = [self.bin["grpc"], "--port", str(port)] + list(extra)
+            argv = [self.bin["grpc"], "--port", str(port), "--threads", str(workers)] + list(extra)
         elif kind == "echo":
-            argv = [self.bin["echo"], "--config",
-                    self.write(f"echo_{model}_{port}.yaml",
-                               echo_yaml(model, workers, port, protocol))]
+            yaml = echo_yaml(model, workers, port, protocol, admin_port)
+            argv = [self.bin["echo"], "--config", self.write(f"echo_{model}_{port}.yaml", yaml)]
         else:
-            argv = [self.bin["forward"], "--config",
-                    self.write(f"fwd_{model}_{port}.yaml",
-                               forward_yaml(model, workers, port, backend_port))]
-        return Server(argv, port, cpus, f"{kind}:{model}" if model else kind)
+            yaml = forward_yaml(model, workers, port, backend_port)
+            argv = [self.bin["forward"], "--config", self.write(f"fwd_{model}_{port}.yaml", yaml)]
+        name = f"{kind}:{model}" if model else kind
+        if self.record is not None:
+            self.record.append({"yaml": yaml, "for": name}) if yaml else None
+        return Server(argv, port, cpus, name, self.record, admin_port)
 
-    def load(self, server, label, func=None, qps=0, duration=None, connections=100,
-             tail_ratio=0.0, tail_kind="sleep", pid=None, cpus=str(CLIENT_CPU),
-             protocol="trpc", inflight=1):
+    def load(self, server, label, func=None, qps=0, duration=None, connections=None,
+             tail_ratio=0.0, tail_kind="sleep", pid=None, cpus="shape",
+             protocol="trpc", inflight=1, threads=None):
         out = os.path.join(self.tmp, f"run{len(self.runs)}.json")
+        if cpus == "shape":  # the load client's CPUs from the machine's shape
+            cpus = cpu_list(self.shape.client_cpus)
+        if threads is None:
+            threads = self.shape.client_threads
+        if connections is None:
+            connections = CONNECTIONS_PER_THREAD * threads
         cmd = [self.bin["trpc_bench"], "--target", f"127.0.0.1:{server.port}",
                "--protocol", protocol, "--connections", str(connections),
-               "--inflight", str(inflight), "--threads", "1",
+               "--inflight", str(inflight), "--threads", str(threads),
                "--duration", str(duration or self.duration), "--warmup", "1",
                "--payload-size", "10", "--timeout", "5000", "--quiet", "--json", out]
         if cpus:
-            cmd = ["taskset", "-c", cpus] + cmd + ["--cpus", cpus]
+            cmd = ["taskset", "-c", cpus] + cmd + [
+                "--cpus", ",".join(str(c) for c in parse_cpus(cpus))]
         if func:
             cmd += ["--func", func]
         if qps:
@@ -186,9 +287,13 @@ class Bench:
             cmd += ["--tail-ratio", str(tail_ratio), "--tail-delay", TAIL_DELAY,
                     "--tail-kind", tail_kind]
         cmd += ["--server-pid", str(pid or server.pid)]
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        with open(out) as f:
-            r = json.load(f)
+        if self.record is not None:
+            self.record.append({"load": label, "cmd": cmd})
+            r = dry_result(qps)
+        else:
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            with open(out) as f:
+                r = json.load(f)
         r["label"] = label
         self.runs.append(r)
         lat = r["latency_us"]
@@ -198,24 +303,62 @@ class Bench:
             + ("  [client-bound]" if r["client"]["bottleneck"] else ""))
         return r
 
-    def max_qps(self, server, label, func=None, pid=None):
+    def max_qps(self, server, label, func=None, pid=None, protocol="trpc"):
         """The highest offered rate whose achieved rate is >= 99% of it and whose caller P999 is
         <= 10 ms: a closed-loop run (100 connections, depth 1) finds the ceiling, then open-loop
         runs step down from 105% of it in 5% steps until one qualifies."""
-        closed = self.load(server, f"{label} closed loop", func=func, pid=pid)
+        closed = self.load(server, f"{label} closed loop", func=func, pid=pid, protocol=protocol)
         ceiling = closed["qps"]
         steps = [1.0, 0.9, 0.8, 0.65, 0.5]
         if self.quick:
             steps = [0.9, 0.6]
         for f in steps:
             rate = int(ceiling * f)
-            r = self.load(server, f"{label} open {rate}/s", func=func, qps=rate, pid=pid)
+            r = self.load(server, f"{label} open {rate}/s", func=func, qps=rate, pid=pid,
+                          protocol=protocol)
             if r["qps"] >= 0.99 * rate and r["latency_us"]["p999"] <= P999_LIMIT_US \
                     and not r["errors"]:
                 r["found_by"] = f"open loop at {f:.0%} of the closed-loop ceiling {ceiling:.0f}/s"
                 return r, closed
         closed["found_by"] = "no open-loop rate qualified; closed-loop figure shown"
         return closed, closed
+
+
+def dry_result(qps):
+    """A stand-in result for a dry run: plausible numbers that keep every later step going."""
+    rate = qps or 100000
+    return {"qps": rate, "errors": 0, "requests": rate,
+            "latency_us": {"avg": 100, "p50": 90, "p90": 120, "p99": 150, "p999": 300},
+            "server": {"cpu_us_per_request": 10.0}, "client": {"bottleneck": False,
+                                                                "warnings": []},
+            "spectrum": [[50.0, 90], [99.0, 150]]}
+
+
+def fiber_steals(server):
+    """The fiber scheduler's steal count of a server with an admin port (0 when unknown)."""
+    if server.admin_port == 0 or server.proc is None:
+        return 0
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.admin_port}/cmds/stats",
+                                    timeout=2) as f:
+            stats = json.load(f)
+    except (OSError, ValueError):
+        return 0
+    total = 0
+
+    def walk(node):
+        nonlocal total
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k == "steals" and isinstance(v, (int, float)):
+                    total += v
+                else:
+                    walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+    walk(stats)
+    return total
 
 
 def machine_info():
@@ -241,40 +384,80 @@ def pct(a, b):
     return (a - b) / b * 100.0 if b else float("nan")
 
 
+def bootstrap_ci(values, level=0.90, n=2000, seed=1):
+    """A bootstrap interval of the median of `values` (rounds resampled with replacement; a
+    fixed seed, so the same rounds give the same interval)."""
+    if len(values) < 2:
+        return (values[0], values[0]) if values else (float("nan"), float("nan"))
+    rng = random.Random(seed)
+    meds = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(n))
+    lo = meds[int((1 - level) / 2 * n)]
+    hi = meds[min(n - 1, int((1 + level) / 2 * n))]
+    return lo, hi
+
+
+def verdict(claim, lo, hi, bound=TAIL_BOUND_PCT):
+    """'met', 'missed' or 'undecided at this noise' for a claim on a rise whose interval is
+    [lo, hi]: 'le' = the rise is at most `bound` %, 'gt' = it is more than `bound` %."""
+    if claim == "le":
+        if hi <= bound:
+            return "met"
+        if lo > bound:
+            return "missed"
+    else:
+        if lo > bound:
+            return "met"
+        if hi <= bound:
+            return "missed"
+    return "undecided at this noise"
+
+
+# What each long-tail row claims (docs/benchmark.md): in the fiber model a request sleeping 5 ms
+# parks only its fiber, so the others' P99 rises by at most 20%; in the merged model it holds its
+# worker (the model's known weakness), and a CPU-bound delay holds a worker in both models.
+TAIL_CLAIMS = {("fiber", "sleep"): "le", ("merge", "sleep"): "gt",
+               ("fiber", "spin"): "gt", ("merge", "spin"): "gt"}
+
+
 def run(args):
     tmp = tempfile.mkdtemp(prefix="seed_table.")
-    b = Bench(args.build, args.quick, tmp)
+    shape = args.shape
+    b = Bench(args.build, args.quick, tmp, shape, args.dry_run)
+    scpus = cpu_list(shape.server_cpus)
+    ccpus = cpu_list(shape.client_cpus)
+    W = shape.workers
     res = {"machine": machine_info(),
-           "settings": {"server_cpu": SERVER_CPU, "client_cpu": CLIENT_CPU,
-                        "connections": 100, "inflight": 1, "payload_bytes": 10,
+           "settings": {"shape": shape.as_dict(), "server_cpu": scpus, "client_cpu": ccpus,
+                        "connections": CONNECTIONS_PER_THREAD * shape.client_threads,
+                        "inflight": 1, "payload_bytes": 10,
                         "duration_s": b.duration, "warmup_s": 1, "p999_limit_us": P999_LIMIT_US,
-                        "tail_qps": TAIL_QPS, "tail_ratio": TAIL_RATIO, "tail_delay": TAIL_DELAY},
-           "pure": {}, "forward": {}, "longtail": {}}
+                        "tail_qps": TAIL_QPS, "tail_ratio": TAIL_RATIO, "tail_delay": TAIL_DELAY,
+                        "tail_bound_pct": TAIL_BOUND_PCT},
+           "pure": {}, "grpc": {}, "forward": {}, "longtail": {}, "scaling": {}, "noise": {}}
     servers = []
     try:
-        # 1. Pure server: one worker pinned to the server CPU.
-        log("== pure server (1 worker on CPU %d, client on CPU %d)" % (SERVER_CPU, CLIENT_CPU))
-        # (The gRPC peer is not in this list: trpc_bench does not speak gRPC yet, and h2load
-        # figures are not comparable row for row. See benchmark/baseline/README.md.)
+        # 1. Pure server.
+        log(f"== pure server ({shape.describe()})")
         kinds = [("baseline", None), ("echo", "merge"), ("echo", "fiber")]
         maxima = {}
         for kind, model in kinds:
             name = model or kind
-            s = b.start(kind, model, 1, str(SERVER_CPU))
+            s = b.start(kind, model, W, scpus)
             servers.append(s)
             best, closed = b.max_qps(s, name)
             maxima[name] = best
             s.stop()
-        # Server CPU per request at one offered load for all (docs/benchmark.md): 60% of the lowest
-        # ceiling, so nobody saturates. The servers alternate (A B C A B C ...) and each figure
-        # is the median of its rounds: this machine drifts by tens of percent within minutes.
+        # Server CPU per request at one offered load for all (docs/benchmark.md): 60% of the
+        # lowest ceiling, so nobody saturates. The servers alternate (A B C A B C ...) and each
+        # figure is the median of its rounds: this machine drifts by tens of percent within
+        # minutes. The baseline's first round is also the noise guard's start.
         common = int(0.6 * min(r["qps"] for r in maxima.values()))
         rounds = 1 if args.quick else 3
         cpu = {name: [] for name in maxima}
         for i in range(rounds):
             for kind, model in kinds:
                 name = model or kind
-                s = b.start(kind, model, 1, str(SERVER_CPU))
+                s = b.start(kind, model, W, scpus)
                 servers.append(s)
                 cpu[name].append(b.load(s, f"{name} at {common}/s (CPU/request, round {i + 1})",
                                         qps=common))
@@ -286,53 +469,126 @@ def run(args):
                                                 for r in cpu[name]]}
         res["settings"]["common_load_qps"] = common
         res["settings"]["cpu_rounds"] = rounds
+        res["noise"]["baseline_start"] = cpu["baseline"][0]["server"]["cpu_us_per_request"]
 
-        # 2. Forward: client -> forward (1 worker, server CPU) -> echo backend (1 worker, merge,
-        # on the client's CPU: the proxy's own cost is what the column measures).
-        log("== forward (forward on CPU %d, echo backend and client on CPU %d)"
-            % (SERVER_CPU, CLIENT_CPU))
+        # 2. gRPC: our echo service with protocol grpc in both models, and grpc++'s
+        # completion-queue server when it was built, under the same load settings.
+        log("== gRPC (unary over h2c)")
+        grpc_kinds = [("ours grpc merge", "echo", "merge", ()),
+                      ("ours grpc fiber", "echo", "fiber", ())]
+        if b.record is not None or os.path.exists(b.bin["grpc"]):
+            grpc_kinds.append(("grpc++ async (cq)", "grpc", None, ("--mode", "cq")))
+        else:
+            res["settings"]["grpc_peer"] = "not built (libgrpc++-dev missing)"
+        saved_quick, b.quick = b.quick, True  # two open-loop steps: the rows are for comparison
+        try:
+            for label, kind, model, extra in grpc_kinds:
+                s = b.start(kind, model, W, scpus, protocol="grpc", extra=extra)
+                servers.append(s)
+                best, _ = b.max_qps(s, label, protocol="grpc")
+                at = b.load(s, f"{label} at {common}/s (CPU/request)", qps=common,
+                            protocol="grpc")
+                res["grpc"][label] = {"max": best, "at_common_load": at}
+                s.stop()
+        finally:
+            b.quick = saved_quick
+
+        # 3. Forward: client -> forward (server CPUs) -> echo backend (merge, on the client's
+        # CPUs: the proxy's own cost is what the column measures).
+        log(f"== forward (forward on CPUs {scpus}, echo backend and client on CPUs {ccpus})")
         for model in ("merge", "fiber"):
-            backend = b.start("echo", "merge", 1, str(CLIENT_CPU))
+            backend = b.start("echo", "merge", W, ccpus)
             servers.append(backend)
-            fwd = b.start("forward", model, 1, str(SERVER_CPU), backend_port=backend.port)
+            fwd = b.start("forward", model, W, scpus, backend_port=backend.port)
             servers.append(fwd)
             best, _ = b.max_qps(fwd, f"forward {model}", func="/trpc.test.forward.Forward/Route")
             res["forward"][model] = {"max": best}
             fwd.stop()
             backend.stop()
 
-        # 3. Long tail: 2 workers on both CPUs, fixed 10k QPS open loop, A (no tail) then B
-        # (1% tagged, 5 ms sleep or spin); percentiles of untagged requests only. The P99s are
-        # ~0.1 ms, where tens of µs of machine noise decide a 20% rise, so the three kinds
-        # alternate for several rounds (none, sleep, spin, none, ...) and each kind reports its
-        # median-P99 round; the rises are between those medians.
-        log("== long tail (2 workers, %d QPS, %.0f%% tagged %s)"
-            % (TAIL_QPS, TAIL_RATIO * 100, TAIL_DELAY))
-        lt_duration = 4
-        lt_rounds = 1 if args.quick else 3
+        # 4. Long tail: fixed 10k QPS open loop, A (no tail) then B (1% tagged, 5 ms sleep or
+        # spin); percentiles of untagged requests only. The P99s are ~0.1 ms, where tens of µs
+        # of machine noise decide a 20% rise, so the three kinds alternate for many rounds
+        # (none, sleep, spin, none, ...), each round's rise is taken against the same round's
+        # A, and a claim is decided only when the bootstrap interval of the median rise lies
+        # wholly on one side of the bound.
+        lw = shape.longtail_workers
+        lt_cpus = scpus if shape.longtail_pinned else None
+        lt_client = "shape" if shape.longtail_pinned else None
+        log(f"== long tail ({lw} workers, {TAIL_QPS} QPS, {TAIL_RATIO * 100:.0f}% tagged "
+            f"{TAIL_DELAY})")
+        lt_duration = 2
+        lt_rounds = args.tail_rounds or (3 if args.quick else 9)
         res["settings"]["tail_rounds"] = lt_rounds
         res["settings"]["tail_duration_s"] = lt_duration
         for model in ("merge", "fiber"):
-            s = b.start("echo", model, 2, None)
+            s = b.start("echo", model, lw, lt_cpus)
             servers.append(s)
             runs = {"none": [], "sleep": [], "spin": []}
             for i in range(lt_rounds):
                 for kind in runs:
                     tail = {} if kind == "none" else {"tail_ratio": TAIL_RATIO, "tail_kind": kind}
                     runs[kind].append(b.load(s, f"{model} tail {kind} (round {i + 1})",
-                                             qps=TAIL_QPS, duration=lt_duration, cpus=None,
+                                             qps=TAIL_QPS, duration=lt_duration, cpus=lt_client,
                                              **tail))
             entry = {}
             for kind, rs in runs.items():
                 ordered = sorted(rs, key=lambda r: r["latency_us"]["p99"])
                 entry[kind] = ordered[len(ordered) // 2]
                 entry[kind + "_p99_rounds"] = [r["latency_us"]["p99"] for r in rs]
+            for kind in ("sleep", "spin"):
+                rises = [pct(bk["latency_us"]["p99"], a["latency_us"]["p99"])
+                         for bk, a in zip(runs[kind], runs["none"])]
+                lo, hi = bootstrap_ci(rises)
+                entry[kind + "_rises"] = rises
+                entry[kind + "_rise_median"] = statistics.median(rises)
+                entry[kind + "_rise_interval"] = [lo, hi]
+                entry[kind + "_claim"] = TAIL_CLAIMS[(model, kind)]
+                entry[kind + "_verdict"] = verdict(TAIL_CLAIMS[(model, kind)], lo, hi)
             res["longtail"][model] = entry
             s.stop()
+
+        # 5. Worker scaling: 1, 2, 4, ... server workers on as many of the server CPUs, both
+        # models, with the whole client; fiber steals per second from the admin port.
+        steps = []
+        w = 1
+        while w <= len(shape.server_cpus):
+            steps.append(w)
+            w *= 2
+        if len(shape.server_cpus) < 2 or len(shape.client_cpus) < 2:
+            res["scaling"] = {"skipped": f"needs at least 2 server CPUs and 2 client CPUs (this "
+                                         f"run has {len(shape.server_cpus)} and "
+                                         f"{len(shape.client_cpus)}); see docs/benchmark.md for "
+                                         "the 16-core setting"}
+        else:
+            log(f"== worker scaling ({', '.join(map(str, steps))} workers)")
+            for model in ("merge", "fiber"):
+                res["scaling"][model] = {}
+                for w in steps:
+                    s = b.start("echo", model, w, cpu_list(shape.server_cpus[:w]),
+                                admin=(model == "fiber"))
+                    servers.append(s)
+                    t0, st0 = time.monotonic(), fiber_steals(s)
+                    best, _ = b.max_qps(s, f"{model} {w} workers")
+                    elapsed = max(time.monotonic() - t0, 1e-9)
+                    steals = (fiber_steals(s) - st0) / elapsed if model == "fiber" else None
+                    res["scaling"][model][w] = {"max": best, "steals_per_s": steals}
+                    s.stop()
+
+        # 6. Noise guard: the baseline again at the common load, as at the start.
+        s = b.start("baseline", None, W, scpus)
+        servers.append(s)
+        end = b.load(s, f"baseline at {common}/s (noise guard, end)", qps=common)
+        s.stop()
+        res["noise"]["baseline_end"] = end["server"]["cpu_us_per_request"]
+        res["noise"]["drift_pct"] = pct(res["noise"]["baseline_end"],
+                                        res["noise"]["baseline_start"])
+        res["noise"]["indicative"] = abs(res["noise"]["drift_pct"]) > NOISE_LIMIT_PCT
     finally:
         for s in servers:
             s.stop()
     res["runs"] = b.runs
+    res["dry_run_commands"] = b.record
     shutil.rmtree(tmp, ignore_errors=True)
     return res
 
@@ -345,15 +601,28 @@ def fmt_lat(r):
 
 def markdown(res):
     m, s = res["machine"], res["settings"]
+    sh = s["shape"]
     out = ["# Seed table: fiber vs merge", "",
            f"Machine: {m['cpu']}, {m['cpus']} CPUs, Linux {m['kernel']}. Commit {m['commit']}, "
            f"{m['date']}.", "",
-           f"Settings: loopback; server pinned to CPU {s['server_cpu']}, load client "
-           f"(`trpc_bench`, 1 thread) on CPU {s['client_cpu']}; 100 connections, 1 request in "
-           f"flight each, {s['payload_bytes']}-byte body; {s['duration_s']} s per run after 1 s "
-           "warm-up. Latencies in ms, measured by the caller from the intended send time "
-           "(open loop, coordinated-omission corrected).", ""]
-    out += ["## Pure server (1 worker)", "",
+           f"Shape: server on CPUs {sh['server_cpus']} ({sh['workers']} worker(s)); load client "
+           f"(`trpc_bench`) on CPUs {sh['client_cpus']} ({sh['client_threads']} thread(s)); "
+           f"{s['connections']} connections, 1 request in flight each, {s['payload_bytes']}-byte "
+           f"body; {s['duration_s']} s per run after 1 s warm-up. Latencies in ms, measured by "
+           "the caller from the intended send time (open loop, coordinated-omission corrected).",
+           ""]
+    n = res.get("noise", {})
+    if n:
+        line = (f"Noise guard: the baseline's server CPU per request was {n['baseline_start']:.2f} "
+                f"µs at the start and {n['baseline_end']:.2f} µs at the end "
+                f"({n['drift_pct']:+.1f}%).")
+        if n["indicative"]:
+            line += (f" **More than {NOISE_LIMIT_PCT:.0f}%: the machine's speed changed during "
+                     "the run, so every figure below is indicative only.**")
+        else:
+            line += f" Within {NOISE_LIMIT_PCT:.0f}%: the figures stand."
+        out += [line, ""]
+    out += [f"## Pure server ({sh['workers']} worker(s))", "",
             "| server | QPS at P999 <= 10 ms | avg | P90 | P99 | P999 | server µs/request "
             f"at {s['common_load_qps']}/s (median of {s.get('cpu_rounds', 1)} alternating rounds, "
             "min-max) | vs baseline (CPU) | how the QPS was found |",
@@ -377,7 +646,20 @@ def markdown(res):
             f"{per_round('merge', 'baseline')}; fiber/merge {per_round('fiber', 'merge')}."]
     out += ["", f"Fiber/merge server CPU per request (medians): {fiber_cpu/merge_cpu:.2f}x. "
             f"Fiber/merge QPS: {res['pure']['fiber']['max']['qps']/res['pure']['merge']['max']['qps']:.0%}.", ""]
-    out += ["## Forward (proxy, 1 worker)", "",
+    if res.get("grpc"):
+        out += [f"## gRPC (unary over h2c, {sh['workers']} worker(s), same load settings)", "",
+                "| server | QPS at P999 <= 10 ms | avg | P90 | P99 | P999 | server µs/request at "
+                f"{s['common_load_qps']}/s | vs trpc merge (CPU) |", "|---|---|---|---|---|---|---|---|"]
+        for label, e in res["grpc"].items():
+            mx, at = e["max"], e["at_common_load"]
+            cpu = at["server"]["cpu_us_per_request"]
+            bound = " (client-bound)" if mx["client"]["bottleneck"] else ""
+            out.append(f"| {label} | {mx['qps']:.0f}{bound} | {fmt_lat(mx)} | {cpu:.2f} | "
+                       f"{cpu / merge_cpu:.2f}x |")
+        if s.get("grpc_peer"):
+            out += ["", f"grpc++ row: {s['grpc_peer']}."]
+        out += [""]
+    out += [f"## Forward (proxy, {sh['workers']} worker(s))", "",
             "| model | QPS at P999 <= 10 ms | avg | P90 | P99 | P999 | server µs/request | "
             "vs pure server QPS |", "|---|---|---|---|---|---|---|---|"]
     for model, e in res["forward"].items():
@@ -385,26 +667,49 @@ def markdown(res):
         pure = res["pure"][model]["max"]["qps"]
         out.append(f"| {model} | {mx['qps']:.0f} | {fmt_lat(mx)} | "
                    f"{mx['server']['cpu_us_per_request']:.2f} | {mx['qps']/pure:.0%} |")
-    out += ["", "## Long tail (2 workers, 10k QPS; 1% of requests delayed 5 ms by the server)", "",
+    out += ["", f"## Long tail ({sh['longtail_workers']} workers, 10k QPS; 1% of requests "
+            "delayed 5 ms by the server)", "",
             "Percentiles of the untagged requests only (tagged ones are excluded by their tag). "
-            f"{s.get('tail_rounds', 1)} alternating rounds of {s.get('tail_duration_s', 6)} s per "
-            "kind (none, sleep, spin, none, ...); each row is the round with the median P99, and "
-            "the rises compare those rows. The last column lists every round's P99.",
-            "", "| model | delay kind | avg | P99 | P999 | P99 rise | P999 rise | avg rise | "
-            "P99 by round |", "|---|---|---|---|---|---|---|---|---|"]
+            f"{s.get('tail_rounds', 1)} alternating rounds of {s.get('tail_duration_s', 2)} s per "
+            "kind (none, sleep, spin, none, ...). Each round's rise compares its P99 with the same "
+            "round's 'none'; the row gives the median rise and a bootstrap 90% interval of it "
+            f"over the rounds, and judges the row's claim against {s['tail_bound_pct']:.0f}%: "
+            "met or missed when the whole interval is on one side, else undecided at this noise. "
+            "Latency columns are from the round with the median P99.",
+            "", "| model | delay kind | avg | P99 | P999 | claim | median P99 rise | 90% interval "
+            "| verdict | P99 by round |", "|---|---|---|---|---|---|---|---|---|---|"]
+    claim_text = {"le": f"rise ≤ {s['tail_bound_pct']:.0f}%",
+                  "gt": f"rise > {s['tail_bound_pct']:.0f}%"}
     for model, e in res["longtail"].items():
         a = e["none"]["latency_us"]
         by_round = lambda kind: ", ".join(f"{v / 1000:.3f}"
                                           for v in e.get(kind + "_p99_rounds", []))
         out.append(f"| {model} | none | {a['avg']/1000:.3f} | {a['p99']/1000:.3f} | "
-                   f"{a['p999']/1000:.3f} | | | | {by_round('none')} |")
+                   f"{a['p999']/1000:.3f} | | | | | {by_round('none')} |")
         for kind in ("sleep", "spin"):
             bl = e[kind]["latency_us"]
+            lo, hi = e[kind + "_rise_interval"]
             out.append(f"| {model} | {kind} | {bl['avg']/1000:.3f} | {bl['p99']/1000:.3f} | "
-                       f"{bl['p999']/1000:.3f} | {pct(bl['p99'], a['p99']):+.1f}% | "
-                       f"{pct(bl['p999'], a['p999']):+.1f}% | {pct(bl['avg'], a['avg']):+.1f}% | "
-                       f"{by_round(kind)} |")
-    out += ["", "Anchor (docs/benchmark.md, 8 EPYC cores): pure fiber 508k / merge 578k QPS; forward "
+                       f"{bl['p999']/1000:.3f} | {claim_text[e[kind + '_claim']]} | "
+                       f"{e[kind + '_rise_median']:+.1f}% | {lo:+.1f}% .. {hi:+.1f}% | "
+                       f"**{e[kind + '_verdict']}** | {by_round(kind)} |")
+    out += [""]
+    sc = res.get("scaling", {})
+    out += ["## Worker scaling", ""]
+    if "skipped" in sc:
+        out += [f"Skipped: {sc['skipped']}.", ""]
+    else:
+        out += ["| model | workers | QPS at P999 <= 10 ms | P999 | server µs/request | "
+                "steals/s |", "|---|---|---|---|---|---|"]
+        for model, steps in sc.items():
+            for w, e in steps.items():
+                mx = e["max"]
+                steals = "" if e["steals_per_s"] is None else f"{e['steals_per_s']:.0f}"
+                out.append(f"| {model} | {w} | {mx['qps']:.0f} | "
+                           f"{mx['latency_us']['p999']/1000:.2f} | "
+                           f"{mx['server']['cpu_us_per_request']:.2f} | {steals} |")
+        out += [""]
+    out += ["Anchor (docs/benchmark.md, 8 EPYC cores): pure fiber 508k / merge 578k QPS; forward "
             "207k both; long tail P99 rise fiber +38.9%, merge +376%.", "",
             "![long-tail latency CDFs](latest_longtail.png)", ""]
     warnings = [f"- {r['label']}: " + "; ".join(r["client"]["warnings"])
@@ -452,19 +757,54 @@ plot {plots}
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "benchmark/results"))
+    ap.add_argument("--out", default=None,
+                    help="where the table goes (default: <build>/results, untracked)")
+    ap.add_argument("--publish", action="store_true",
+                    help="also update the committed benchmark/results/latest.* and plot")
     ap.add_argument("--quick", action="store_true", help="shorter runs (a smoke test)")
+    ap.add_argument("--server-cpus", help="CPUs of the servers, e.g. 0-7 (default: by machine)")
+    ap.add_argument("--client-cpus", help="CPUs of the load client, e.g. 8-15")
+    ap.add_argument("--workers", type=int, help="server workers (default: one per server CPU)")
+    ap.add_argument("--client-threads", type=int,
+                    help="load-client threads (default: one per client CPU)")
+    ap.add_argument("--tail-rounds", type=int, default=0,
+                    help="alternating long-tail rounds per kind (default 9; --quick 3)")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="print the commands (and server YAML) it would run, run nothing")
     args = ap.parse_args()
+    shape = Shape.default(NCPU)
+    if args.server_cpus or args.client_cpus or args.workers or args.client_threads:
+        server = parse_cpus(args.server_cpus) if args.server_cpus else shape.server_cpus
+        client = parse_cpus(args.client_cpus) if args.client_cpus else shape.client_cpus
+        workers = args.workers or len(server)
+        threads = args.client_threads or len(client)
+        # Explicit CPUs: everything pinned, the long-tail test included.
+        shape = Shape(server, client, workers, threads)
+    args.shape = shape
     res = run(args)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "latest.json"), "w") as f:
-        json.dump(res, f, indent=1)
+    if args.dry_run:
+        markdown(res)  # the table's code runs on the stand-in results too
+        for c in res["dry_run_commands"]:
+            if "yaml" in c:
+                print(f"# yaml for {c['for']}:\n" + "\n".join("#   " + l for l in
+                                                             c["yaml"].splitlines()))
+            else:
+                print(("server: " if "server" in c else "load:   ") + " ".join(c["cmd"]))
+        return
+    outs = [args.out or os.path.join(args.build, "results")]
+    if args.publish:
+        outs.append(os.path.join(ROOT, "benchmark/results"))
     md = markdown(res)
-    with open(os.path.join(args.out, "latest.md"), "w") as f:
-        f.write(md)
-    with tempfile.TemporaryDirectory() as tmp:
-        plot(res, os.path.join(args.out, "latest_longtail.png"), tmp)
+    for out in outs:
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "latest.json"), "w") as f:
+            json.dump(res, f, indent=1)
+        with open(os.path.join(out, "latest.md"), "w") as f:
+            f.write(md)
+        with tempfile.TemporaryDirectory() as tmp:
+            plot(res, os.path.join(out, "latest_longtail.png"), tmp)
     print(md)
+    log("wrote " + " and ".join(f"{o}/latest.{{md,json}}" for o in outs))
 
 
 if __name__ == "__main__":
