@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Instructions per request of a one-worker server under callgrind (user space only, so the
-# figure does not move with the machine's noise). For each of trpc echo (bench_echo_server,
-# loaded by trpc_bench) and http_hello (loaded by wrk), each thread model and each depth, it
-# starts the server under valgrind, zeroes its counters once it listens, drives the load, dumps
-# the counters (callgrind_control) and divides the Ir of that window by the requests the client
+# Instructions per request of a one-worker server under callgrind (user space only, so the figure
+# does not move with the machine's noise). For each of trpc echo (examples/echo's echo_server,
+# loaded by trpc_bench) and http_hello (loaded by wrk), each thread model and each depth, it starts
+# the server under valgrind, zeroes its counters once it listens, drives the load, dumps the
+# counters (callgrind_control) and divides the Ir of that window by the requests the client
 # completed: start-up and shutdown are not counted, so the figure does not depend on how many
 # requests the (slowed-down) server answered.
 #
@@ -44,8 +44,8 @@ run_one() {
   yaml=$work/$kind-$model.yaml
   out=$work/callgrind.$kind.$model.$depth
   if [ "$kind" = trpc ]; then
-    one_worker_yaml "benchmark/servers/echo_$model.yaml" "$port" "$yaml"
-    server=$build/benchmark/servers/bench_echo_server
+    one_worker_yaml "examples/echo/server_$model.yaml" "$port" "$yaml"
+    server=$build/examples/echo/echo_server
   else
     one_worker_yaml "examples/http_hello/server_$model.yaml" "$port" "$yaml"
     server=$build/examples/http_hello/http_hello_server

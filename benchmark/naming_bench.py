@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """The per-call cost of a registry-selected callee against a fixed list, in the forward benchmark.
 
-Starts an etcd (loopback, temporary data dir) and bench_echo_server (merged model, registered
-with etcd), then alternates rounds of forward_server (merged model, one worker) calling the echo
-server through a `direct` target and through the `etcd` selector, each loaded by trpc_bench in a
-closed loop. Prints QPS and the forward server's CPU per request of every round, their medians,
-and the difference. Needs a Release build (build/) and etcd (third_party/setup.sh
+Starts an etcd (loopback, temporary data dir) and echo_server (examples/echo, merged model,
+registered with etcd), then alternates rounds of forward_server (merged model, one worker) calling
+the echo server through a `direct` target and through the `etcd` selector, each loaded by
+trpc_bench in a closed loop. Prints QPS and the forward server's CPU per request of every round,
+their medians, and the difference. Needs a Release build (build/) and etcd (third_party/setup.sh
 --with-test-tools). Server processes on CPU 1, trpc_bench on CPU 0, as the seed table.
 
   benchmark/naming_bench.py [--rounds 3] [--duration 5] [--build build]
@@ -95,7 +95,7 @@ plugins:
   registry:
     etcd: {{endpoints: "{endpoint}"}}
 """)
-        echo = subprocess.Popen(["taskset", "-c", "1", f"{build}/benchmark/servers/bench_echo_server",
+        echo = subprocess.Popen(["taskset", "-c", "1", f"{build}/examples/echo/echo_server",
                                  "--config", echo_yaml], stdout=subprocess.PIPE, text=True)
         procs.append(echo)
         echo_addr = wait_line(echo, "ready on").split("ready on ")[1]

@@ -64,7 +64,7 @@ class Runner:
         path = os.path.join(self.tmp, f"{model}_{limit}.yaml")
         with open(path, "w") as f:
             f.write(server_yaml(model, port, limit))
-        argv = [os.path.join(self.build, "benchmark/servers/bench_echo_server"), "--config", path]
+        argv = [os.path.join(self.build, "examples/echo/echo_server"), "--config", path]
         return Server(argv, port, str(SERVER_CPU), f"{model}/{limit}")
 
     def load(self, server, kind, qps, seconds, warmup=1, connections=64, inflight=8,

@@ -4,7 +4,7 @@
 #
 #   benchmark/soak.sh [--build DIR] [--minutes N] [--out DIR]     (default: build, 30, build/results)
 #
-# - bench_echo_server (trpc, fiber model) with the admin service: trpc_bench sends a mix at a
+# - echo_server (examples/echo; trpc, fiber model) with the admin service: trpc_bench sends a mix at a
 #   quarter of its measured capacity: fast echoes, 5% of calls that sleep 20 ms, 1% that spin
 #   2 ms, and, from a second client, calls to a method that does not exist (expected ret 12).
 # - http_hello_server (HTTP/1.1, merged model): GET /hello with keep-alive and pipelining, and
@@ -80,7 +80,7 @@ plugins:
   log:
     level: error
 EOF
-taskset -c 1 "$build/benchmark/servers/bench_echo_server" --config "$tmp/echo.yaml" >/dev/null &
+taskset -c 1 "$build/examples/echo/echo_server" --config "$tmp/echo.yaml" >/dev/null &
 echo_pid=$!; pids+=("$echo_pid")
 taskset -c 1 "$build/examples/http_hello/http_hello_server" --config "$tmp/http.yaml" >/dev/null &
 http_pid=$!; pids+=("$http_pid")

@@ -1,6 +1,7 @@
 // grpc_echo_server [--port P] [--mode callback|cq] [--threads N]: the peer users pick instead,
 // serving the same Greeter (examples/helloworld/helloworld.proto) over gRPC with Debian's gRPC C++:
-// SayHello replies with the request's msg unchanged, like bench_echo_server. Two ways to serve it:
+// SayHello replies with the request's msg unchanged, like examples/echo's echo_server. Two ways to
+// serve it:
 //
 // - `--mode callback` (default): the callback API, the one gRPC recommends for new servers; gRPC
 //   runs the handlers on its own thread pool.

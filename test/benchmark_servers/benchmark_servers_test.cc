@@ -1,9 +1,8 @@
 // The benchmark's servers, run as the benchmarks run them (subprocesses on loopback, free ports)
 // and called through the framework's generated client: raw_echo_server (benchmark/baseline) and
-// bench_echo_server (benchmark/servers) must echo HelloRequest.msg exactly, match 1000
-// concurrent replies to their calls, and bench_echo_server must delay exactly the requests
-// tagged with `trpc-bench-tail`, parking only them in the fiber model and holding its worker in
-// the merged model.
+// echo_server (examples/echo) must echo HelloRequest.msg exactly, match 1000 concurrent replies
+// to their calls, and echo_server must delay exactly the requests tagged with `trpc-bench-tail`,
+// parking only them in the fiber model and holding its worker in the merged model.
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -34,7 +33,7 @@ using helloworld::HelloRequest;
 
 constexpr char kTailKey[] = "trpc-bench-tail";
 
-// bench_echo_server on a free port, with a config written for it.
+// echo_server on a free port, with a config written for it.
 std::string StartBenchEchoServer(ChildServer* server, const std::string& model, int workers) {
   std::string threadmodel = model == "fiber"
                                 ? fmt::format(
@@ -99,7 +98,7 @@ class BenchmarkServersTest : public ::testing::Test {
     return proxy;
   }
 
-  // Starts bench_echo_server and returns a proxy to it (null, with a failure, if it did not start).
+  // Starts echo_server and returns a proxy to it (null, with a failure, if it did not start).
   static std::shared_ptr<GreeterServiceProxy> StartBenchEcho(ChildServer* server,
                                                              const std::string& model,
                                                              int workers) {

@@ -1,7 +1,7 @@
 // Service discovery end to end: servers register with a real etcd (started by the test on
 // loopback ports, with a temporary data dir), a client finds them through the etcd selector and
 // balances, retries and hedges across them. In-process servers for the balancing cases; child
-// processes (bench_echo_server) where a server must die or stop on its own.
+// processes (examples/echo's echo_server) where a server must die or stop on its own.
 //
 // Skipped, saying so, when etcd is not installed (third_party/setup.sh --with-test-tools
 // installs it).
@@ -118,7 +118,7 @@ class NamingE2eTest : public ::testing::Test {
     return a.ToString();
   }
 
-  // A bench_echo_server child registered with etcd (fiber model); returns its "ip:port".
+  // An echo_server child registered with etcd (fiber model); returns its "ip:port".
   std::string StartChild(const std::string& extra_server_keys = "") {
     std::string path = etcd_.dir() + "/child" + std::to_string(children_.size()) + ".yaml";
     std::ofstream(path) << "global:\n  threadmodel:\n    fiber:\n      - instance_name: f\n"

@@ -1,4 +1,4 @@
-// bench_echo_server --config FILE: the benchmark's echo service. Serves
+// echo_server --config FILE: the echo service the benchmarks load. Serves
 // trpc.test.helloworld.Greeter in the thread model the config chooses; SayHello replies with the
 // request's msg unchanged (no "Hello, " prefix, so request and reply bodies are the same bytes).
 //
@@ -13,7 +13,7 @@
 // not on another, as a backend's own hiccups are.
 // A malformed value is ignored (the request is answered at once) and logged, rate-limited.
 //
-// Prints "bench_echo_server ready on IP:PORT" once serving (the bound port, so a config may say
+// Prints "echo_server ready on IP:PORT" once serving (the bound port, so a config may say
 // port 0), then runs until SIGINT or SIGTERM.
 
 #include <charconv>
@@ -103,7 +103,7 @@ class EchoGreeter final : public trpc::test::helloworld::Greeter {
         Tail tail = ParseTail(it->second);
         if (tail.kind == TailKind::kNone) {
           TRPC_LOG_EVERY_MS(trpc::log::Level::kWarn, 1000,
-                            "bench_echo_server: ignoring malformed {} '{}' (want sleep:<us> or "
+                            "echo_server: ignoring malformed {} '{}' (want sleep:<us> or "
                             "spin:<us>, at most {} us, optionally @<percent>)",
                             kTailKey, it->second, kMaxTailMicros);
         }
@@ -115,7 +115,7 @@ class EchoGreeter final : public trpc::test::helloworld::Greeter {
   }
 };
 
-class BenchEchoServer final : public trpc::TrpcApp {
+class EchoServer final : public trpc::TrpcApp {
  protected:
   int Initialize() override {
     RegisterService(std::string(kServiceName), std::make_shared<EchoGreeter>());
@@ -126,7 +126,7 @@ class BenchEchoServer final : public trpc::TrpcApp {
 }  // namespace
 
 int main(int argc, char** argv) {
-  BenchEchoServer app;
+  EchoServer app;
   if (int rc = app.Main(argc, argv); rc != 0) return rc;
   trpc::NetAddress addr;
   if (!app.GetServer()->GetAddress(std::string(kServiceName), &addr)) {
@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
     app.Wait();
     return 1;
   }
-  std::printf("bench_echo_server ready on %s\n", addr.ToString().c_str());
+  std::printf("echo_server ready on %s\n", addr.ToString().c_str());
   std::fflush(stdout);
   app.Wait();
   return 0;
