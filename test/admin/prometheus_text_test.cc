@@ -36,7 +36,7 @@ ServerMetrics Sample() {
   meth.latency_sum_ns = 1'500'000;
   meth.errors = {{"func", 1}};
   s.methods.emplace_back().name = "GET /a \"b\"";
-  m.thread_models.push_back({"w", "fiber", 2, true, 5, 1});
+  m.thread_models.push_back({"w", "fiber", 2, true, 5, 1, 9, 4});
   m.buffers = {33554432, 1234, 7, 3, 2};
   return m;
 }
@@ -76,6 +76,10 @@ TEST(PrometheusTextTest, FamiliesAndSamples) {
   EXPECT_TRUE(Has(t, R"(trpc_threadmodel_workers{threadmodel="w",type="fiber"} 2)"));
   EXPECT_TRUE(Has(t, R"(trpc_fibers_alive{threadmodel="w"} 5)"));
   EXPECT_TRUE(Has(t, R"(trpc_fiber_run_queue_depth{threadmodel="w"} 1)"));
+  EXPECT_TRUE(Has(t, "# TYPE trpc_fiber_steals_total counter"));
+  EXPECT_TRUE(Has(t, R"(trpc_fiber_steals_total{threadmodel="w"} 9)"));
+  EXPECT_TRUE(Has(t, "# TYPE trpc_fiber_remote_steals_total counter"));
+  EXPECT_TRUE(Has(t, R"(trpc_fiber_remote_steals_total{threadmodel="w"} 4)"));
   EXPECT_TRUE(Has(t, "process_cpu_seconds_total 1.5"));
   EXPECT_TRUE(Has(t, "process_resident_memory_bytes 4096"));
   EXPECT_TRUE(Has(t, "trpc_server_buffered_bytes 1234")) << t;
@@ -160,7 +164,7 @@ TEST(StatsJsonTest, SameNumbers) {
                   std::to_string(m.buffers.closed_over_limit) + R"(,"memory_releases_total":)" +
                   std::to_string(m.buffers.memory_releases) +
                   R"(},"threadmodels":[{"name":"w","type":"fiber","workers":2,)"
-                  R"("fibers_alive":5,"run_queue_depth":1}],)"
+                  R"("fibers_alive":5,"run_queue_depth":1,"steals":9,"remote_steals":4}],)"
                   R"("process":{"cpu_seconds_total":1.5,"resident_memory_bytes":4096}})"
                   "\n"))
       << j;

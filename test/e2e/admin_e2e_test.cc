@@ -52,6 +52,7 @@ extern "C" const char* __tsan_default_suppressions() {
 #include "trpc/base/version.h"
 #include "trpc/client/service_proxy.h"
 #include "trpc/config/config.h"
+#include "trpc/fiber/fiber.h"
 #include "trpc/runtime/runtime.h"
 #include "trpc/server/server.h"
 
@@ -105,6 +106,24 @@ bool FiberModel() {
 std::atomic<int> g_blocked{0};
 std::atomic<bool> g_release{false};
 
+// "steal" (fiber model): queues a fiber on the handler's own worker, then blocks that worker's
+// thread until the fiber has run: only another worker can run it, by stealing it. Ret 8 when
+// it did not run within 10 s.
+Status QueueAFiberAndBlockUntilItRuns() {
+  auto ran = std::make_shared<std::atomic<bool>>(false);
+  if (!fiber::StartFiberDetached([ran] {
+        ran->store(true);
+        ran->notify_all();
+      })) {
+    return Status(0, 8, "no scheduler");
+  }
+  int64_t deadline = MonotonicMillis() + 10'000;
+  while (!ran->load() && MonotonicMillis() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the thread, not the fiber
+  }
+  return ran->load() ? kSuccStatus : Status(0, 8, "the queued fiber did not run");
+}
+
 // SayHello by message: "fail" answers with the handler's own code 7; "throw" throws (ret 31);
 // "block" holds its worker thread (not just its fiber) until g_release; others say hello.
 class TestGreeter final : public Greeter {
@@ -112,6 +131,7 @@ class TestGreeter final : public Greeter {
   Status SayHello(ServerContextPtr, const HelloRequest* req, HelloReply* rsp) override {
     if (req->msg() == "fail") return Status(0, 7, "no");
     if (req->msg() == "throw") throw std::runtime_error("on purpose");
+    if (req->msg() == "steal") return QueueAFiberAndBlockUntilItRuns();
     if (req->msg() == "block") {
       g_blocked.fetch_add(1);
       g_release.wait(false);  // a futex wait: the thread itself blocks
@@ -172,6 +192,43 @@ double Sample(const std::string& text, const std::string& series) {
   size_t at = ("\n" + text).find(prefix);
   if (at == std::string::npos) return -1;
   return std::strtod(text.c_str() + at + prefix.size() - 1, nullptr);
+}
+
+// The decimal digits at `pos` of `s` up to `end` (a newline or a JSON delimiter) as a
+// non-negative integer, or -1 when there are none or something else is there.
+int64_t Digits(const std::string& s, size_t pos, std::string_view ends) {
+  if (pos >= s.size()) return -1;
+  size_t stop = s.find_first_of(ends, pos);
+  if (stop == std::string::npos) stop = s.size();
+  if (stop == pos || stop - pos > 18) return -1;
+  int64_t v = 0;
+  for (size_t i = pos; i < stop; ++i) {
+    if (s[i] < '0' || s[i] > '9') return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  return v;
+}
+
+// The value of a counter's sample line `series` as a non-negative integer; -1 when the line is
+// missing or its value is not one.
+int64_t Counter(const std::string& text, const std::string& series) {
+  std::string prefix = "\n" + series + " ";
+  std::string t = "\n" + text;
+  size_t at = t.find(prefix);
+  return at == std::string::npos ? -1 : Digits(t, at + prefix.size(), "\n");
+}
+
+// The value of `"key":` in the JSON object starting at `from` of `j` (first occurrence) as a
+// non-negative integer, or -1.
+int64_t JsonCount(const std::string& j, size_t from, const std::string& key) {
+  std::string k = "\"" + key + "\":";
+  size_t at = from == std::string::npos ? from : j.find(k, from);
+  return at == std::string::npos ? -1 : Digits(j, at + k.size(), ",}");
+}
+
+// The fiber figures of thread model `name` in /cmds/stats's JSON.
+size_t ThreadModelEntry(const std::string& j, const std::string& name) {
+  return j.find(R"({"name":")" + name + R"(","type":)");
 }
 
 std::string MethodLabels(const std::string& method) {
@@ -351,8 +408,17 @@ TEST_F(AdminE2eTest, MetricsCountRequestsErrorsAndLatency) {
   if (FiberModel()) {
     EXPECT_GE(Sample(text, "trpc_fibers_alive{threadmodel=\"admin_server\"}"), 0);
     EXPECT_GE(Sample(text, "trpc_fiber_run_queue_depth{threadmodel=\"admin_server\"}"), 0);
+    // Counters since the model started: present with a whole value (0 is possible here).
+    EXPECT_NE(text.find("# TYPE trpc_fiber_steals_total counter\n"), std::string::npos) << text;
+    int64_t steals = Counter(text, "trpc_fiber_steals_total{threadmodel=\"admin_server\"}");
+    int64_t remote = Counter(text, "trpc_fiber_remote_steals_total{threadmodel=\"admin_server\"}");
+    EXPECT_GE(steals, 0) << text;
+    EXPECT_GE(remote, 0) << text;
+    EXPECT_LE(remote, steals) << text;  // a part of them (one group here: 0)
   } else {
     EXPECT_EQ(text.find("trpc_fibers_alive"), std::string::npos);
+    EXPECT_EQ(text.find("trpc_fiber_steals_total"), std::string::npos);
+    EXPECT_EQ(text.find("trpc_fiber_remote_steals_total"), std::string::npos);
   }
   // The admin service counts itself: this scrape is not in yet, the next one sees it.
   std::string admin_metrics = "service=\"trpc.admin\",method=\"GET /metrics\"";
@@ -400,6 +466,15 @@ TEST_F(AdminE2eTest, StatsJsonHasTheSameNumbers) {
   EXPECT_NE(j.find(R"("connections":1,"connections_accepted_total":1,)"), std::string::npos) << j;
   EXPECT_NE(j.find(R"("process":{"cpu_seconds_total":)"), std::string::npos) << j;
   EXPECT_EQ(j.find("fibers_alive") != std::string::npos, FiberModel()) << j;
+  EXPECT_EQ(j.find("\"steals\":") != std::string::npos, FiberModel()) << j;
+  if (FiberModel()) {
+    size_t server = ThreadModelEntry(j, "admin_server");
+    ASSERT_NE(server, std::string::npos) << j;
+    EXPECT_GE(JsonCount(j, server, "run_queue_depth"), 0) << j;
+    EXPECT_GE(JsonCount(j, server, "steals"), 0) << j;
+    EXPECT_GE(JsonCount(j, server, "remote_steals"), 0) << j;
+    EXPECT_LE(JsonCount(j, server, "remote_steals"), JsonCount(j, server, "steals")) << j;
+  }
   if (HaveTool("python3")) {  // well-formed JSON
     std::string path = TempFile("admin_e2e_stats.json");
     std::ofstream(path) << j;
@@ -565,6 +640,52 @@ TEST_F(AdminE2eTest, AnswersWhileEveryWorkerIsBlocked) {
   std::string text = Metrics();
   EXPECT_EQ(Sample(text, "trpc_server_requests_total{" + MethodLabels(kSayHello) + "}"),
             2 * kServerWorkers);
+}
+
+// trpc_fiber_steals_total and /cmds/stats's "steals" count a fiber that only a steal could run:
+// a handler queues one on its own worker and blocks that worker's thread until it has run.
+// Then a burst of calls on two connections; the counters never go backwards.
+TEST_F(AdminE2eTest, FiberStealsAreCounted) {
+  if (!FiberModel()) GTEST_SKIP() << "fiber model only";
+  const std::string steals_series = "trpc_fiber_steals_total{threadmodel=\"admin_server\"}";
+  const std::string remote_series = "trpc_fiber_remote_steals_total{threadmodel=\"admin_server\"}";
+  std::string text = Metrics();
+  int64_t before = Counter(text, steals_series);
+  int64_t remote_before = Counter(text, remote_series);
+  ASSERT_GE(before, 0) << text;
+  ASSERT_GE(remote_before, 0) << text;
+
+  auto proxy = NewProxy();
+  Status st = Call(*proxy, "steal");
+  ASSERT_TRUE(st.OK()) << st.ToString();
+  text = Metrics();
+  int64_t after = Counter(text, steals_series);
+  EXPECT_GT(after, before) << text;
+  EXPECT_GE(Counter(text, remote_series), remote_before) << text;  // one group: 0 both times
+  EXPECT_LE(Counter(text, remote_series), after) << text;
+
+  auto other = NewProxy();
+  std::vector<std::future<bool>> burst;
+  for (auto& p : {proxy, other}) {
+    burst.push_back(std::async(std::launch::async, [this, p] {
+      for (int i = 0; i < 200; ++i) {
+        if (!Call(*p, "hi").OK()) return false;
+      }
+      return true;
+    }));
+  }
+  for (auto& b : burst) EXPECT_TRUE(b.get());
+
+  HttpReply r = Http(admin_, "GET", "/cmds/stats");
+  ASSERT_EQ(r.status, 200);
+  size_t server = ThreadModelEntry(r.body, "admin_server");
+  ASSERT_NE(server, std::string::npos) << r.body;
+  int64_t json_steals = JsonCount(r.body, server, "steals");
+  int64_t json_remote = JsonCount(r.body, server, "remote_steals");
+  EXPECT_GE(json_steals, after) << r.body;
+  EXPECT_GE(json_remote, 0) << r.body;
+  EXPECT_LE(json_remote, json_steals) << r.body;
+  EXPECT_GE(Counter(Metrics(), steals_series), json_steals);
 }
 
 // server.admin_port from the config (rather than EnableAdmin); 0 there means no admin service.

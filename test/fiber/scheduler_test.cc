@@ -162,7 +162,9 @@ TEST_F(SchedulerTest, IdleWorkersStealFromALoadedOne) {
   loader.Join();
   EXPECT_EQ(done.load(), kFibers);
   EXPECT_GE(threads.size(), 2u) << "no other worker took any of the loaded worker's fibers";
-  EXPECT_GT(sched_->Stats().steals, 0u);
+  SchedulerStats st = sched_->Stats();
+  EXPECT_GT(st.steals, 0u);
+  EXPECT_EQ(st.remote_steals, 0u);  // one scheduling group: every steal is a sibling's
 }
 
 TEST_F(SchedulerTest, ProducerConsumerThroughResumeNeverLosesAWakeUp) {

@@ -213,6 +213,18 @@ std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process
         w.Sample("trpc_fiber_run_queue_depth", Label("threadmodel", t.name), t.run_queue_depth);
       }
     }
+    w.Family("trpc_fiber_steals_total", "counter",
+             "Fibers an idle worker took from another worker or scheduling group.");
+    for (const auto& t : m.thread_models) {
+      if (t.has_fibers) w.Sample("trpc_fiber_steals_total", Label("threadmodel", t.name), t.steals);
+    }
+    w.Family("trpc_fiber_remote_steals_total", "counter",
+             "Fibers an idle worker took from another scheduling group (part of the steals).");
+    for (const auto& t : m.thread_models) {
+      if (t.has_fibers) {
+        w.Sample("trpc_fiber_remote_steals_total", Label("threadmodel", t.name), t.remote_steals);
+      }
+    }
   }
 
   if (process != nullptr) {

@@ -98,8 +98,9 @@ std::string StatsJson(const ServerMetrics& m, const ProcessMetrics* process) {
     fmt::format_to(it, R"({}{{"name":{},"type":{},"workers":{})", i ? "," : "", JsonString(t.name),
                    JsonString(t.type), t.workers);
     if (t.has_fibers) {
-      fmt::format_to(it, R"(,"fibers_alive":{},"run_queue_depth":{})", t.fibers_alive,
-                     t.run_queue_depth);
+      fmt::format_to(it,
+                     R"(,"fibers_alive":{},"run_queue_depth":{},"steals":{},"remote_steals":{})",
+                     t.fibers_alive, t.run_queue_depth, t.steals, t.remote_steals);
     }
     out += '}';
   }

@@ -120,8 +120,11 @@ SchedulerStats Scheduler::Stats() const {
   for (Worker* w : workers_) {
     s.fibers_started += w->started_.load(std::memory_order_relaxed);
     s.fibers_finished += w->finished_.load(std::memory_order_relaxed);
-    s.steals += w->steals_.load(std::memory_order_relaxed);
-    s.remote_steals += w->remote_steals_.load(std::memory_order_relaxed);
+    // A worker counts its steals within the group and from other groups apart; `steals` is
+    // both, so that `remote_steals` is a part of it (summed here, not on the steal path).
+    uint64_t remote = w->remote_steals_.load(std::memory_order_relaxed);
+    s.steals += w->steals_.load(std::memory_order_relaxed) + remote;
+    s.remote_steals += remote;
     s.parks += w->parks_.load(std::memory_order_relaxed);
   }
   for (const auto& g : groups_) s.run_queue_depth += g->QueuedCount();

@@ -63,10 +63,18 @@ struct SchedulerOptions {
 size_t UsableCpuCount();
 
 /// Counters for observability; summed over workers on read, so approximate while running.
+///
+/// Memory ordering: each counter is an atomic written by its own worker alone, with relaxed
+/// stores (no read-modify-write); Stats() sums relaxed loads of them and may be called from any
+/// thread at any time (an admin scrape, a test). Each load is free of data races and sees some
+/// recent value, and a counter never goes backwards; but the sum is not a snapshot (the workers
+/// are read one after another) and orders nothing with the fibers counted. Within one call,
+/// remote_steals <= steals (each worker's remote count is loaded once and added to both).
 struct SchedulerStats {
   uint64_t fibers_started = 0;
   uint64_t fibers_finished = 0;
-  uint64_t steals = 0;         // fibers taken from another worker's deque
+  uint64_t steals = 0;         // fibers an idle worker took from elsewhere: from a sibling's
+                               // deque, or from another scheduling group (queue or deque)
   uint64_t remote_steals = 0;  // ... of those, from another scheduling group
   uint64_t parks = 0;          // times a worker went to sleep
   size_t run_queue_depth = 0;  // fibers queued but not running, now

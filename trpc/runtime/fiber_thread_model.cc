@@ -154,6 +154,10 @@ bool FiberThreadModel::GetFiberStats(FiberStats* out) const {
   // Relaxed sums over the workers: a fiber's finish may be seen before its start.
   out->alive = st.fibers_started > st.fibers_finished ? st.fibers_started - st.fibers_finished : 0;
   out->run_queue_depth = st.run_queue_depth;
+  // Relaxed loads of per-worker counters (Scheduler::Stats()): cheap and race-free from any
+  // thread, each monotonic, and remote_steals <= steals within one call.
+  out->steals = st.steals;
+  out->remote_steals = st.remote_steals;
   return true;
 }
 

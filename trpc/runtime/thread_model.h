@@ -63,6 +63,8 @@ class ThreadModel {
   struct FiberStats {
     uint64_t alive = 0;            // started and not finished
     uint64_t run_queue_depth = 0;  // queued to run
+    uint64_t steals = 0;           // fibers a worker took from another one (since Start)
+    uint64_t remote_steals = 0;    // ... of those, from another scheduling group
   };
   /// False (and `*out` untouched) when the model runs no fibers.
   virtual bool GetFiberStats(FiberStats* out) const { return false; }

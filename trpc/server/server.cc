@@ -177,6 +177,8 @@ ServerMetrics Server::GetMetrics() const {
       t.has_fibers = true;
       t.fibers_alive = fibers.alive;
       t.run_queue_depth = fibers.run_queue_depth;
+      t.steals = fibers.steals;
+      t.remote_steals = fibers.remote_steals;
     }
   }
   return m;

@@ -62,6 +62,8 @@ struct ThreadModelMetrics {
   bool has_fibers = false;       // the fiber fields below mean something
   uint64_t fibers_alive = 0;     // started and not yet finished (running, runnable or parked)
   uint64_t run_queue_depth = 0;  // runnable, waiting for a worker
+  uint64_t steals = 0;           // fibers a worker took from another one (counter)
+  uint64_t remote_steals = 0;    // ... of those, from another scheduling group (counter)
 };
 
 /// The server's bound on buffered bytes (server.max_buffered_bytes).

@@ -77,8 +77,8 @@ class Worker {
   }
   std::atomic<uint64_t> started_{0};
   std::atomic<uint64_t> finished_{0};
-  std::atomic<uint64_t> steals_{0};
-  std::atomic<uint64_t> remote_steals_{0};
+  std::atomic<uint64_t> steals_{0};         // from a sibling's deque (this group)
+  std::atomic<uint64_t> remote_steals_{0};  // from another group (not in steals_)
   std::atomic<uint64_t> parks_{0};
 
  private:
