@@ -13,6 +13,7 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "benchmark", "seed_table.py")
 sys.path.insert(0, os.path.join(ROOT, "benchmark"))
+sys.dont_write_bytecode = True  # no __pycache__ left in the checkout
 import seed_table  # noqa: E402
 
 
