@@ -89,14 +89,20 @@ void ClientConnection::NoteSent(uint32_t request_id, const ChainBuffer& request)
   order_.push_back(request_id);
 }
 
-void ClientConnection::OnTimeout(uint32_t request_id) {
-  auto self = weak_from_this().lock();  // the callback may close and drop the last reference
+bool ClientConnection::GiveUp(uint32_t request_id, Status st) {
   auto it = pending_.find(request_id);
-  if (it == pending_.end()) return;
+  if (it == pending_.end()) return false;
   Done done = std::move(it->second.done);
+  reactor_->CancelTimer(it->second.timer);  // (a no-op when the timer is what fired)
   pending_.erase(it);
   if (conn_ && !conn_->closed()) conn_->CancelOutgoing(request_id);
-  done(Status(kClientInvokeTimeoutErr, "request timed out"), ChainBuffer());
+  done(std::move(st), ChainBuffer());
+  return true;
+}
+
+void ClientConnection::OnTimeout(uint32_t request_id) {
+  auto self = weak_from_this().lock();  // the callback may close and drop the last reference
+  if (!GiveUp(request_id, Status(kClientInvokeTimeoutErr, "request timed out"))) return;
   // FIFO: the late response would hold up every later call on this connection. With no live
   // call behind it, closing costs nothing and gives the owner a fresh connection.
   if (fifo_ && pending_.empty() && !order_.empty() && conn_ && !conn_->closed()) {
@@ -107,14 +113,7 @@ void ClientConnection::OnTimeout(uint32_t request_id) {
 bool ClientConnection::Cancel(uint32_t request_id) {
   if (fifo_) return false;
   auto self = weak_from_this().lock();  // the callback may close and drop the last reference
-  auto it = pending_.find(request_id);
-  if (it == pending_.end()) return false;
-  Done done = std::move(it->second.done);
-  reactor_->CancelTimer(it->second.timer);
-  pending_.erase(it);
-  if (conn_ && !conn_->closed()) conn_->CancelOutgoing(request_id);
-  done(Status(kClientCanceledErr, "call cancelled"), ChainBuffer());
-  return true;
+  return GiveUp(request_id, Status(kClientCanceledErr, "call cancelled"));
 }
 
 void ClientConnection::OnFrame(Connection* conn, ChainBuffer&& frame) {

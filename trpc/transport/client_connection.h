@@ -96,6 +96,9 @@ class ClientConnection : public Connection::Handler,
     TimerId timer = 0;
   };
   void OnTimeout(uint32_t request_id);
+  // Ends a pending call with `st` (a timeout, a cancel): its timer, its queued bytes (a protocol
+  // that can tell the server does) and its entry go. False when it is not pending.
+  bool GiveUp(uint32_t request_id, Status st);
   void OnFifoFrame(Connection* conn, ChainBuffer&& frame);
   // Marks `request` sent, for FIFO protocols (`request_id` 0: a one-way request).
   void NoteSent(uint32_t request_id, const ChainBuffer& request);
