@@ -2,14 +2,14 @@
 // HEAD/204/304, read until close), interim 1xx responses, keep-alive, pipelined responses under
 // a split at every byte offset, each limit at and one past its bound, malformed and
 // smuggling-shaped input, and the linear-work guarantee.
-#include "trpc/codec/http/detail/response_parser.h"
-
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "trpc/codec/http/detail/response_parser.h"
 
 namespace trpc::http::detail {
 namespace {
@@ -39,8 +39,8 @@ struct Outcome {
 };
 
 std::ostream& operator<<(std::ostream& os, const Outcome& o) {
-  os << "{result=" << static_cast<int>(o.result) << " " << o.status << " '" << o.reason
-     << "' 1." << o.version_minor << " headers=" << o.headers.size() << " body=" << o.body.size()
+  os << "{result=" << static_cast<int>(o.result) << " " << o.status << " '" << o.reason << "' 1."
+     << o.version_minor << " headers=" << o.headers.size() << " body=" << o.body.size()
      << " offset=" << o.head_offset << " head_end=" << o.head_end << " wire=" << o.wire_size
      << " keep_alive=" << o.keep_alive << " error=" << o.error << "}";
   return os;
@@ -105,8 +105,8 @@ std::vector<Outcome> ParseStream(std::string_view stream, const Feed& f) {
     }
   };
   for (size_t i = 0; off < stream.size() || i == 0; ++i) {
-    const size_t n = i < f.pieces.size() ? std::min(f.pieces[i], stream.size() - off)
-                                         : stream.size() - off;
+    const size_t n =
+        i < f.pieces.size() ? std::min(f.pieces[i], stream.size() - off) : stream.size() - off;
     in.Append(stream.substr(off, n));
     if (f.fragment) spacer.Append("x", 1);  // the next append to `in` starts a new span
     off += n;
@@ -287,7 +287,8 @@ TEST(HttpResponseParserTest, BodilessResponses) {
 }
 
 TEST(HttpResponseParserTest, ReadUntilClose) {
-  const std::string r = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nall of this, until the end";
+  const std::string r =
+      "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nall of this, until the end";
   EXPECT_EQ(ParseOne(r).result, Result::kNeedMore);
   Feed f;
   f.eof = true;

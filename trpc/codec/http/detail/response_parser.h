@@ -17,12 +17,12 @@ namespace trpc::http::detail {
 /// Bounds on what one response may make the client buffer. docs/http.md ("Calling HTTP
 /// servers") has a line for each; a response over one is an error and closes the connection.
 struct ResponseLimits {
-  size_t max_status_line = 8 * 1024;    // bytes of the status line incl. CRLF
-  size_t max_header_bytes = 64 * 1024;  // status line + header fields + final CRLF (per head)
-  size_t max_header_count = 100;        // header field lines (per head)
+  size_t max_status_line = 8 * 1024;     // bytes of the status line incl. CRLF
+  size_t max_header_bytes = 64 * 1024;   // status line + header fields + final CRLF (per head)
+  size_t max_header_count = 100;         // header field lines (per head)
   uint64_t max_body_bytes = 10'000'000;  // Content-Length, de-chunked total, or read until close
-  size_t max_chunk_line = 4 * 1024;     // a chunk-size line incl. extensions and CRLF
-  size_t max_interim = 16;              // 1xx interim responses before the final one
+  size_t max_chunk_line = 4 * 1024;      // a chunk-size line incl. extensions and CRLF
+  size_t max_interim = 16;               // 1xx interim responses before the final one
 };
 
 /// The status line and header section of one final response.
@@ -35,9 +35,9 @@ struct ResponseHead {
   /// The connection may carry the next response: 1.1 unless "Connection: close", 1.0 only with
   /// "keep-alive"; never when the body was delimited by the close.
   bool keep_alive = true;
-  bool chunked = false;          // the body came chunked (dechunked_body() holds it)
-  bool until_close = false;      // the body was delimited by the end of the connection
-  uint64_t content_length = 0;   // the body's length as sent by Content-Length (0 otherwise)
+  bool chunked = false;         // the body came chunked (dechunked_body() holds it)
+  bool until_close = false;     // the body was delimited by the end of the connection
+  uint64_t content_length = 0;  // the body's length as sent by Content-Length (0 otherwise)
 
   /// The value of the first field named `name` (ASCII case-insensitive), or null.
   const std::string* Find(std::string_view name) const;
@@ -164,8 +164,8 @@ class ResponseParser {
   size_t examined_ = 0;
 
   // Head scan (of the head starting at head_offset_).
-  char last_byte_ = 0;         // the byte at pos_ - 1
-  size_t line_start_ = 0;      // offset of the line being scanned
+  char last_byte_ = 0;          // the byte at pos_ - 1
+  size_t line_start_ = 0;       // offset of the line being scanned
   size_t status_line_end_ = 0;  // just past its CRLF; 0 while the status line is being read
   size_t field_lines_ = 0;
   std::string scratch_;  // the head, when it spans blocks
