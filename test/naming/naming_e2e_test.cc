@@ -25,6 +25,7 @@
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "test/common/child_server.h"
+#include "test/common/hedging_check.h"
 #include "test/naming/etcd/etcd_process.h"
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
@@ -37,6 +38,9 @@
 
 namespace trpc::test::helloworld {
 namespace {
+
+using ::trpc::test::ExpectHedgingCutsTheTail;
+using ::trpc::test::P99Ms;
 
 using ::trpc::test::ChildServer;
 using ::trpc::testing::EtcdProcess;
@@ -400,15 +404,8 @@ TEST_F(NamingE2eTest, EtcdDownKeepsEndpointsAndAWatchResumesAfterARestart) {
 
 TEST_F(NamingE2eTest, HedgingCutsTheP99OfASlowTail) {
   ASSERT_FALSE(StartChild().empty());
-  auto p99 = [this](int n) {
-    std::vector<int64_t> lat;
-    for (int i = 0; i < n; ++i) {
-      int64_t t0 = MonotonicNanos();
-      EXPECT_TRUE(Hello(nullptr, "", "sleep:50000@5").OK());
-      lat.push_back(MonotonicNanos() - t0);
-    }
-    std::sort(lat.begin(), lat.end());
-    return lat[lat.size() * 99 / 100] / 1e6;
+  auto p99 = [this](int calls) {
+    return P99Ms(calls, [this] { return Hello(nullptr, "", "sleep:50000@5").OK(); });
   };
   MakeProxy();
   double plain = p99(500);
@@ -419,13 +416,7 @@ TEST_F(NamingE2eTest, HedgingCutsTheP99OfASlowTail) {
     cfg->retry.budget_min = 100;
   });
   double hedged = p99(500);
-  EXPECT_GE(plain, 45.0);
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-  // A sanitizer slows every call several times over: the hedge must still cut the tail.
-  EXPECT_LT(hedged, plain / 2) << "plain P99 " << plain << " ms";
-#else
-  EXPECT_LT(hedged, 10.0) << "plain P99 " << plain << " ms";
-#endif
+  ExpectHedgingCutsTheTail(plain, hedged);
   std::printf("P99 without hedging %.2f ms, with hedging (5 ms) %.2f ms\n", plain, hedged);
 }
 
