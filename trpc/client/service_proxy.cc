@@ -54,14 +54,20 @@ class MethodSet {
   bool Match(const std::string& func) const {
     if (all_) return true;
     if (names_.empty()) return false;
-    if (names_.count(func) != 0) return true;
+    if (names_.find(std::string_view(func)) != names_.end()) return true;
     size_t slash = func.rfind('/');
-    return slash != std::string::npos && names_.count(func.substr(slash + 1)) != 0;
+    return slash != std::string::npos &&
+           names_.find(std::string_view(func).substr(slash + 1)) != names_.end();
   }
 
  private:
+  // Looked up by string_view: matching a call's method copies no string.
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view v) const { return std::hash<std::string_view>()(v); }
+  };
   bool all_ = false;
-  std::unordered_set<std::string> names_;
+  std::unordered_set<std::string, Hash, std::equal_to<>> names_;
 };
 
 // Failures that say something about the endpoint itself (outlier ejection counts them): it
