@@ -151,8 +151,23 @@ class ServiceProxy::Impl {
   std::shared_ptr<Selector> selector_;
   std::unique_ptr<SelectorSubscription> subscription_;
   PickerMaker make_picker_;
-  // The endpoints calls choose from, replaced whole by OnEndpoints (readers take a reference).
-  std::atomic<std::shared_ptr<const BackendSet>> set_;
+  // The endpoints calls choose from, replaced whole by OnEndpoints; readers take a reference
+  // under set_read_mu_ (held for a reference count's increment, never while building a set).
+  // A plain mutex rather than std::atomic<std::shared_ptr>: libstdc++ implements that with a
+  // lock bit too, whose unlocked read ThreadSanitizer reports as a race.
+  std::shared_ptr<const BackendSet> LoadSet() const {
+    std::lock_guard lock(set_read_mu_);
+    return set_;
+  }
+  void StoreSet(std::shared_ptr<const BackendSet> next) {
+    {
+      std::lock_guard lock(set_read_mu_);
+      set_.swap(next);
+    }
+    // `next` (the old set) is released here, outside the lock.
+  }
+  mutable std::mutex set_read_mu_;
+  std::shared_ptr<const BackendSet> set_;
   // Each reactor's copy of set_, read without atomics by calls made on that reactor's thread
   // (the common case: a handler's downstream call); updated by a task posted to the reactor
   // after each change, so it lags set_ by at most one loop iteration. Touched only on that
@@ -337,7 +352,7 @@ bool ServiceProxy::Impl::Init(std::string* err) {
                                                     config_.retry.budget_min);
   }
   track_latency_ = !hedge_methods_.empty() && config_.hedging.delay == 0;
-  set_.store(std::make_shared<const BackendSet>());
+  StoreSet(std::make_shared<const BackendSet>());
   SelectorTarget target{config_.target, config_.name_space, config_.name, config_.origin};
   subscription_ = selector_->Subscribe(
       target, kFirstListWaitMs,
@@ -349,7 +364,7 @@ bool ServiceProxy::Impl::Init(std::string* err) {
 
 void ServiceProxy::Impl::OnEndpoints(std::vector<Endpoint> list) {
   std::lock_guard lock(set_mu_);
-  std::shared_ptr<const BackendSet> old = set_.load(std::memory_order_acquire);
+  std::shared_ptr<const BackendSet> old = LoadSet();
   std::unordered_map<std::string, std::shared_ptr<Backend>> by_name;
   for (const auto& b : old->backends) by_name.emplace(b->name, b);
   auto next = std::make_shared<BackendSet>();
@@ -381,7 +396,7 @@ void ServiceProxy::Impl::OnEndpoints(std::vector<Endpoint> list) {
   TRPC_LOG_INFO("client {}: {} endpoint(s) ({} new, {} gone)", config_.name, next->backends.size(),
                 added, removed);
   std::shared_ptr<const BackendSet> published = next;
-  set_.store(std::move(next), std::memory_order_release);
+  StoreSet(std::move(next));
   for (size_t i = 0; i < reactor_sets_.size(); ++i) {
     // Stop() clears the copies with tasks posted after these, once no update can come.
     model_->GetReactor(i)->RunInLoop([this, i, published] {
@@ -428,7 +443,7 @@ void ServiceProxy::Impl::Stop() {
     });
   }
   done.wait();
-  set_.store(std::make_shared<const BackendSet>());
+  StoreSet(std::make_shared<const BackendSet>());
 }
 
 bool ServiceProxy::Impl::RunFilters(FilterPoint point, const ClientContextPtr& ctx) {
@@ -536,7 +551,7 @@ const ServiceProxy::Impl::BackendSet* ServiceProxy::Impl::CurrentSet(
       if (const BackendSet* s = reactor_sets_[static_cast<size_t>(i)].set.get()) return s;
     }
   }
-  *hold = set_.load(std::memory_order_acquire);
+  *hold = LoadSet();
   return hold->get();
 }
 
@@ -759,7 +774,7 @@ void ServiceProxy::Impl::MaybeEject(Backend* b, int64_t now) {
   // The share check and the ejection together, or reactors failing at once all eject.
   std::lock_guard lock(eject_mu_);
   if (b->ejected_until_ns.load(std::memory_order_relaxed) > now) return;
-  std::shared_ptr<const BackendSet> set = set_.load(std::memory_order_acquire);
+  std::shared_ptr<const BackendSet> set = LoadSet();
   const size_t n = set->backends.size();
   size_t out = 0;
   for (const auto& other : set->backends) {
