@@ -22,6 +22,7 @@ ServerMetrics Sample() {
   s.connections_refused = 1;
   s.accept_backoffs = 4;
   s.rejected_overload = 6;
+  s.rejected_parked_limit = 11;
   s.rejected_deadline_passed = 7;
   s.rejected_deadline_unmeetable = 8;
   s.concurrency_limit = 9;
@@ -36,8 +37,9 @@ ServerMetrics Sample() {
   meth.latency_sum_ns = 1'500'000;
   meth.errors = {{"func", 1}};
   s.methods.emplace_back().name = "GET /a \"b\"";
-  m.thread_models.push_back({"w", "fiber", 2, true, 5, 1, 9, 4});
+  m.thread_models.push_back({"w", "fiber", 2, true, 5, 1, 9, 4, 12});
   m.buffers = {33554432, 1234, 7, 3, 2};
+  m.parked = {26000, 13};
   return m;
 }
 
@@ -66,6 +68,8 @@ TEST(PrometheusTextTest, FamiliesAndSamples) {
   EXPECT_TRUE(Has(t, R"(trpc_server_accept_backoffs_total{service="trpc.test.Svc"} 4)"));
   EXPECT_TRUE(Has(t, R"(trpc_server_rejected_total{service="trpc.test.Svc",reason="overload"} 6)"));
   EXPECT_TRUE(
+      Has(t, R"(trpc_server_rejected_total{service="trpc.test.Svc",reason="parked_limit"} 11)"));
+  EXPECT_TRUE(
       Has(t, R"(trpc_server_rejected_total{service="trpc.test.Svc",reason="deadline_passed"} 7)"));
   EXPECT_TRUE(Has(
       t, R"(trpc_server_rejected_total{service="trpc.test.Svc",reason="deadline_unmeetable"} 8)"));
@@ -80,6 +84,9 @@ TEST(PrometheusTextTest, FamiliesAndSamples) {
   EXPECT_TRUE(Has(t, R"(trpc_fiber_steals_total{threadmodel="w"} 9)"));
   EXPECT_TRUE(Has(t, "# TYPE trpc_fiber_remote_steals_total counter"));
   EXPECT_TRUE(Has(t, R"(trpc_fiber_remote_steals_total{threadmodel="w"} 4)"));
+  EXPECT_TRUE(Has(t, R"(trpc_fiber_stack_waits_total{threadmodel="w"} 12)"));
+  EXPECT_TRUE(Has(t, "trpc_server_parked_requests 13"));
+  EXPECT_TRUE(Has(t, "trpc_server_parked_requests_limit 26000"));
   EXPECT_TRUE(Has(t, "process_cpu_seconds_total 1.5"));
   EXPECT_TRUE(Has(t, "process_resident_memory_bytes 4096"));
   EXPECT_TRUE(Has(t, "trpc_server_buffered_bytes 1234")) << t;
@@ -148,7 +155,7 @@ TEST(StatsJsonTest, SameNumbers) {
                             R"("connections_refused_total":1,"protocol_errors_total":0,)"
                             R"("received_bytes_total":100,"sent_bytes_total":200,)"
                             R"("accept_backoffs_total":4,"rejected_total":{"overload":6,)"
-                            R"("deadline_passed":7,"deadline_unmeetable":8},)"
+                            R"("parked_limit":11,"deadline_passed":7,"deadline_unmeetable":8},)"
                             R"("concurrency_limit":9,"concurrency_in_flight":10,"methods":[)"
                             R"({"method":"/p.S/M","requests_total":3,"errors_total":{"func":1},)"
                             R"("latency_seconds":{"sum":0.0015,"count":3,"buckets":{"0.00005":1,)"
@@ -163,8 +170,10 @@ TEST(StatsJsonTest, SameNumbers) {
                   std::to_string(m.buffers.paused_total) + R"(,"closed_over_limit_total":)" +
                   std::to_string(m.buffers.closed_over_limit) + R"(,"memory_releases_total":)" +
                   std::to_string(m.buffers.memory_releases) +
-                  R"(},"threadmodels":[{"name":"w","type":"fiber","workers":2,)"
-                  R"("fibers_alive":5,"run_queue_depth":1,"steals":9,"remote_steals":4}],)"
+                  R"(},"parked":{"limit":26000,"taken":13},)"
+                  R"("threadmodels":[{"name":"w","type":"fiber","workers":2,)"
+                  R"("fibers_alive":5,"run_queue_depth":1,"steals":9,"remote_steals":4,)"
+                  R"("stack_waits":12}],)"
                   R"("process":{"cpu_seconds_total":1.5,"resident_memory_bytes":4096}})"
                   "\n"))
       << j;

@@ -861,5 +861,15 @@ TEST(ConfigErrorTest, BadBufferBound) {
             "'0'");
 }
 
+TEST(ConfigTest, ParkedBound) {
+  EXPECT_EQ(Config{}.server.max_parked_requests, 0u);  // automatic
+  EXPECT_EQ(MustLoad("server:\n  max_parked_requests: 5000\n  service:\n    - {name: s, port: 1}\n")
+                .server.max_parked_requests,
+            5000u);
+  EXPECT_EQ(LoadError("server:\n  max_parked_requests: -3\n"),
+            "t.yaml:2: server.max_parked_requests: expected an integer in 0..4294967295, got "
+            "'-3'");
+}
+
 }  // namespace
 }  // namespace trpc

@@ -63,37 +63,6 @@ int OpenFds(pid_t pid) {
   return n;
 }
 
-// A loopback port nobody listens on now (the kernel's pick; free again when this returns).
-uint16_t FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  uint16_t port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
-// The body of GET `path` from the HTTP server at `addr` ("" if it could not be fetched).
-std::string HttpGet(const std::string& addr, const std::string& path) {
-  int fd = RawConnect(addr);
-  if (fd < 0) return "";
-  std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-  std::string rsp;
-  if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
-    char buf[4096];
-    for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) rsp.append(buf, n);
-  }
-  close(fd);
-  size_t body = rsp.find("\r\n\r\n");
-  return body == std::string::npos ? "" : rsp.substr(body + 4);
-}
-
 class EmfileTest : public FaultTest {};
 
 TEST_F(EmfileTest, ServesEstablishedConnectionsWithoutSpinningAndAcceptsAgainWhenFdsReturn) {

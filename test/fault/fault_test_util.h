@@ -3,11 +3,14 @@
 // What the fault tests share: fault_server started as a child process with a config written for
 // the test, and a client runtime (one merge worker) with proxies to it.
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -81,6 +84,46 @@ inline int RawConnect(const std::string& addr) {
     return -1;
   }
   return fd;
+}
+
+// A loopback port nobody listens on now (the kernel's pick; free again when this returns).
+inline uint16_t FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  uint16_t port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+// The body of GET `path` from the HTTP server at `addr` ("IP:PORT"; "" if it could not be
+// fetched). Host names `addr` itself, as a client that reached it by address would.
+inline std::string HttpGet(const std::string& addr, const std::string& path) {
+  int fd = RawConnect(addr);
+  if (fd < 0) return "";
+  std::string req = "GET " + path + " HTTP/1.1\r\nHost: " + addr + "\r\nConnection: close\r\n\r\n";
+  std::string rsp;
+  if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+    char buf[4096];
+    for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) rsp.append(buf, n);
+  }
+  close(fd);
+  size_t body = rsp.find("\r\n\r\n");
+  return body == std::string::npos ? "" : rsp.substr(body + 4);
+}
+
+// The value of the Prometheus sample `sample` (its name and labels, as the line starts) in
+// `metrics`, or -1.
+inline double MetricValue(const std::string& metrics, const std::string& sample) {
+  size_t at = metrics.find("\n" + sample + " ");
+  if (at == std::string::npos) return -1;
+  return std::strtod(metrics.c_str() + at + sample.size() + 2, nullptr);
 }
 
 // A test suite with a client runtime: one merge worker.

@@ -17,6 +17,7 @@
 
 #include "test/fiber/fiber_test_util.h"
 #include "trpc/base/clock.h"
+#include "trpc/fiber/detail/stack.h"
 #include "trpc/fiber/fiber.h"
 #include "trpc/fiber/fiber_local.h"
 
@@ -399,6 +400,42 @@ TEST_F(SchedulerTest, SiblingWorkerIdleIsFalseForALoneWorker) {
   Fiber f(sched_.get(), [&] { seen = SiblingWorkerIdle() ? 1 : 0; });
   f.Join();
   EXPECT_EQ(seen.load(), 0);
+}
+
+TEST_F(SchedulerTest, NoMoreStacksThanMaxStacksFibersWaitForOneInsteadOfAborting) {
+  // More fibers want a stack at once than max_stacks allows (as when peers park requests past
+  // vm.max_map_count): the extra ones start only as others finish, and none is lost.
+  SchedulerOptions o = Options(2);
+  o.max_stacks = 8;
+  sched_ = std::make_unique<Scheduler>(o);
+  std::string err;
+  ASSERT_TRUE(sched_->Start(&err)) << err;
+  EXPECT_EQ(sched_->max_stacks(), 8u);
+  constexpr int kFibers = 64;
+  std::atomic<int> running{0}, most{0}, done{0};
+  std::vector<Fiber> fibers;
+  for (int i = 0; i < kFibers; ++i) {
+    fibers.emplace_back(sched_.get(), [&] {
+      int now = running.fetch_add(1) + 1;
+      int m = most.load();
+      while (now > m && !most.compare_exchange_weak(m, now)) {
+      }
+      this_fiber::SleepFor(std::chrono::milliseconds(5));
+      running.fetch_sub(1);
+      done.fetch_add(1);
+    });
+  }
+  for (Fiber& f : fibers) f.Join();
+  EXPECT_EQ(done.load(), kFibers);
+  EXPECT_LE(most.load(), 8);
+  EXPECT_GT(sched_->Stats().stack_waits, 0u);
+}
+
+TEST(StackBudgetTest, MapCountLeavesRoomForStacks) {
+  // /proc is there on Linux: the default bound is some positive number below half the limit.
+  size_t left = detail::StacksLeftByMapCount();
+  EXPECT_GT(left, 0u);
+  EXPECT_LT(left, 1u << 31);
 }
 
 }  // namespace

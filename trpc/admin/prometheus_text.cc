@@ -154,11 +154,14 @@ std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process
   }
   w.Family("trpc_server_rejected_total", "counter",
            "Requests refused without running their handler, by reason: overload "
-           "(max_concurrency), deadline_passed, deadline_unmeetable.");
+           "(max_concurrency), parked_limit (max_parked_requests), deadline_passed, "
+           "deadline_unmeetable.");
   for (const auto& s : m.services) {
     std::string labels = ServiceLabels(s) + ",";
     w.Sample("trpc_server_rejected_total", labels + Label("reason", "overload"),
              s.rejected_overload);
+    w.Sample("trpc_server_rejected_total", labels + Label("reason", "parked_limit"),
+             s.rejected_parked_limit);
     w.Sample("trpc_server_rejected_total", labels + Label("reason", "deadline_passed"),
              s.rejected_deadline_passed);
     w.Sample("trpc_server_rejected_total", labels + Label("reason", "deadline_unmeetable"),
@@ -188,6 +191,12 @@ std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process
       {"trpc_server_memory_releases_total", "counter",
        "Free memory handed back to the system after a burst of buffered bytes.",
        static_cast<int64_t>(m.buffers.memory_releases)},
+      {"trpc_server_parked_requests", "gauge",
+       "Requests admitted and not finished (handler running or parked, reply deferred); an "
+       "upper bound, counting the permits threads hold in reserve.",
+       static_cast<int64_t>(m.parked.taken)},
+      {"trpc_server_parked_requests_limit", "gauge",
+       "server.max_parked_requests in effect; 0 = no bound.", static_cast<int64_t>(m.parked.limit)},
   };
   for (const Whole& f : whole) {
     w.Family(f.name, f.type, f.help);
@@ -223,6 +232,14 @@ std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process
     for (const auto& t : m.thread_models) {
       if (t.has_fibers) {
         w.Sample("trpc_fiber_remote_steals_total", Label("threadmodel", t.name), t.remote_steals);
+      }
+    }
+    w.Family("trpc_fiber_stack_waits_total", "counter",
+             "Times a fiber could not start for want of a stack (the scheduler's bound from "
+             "vm.max_map_count) and was retried a millisecond later.");
+    for (const auto& t : m.thread_models) {
+      if (t.has_fibers) {
+        w.Sample("trpc_fiber_stack_waits_total", Label("threadmodel", t.name), t.stack_waits);
       }
     }
   }

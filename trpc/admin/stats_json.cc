@@ -59,17 +59,18 @@ void AppendMethod(const MethodMetrics& m, std::string* out) {
 }
 
 void AppendService(const ServiceMetrics& s, std::string* out) {
-  fmt::format_to(
-      std::back_inserter(*out),
-      R"({{"name":{},"protocol":{},"connections":{},"connections_accepted_total":{},)"
-      R"("connections_refused_total":{},"protocol_errors_total":{},)"
-      R"("received_bytes_total":{},"sent_bytes_total":{},"accept_backoffs_total":{},)"
-      R"("rejected_total":{{"overload":{},"deadline_passed":{},"deadline_unmeetable":{}}},)"
-      R"("concurrency_limit":{},"concurrency_in_flight":{},"methods":[)",
-      JsonString(s.name), JsonString(s.protocol), s.connections, s.connections_accepted,
-      s.connections_refused, s.protocol_errors, s.bytes_in, s.bytes_out, s.accept_backoffs,
-      s.rejected_overload, s.rejected_deadline_passed, s.rejected_deadline_unmeetable,
-      s.concurrency_limit, s.concurrency_in_flight);
+  fmt::format_to(std::back_inserter(*out),
+                 R"({{"name":{},"protocol":{},"connections":{},"connections_accepted_total":{},)"
+                 R"("connections_refused_total":{},"protocol_errors_total":{},)"
+                 R"("received_bytes_total":{},"sent_bytes_total":{},"accept_backoffs_total":{},)"
+                 R"("rejected_total":{{"overload":{},"parked_limit":{},"deadline_passed":{},)"
+                 R"("deadline_unmeetable":{}}},)"
+                 R"("concurrency_limit":{},"concurrency_in_flight":{},"methods":[)",
+                 JsonString(s.name), JsonString(s.protocol), s.connections, s.connections_accepted,
+                 s.connections_refused, s.protocol_errors, s.bytes_in, s.bytes_out,
+                 s.accept_backoffs, s.rejected_overload, s.rejected_parked_limit,
+                 s.rejected_deadline_passed, s.rejected_deadline_unmeetable, s.concurrency_limit,
+                 s.concurrency_in_flight);
   for (size_t j = 0; j < s.methods.size(); ++j) {
     if (j > 0) *out += ',';
     AppendMethod(s.methods[j], out);
@@ -91,16 +92,19 @@ std::string StatsJson(const ServerMetrics& m, const ProcessMetrics* process) {
   const BufferMetrics& b = m.buffers;
   fmt::format_to(it,
                  R"(],"buffers":{{"limit":{},"buffered":{},"paused_total":{},)"
-                 R"("closed_over_limit_total":{},"memory_releases_total":{}}},"threadmodels":[)",
-                 b.limit, b.buffered, b.paused_total, b.closed_over_limit, b.memory_releases);
+                 R"("closed_over_limit_total":{},"memory_releases_total":{}}},)"
+                 R"("parked":{{"limit":{},"taken":{}}},"threadmodels":[)",
+                 b.limit, b.buffered, b.paused_total, b.closed_over_limit, b.memory_releases,
+                 m.parked.limit, m.parked.taken);
   for (size_t i = 0; i < m.thread_models.size(); ++i) {
     const ThreadModelMetrics& t = m.thread_models[i];
     fmt::format_to(it, R"({}{{"name":{},"type":{},"workers":{})", i ? "," : "", JsonString(t.name),
                    JsonString(t.type), t.workers);
     if (t.has_fibers) {
       fmt::format_to(it,
-                     R"(,"fibers_alive":{},"run_queue_depth":{},"steals":{},"remote_steals":{})",
-                     t.fibers_alive, t.run_queue_depth, t.steals, t.remote_steals);
+                     R"(,"fibers_alive":{},"run_queue_depth":{},"steals":{},"remote_steals":{},)"
+                     R"("stack_waits":{})",
+                     t.fibers_alive, t.run_queue_depth, t.steals, t.remote_steals, t.stack_waits);
     }
     out += '}';
   }

@@ -47,6 +47,7 @@ constexpr UintRule kPipelineDepthRule{1, 1024};
 constexpr UintRule kStopMaxWaitTimeRule{0, 600000};
 constexpr UintRule kMaxConcurrencyRule{0, 1u << 20};
 constexpr UintRule kMaxBufferedBytesRule{0, UINT64_MAX};  // 0, or >= kMinBufferedBytes
+constexpr UintRule kMaxParkedRequestsRule{0, UINT32_MAX};  // 0 = automatic
 constexpr uint64_t kMinBufferedBytes = 1u << 20;
 constexpr UintRule kBufferedBytesTimeoutRule{1, kU32Max};
 constexpr UintRule kDeregisterWaitRule{0, 60000};
@@ -161,9 +162,10 @@ void ReadIp(MapReader& r, std::string_view key, std::string* out) {
 
 void ReadServer(const MapReader& root, const std::string& file, const InstanceNames& instances,
                 ServerConfig* out) {
-  MapReader r = root.Map("server", {"app", "server", "admin_port", "admin_ip", "stop_max_wait_time",
-                                    "max_buffered_bytes", "buffered_bytes_timeout", "filter",
-                                    "service", "registry_name", "deregister_wait"});
+  MapReader r =
+      root.Map("server", {"app", "server", "admin_port", "admin_ip", "stop_max_wait_time",
+                          "max_buffered_bytes", "buffered_bytes_timeout", "filter", "service",
+                          "registry_name", "deregister_wait", "max_parked_requests"});
   ServerConfig server;
   if (!r.empty()) server.origin = fmt::format("{}:{}", file, r.line());
   if (r.Has("filter")) server.filter_origin = fmt::format("{}:{}", file, r.ValueLine("filter"));
@@ -180,6 +182,7 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
                             kMinBufferedBytes, server.max_buffered_bytes));
   }
   r.Uint("buffered_bytes_timeout", kBufferedBytesTimeoutRule, &server.buffered_bytes_timeout);
+  r.Uint("max_parked_requests", kMaxParkedRequestsRule, &server.max_parked_requests);
   r.String("registry_name", &server.registry_name);
   r.Uint("deregister_wait", kDeregisterWaitRule, &server.deregister_wait);
 

@@ -110,6 +110,10 @@ struct ServerConfig {
   /// written); 0 = a quarter of the memory this process may use, 64 MiB..4 GiB. Else >= 1 MiB.
   uint64_t max_buffered_bytes = 0;
   uint32_t buffered_bytes_timeout = 10000;  // ms a connection may stay over its share; >= 1.
+  /// Requests the process holds admitted and unfinished at once (handlers running or parked,
+  /// replies deferred); one more is refused with ret 22. 0 = automatic (Server::Start():
+  /// from vm.max_map_count in the fiber model, and from memory). docs/overload.md.
+  uint32_t max_parked_requests = 0;
   std::vector<std::string> filter;  // Server filters run for every service, by registered name.
   /// A registry plug-in (docs/naming.md) every service is registered with while the server
   /// runs; "" = none.

@@ -50,8 +50,9 @@ bool Scheduler::Start(std::string* err) {
   if (started_) return true;
   TRPC_CHECK(groups_.empty(), "a Scheduler cannot be restarted");
   detail::InstallStackOverflowReporter();
-  stacks_ = std::make_unique<detail::StackPool>(options_.fiber_stack_size,
-                                                kPooledStacksPerWorker * options_.concurrency);
+  max_stacks_ = options_.max_stacks != 0 ? options_.max_stacks : detail::StacksLeftByMapCount();
+  stacks_ = std::make_unique<detail::StackPool>(
+      options_.fiber_stack_size, kPooledStacksPerWorker * options_.concurrency, max_stacks_);
   size_t n = options_.concurrency;
   size_t gsize = options_.scheduling_group_size;
   for (size_t i = 0; i < n; ++i) {
@@ -126,6 +127,7 @@ SchedulerStats Scheduler::Stats() const {
     s.steals += w->steals_.load(std::memory_order_relaxed) + remote;
     s.remote_steals += remote;
     s.parks += w->parks_.load(std::memory_order_relaxed);
+    s.stack_waits += w->stack_waits_.load(std::memory_order_relaxed);
   }
   for (const auto& g : groups_) s.run_queue_depth += g->QueuedCount();
   return s;

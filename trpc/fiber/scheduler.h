@@ -50,6 +50,13 @@ struct SchedulerOptions {
   size_t scheduling_group_size = 0;
   /// Usable bytes per fiber stack (a guard page is added below it).
   size_t fiber_stack_size = 128 * 1024;
+  /// Fiber stacks that may exist at once, i.e. fibers started and not finished; 0 = what
+  /// vm.max_map_count leaves at Start() (detail::StacksLeftByMapCount(); no limit when /proc
+  /// cannot be read). A fiber that finds none waits (retried every millisecond) instead of
+  /// starting: the process never runs out of memory mappings, which would fail every mmap in
+  /// it. Callers that start fibers for peers' requests bound them below this
+  /// (server.max_parked_requests).
+  size_t max_stacks = 0;
   /// An idle worker tries the other groups once every this many idle rounds.
   size_t work_stealing_ratio = 16;
   /// Slots in each group's shared run queue (power of two).
@@ -77,6 +84,7 @@ struct SchedulerStats {
                                // deque, or from another scheduling group (queue or deque)
   uint64_t remote_steals = 0;  // ... of those, from another scheduling group
   uint64_t parks = 0;          // times a worker went to sleep
+  uint64_t stack_waits = 0;    // times a fiber could not start for want of a stack (max_stacks)
   size_t run_queue_depth = 0;  // fibers queued but not running, now
 };
 
@@ -107,6 +115,9 @@ class Scheduler {
   void Stop(int64_t sleep_deadline_ns = -1);
 
   size_t WorkerCount() const { return workers_.size(); }
+  /// The bound on fiber stacks in force (options' max_stacks, or the one derived at Start()); 0
+  /// = none. Valid after Start().
+  size_t max_stacks() const { return max_stacks_; }
   size_t GroupCount() const { return groups_.size(); }
   const SchedulerOptions& options() const { return options_; }
   /// The WorkerIo of worker `index` (null without a factory).
@@ -139,6 +150,7 @@ class Scheduler {
   std::atomic<size_t> next_group_{0};
   std::atomic<uint64_t> external_started_{0};  // fibers spawned from non-worker threads
   bool started_ = false;
+  size_t max_stacks_ = 0;
   bool oversubscribed_ = false;         // more workers than usable CPUs: idle workers do not spin
   std::atomic<int> outside_wakers_{0};  // threads outside the scheduler inside PushShared()
   // Stop()'s sleep_deadline_ns; written before the groups' stopping_ flag (release), read by

@@ -158,7 +158,15 @@ bool FiberThreadModel::GetFiberStats(FiberStats* out) const {
   // thread, each monotonic, and remote_steals <= steals within one call.
   out->steals = st.steals;
   out->remote_steals = st.remote_steals;
+  out->stack_waits = st.stack_waits;
   return true;
+}
+
+uint64_t FiberThreadModel::ParkedCapacity() const {
+  // An eighth of the stacks stays for fibers that serve no request of their own: a chain's
+  // hand-off, client callbacks, timers, the application's own.
+  uint64_t stacks = scheduler_->max_stacks();
+  return stacks == 0 ? 0 : std::max<uint64_t>(1, stacks - stacks / 8);
 }
 
 bool FiberThreadModel::MayBlockCurrentThread() const {

@@ -50,6 +50,7 @@ class FiberThreadModel final : public ThreadModel {
   bool MayBlockCurrentThread() const override;
   int RunBlocking(const std::function<int()>& fn) override;
   bool GetFiberStats(FiberStats* out) const override;
+  uint64_t ParkedCapacity() const override;
 
   fiber::Scheduler* scheduler() { return scheduler_.get(); }
 

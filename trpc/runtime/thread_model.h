@@ -65,9 +65,15 @@ class ThreadModel {
     uint64_t run_queue_depth = 0;  // queued to run
     uint64_t steals = 0;           // fibers a worker took from another one (since Start)
     uint64_t remote_steals = 0;    // ... of those, from another scheduling group
+    uint64_t stack_waits = 0;      // fibers put off for want of a stack (since Start)
   };
   /// False (and `*out` untouched) when the model runs no fibers.
   virtual bool GetFiberStats(FiberStats* out) const { return false; }
+  /// How many requests this model can hold parked at once before a resource of the process
+  /// runs out (fiber: the stacks the scheduler may map, less a share for fibers that serve no
+  /// request); 0 = no such resource (merge). After Start(). The server's
+  /// max_parked_requests default takes it into account.
+  virtual uint64_t ParkedCapacity() const { return 0; }
   /// False on a thread whose blocking would stall IO the caller itself waits for (a merge
   /// worker): synchronous client calls are refused there.
   virtual bool MayBlockCurrentThread() const = 0;

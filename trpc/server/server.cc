@@ -9,10 +9,12 @@
 
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
+#include "trpc/base/memory.h"
 #include "trpc/base/suggest.h"
 #include "trpc/codec/codec.h"
 #include "trpc/runtime/merge_thread_model.h"
 #include "trpc/runtime/runtime.h"
+#include "trpc/server/detail/parked_work.h"
 #include "trpc/server/detail/service_adapter.h"
 #include "trpc/transport/buffer_budget.h"
 
@@ -23,6 +25,23 @@ namespace {
 constexpr char kAdminServiceName[] = "trpc.admin";
 // A side service waits at most this long for its calls in flight when the server stops.
 constexpr int64_t kSideStopWaitMs = 1000;
+// What one parked request is taken to cost in the memory term of max_parked_requests'
+// default: its context, request and reply, or the touched part of a fiber stack, generously.
+constexpr uint64_t kParkedRequestBytes = 64 * 1024;
+
+// server.max_parked_requests when it is 0: a quarter of the usable memory at
+// kParkedRequestBytes each (at least 1024), and no more than any thread model the services
+// run on can hold (fiber: the stacks vm.max_map_count leaves).
+uint64_t DefaultParkedLimit(const ServerConfig& config) {
+  uint64_t usable = UsableMemoryBytes();
+  uint64_t limit = usable == 0 ? 65536 : std::max<uint64_t>(1024, usable / 4 / kParkedRequestBytes);
+  for (const ServiceConfig& sc : config.service) {
+    ThreadModel* model = runtime::GetThreadModel(sc.threadmodel_instance_name);
+    uint64_t capacity = model != nullptr ? model->ParkedCapacity() : 0;
+    if (capacity != 0) limit = std::min(limit, capacity);
+  }
+  return limit;
+}
 
 // Filter chains live as long as the process: a reply sent late (after a graceful stop gave up
 // waiting) still reads its service's chain. A few bytes per service start.
@@ -48,6 +67,9 @@ bool Server::Start(std::string* err) {
   uint64_t limit =
       config_.max_buffered_bytes != 0 ? config_.max_buffered_bytes : DefaultBufferLimit();
   budget_ = std::make_shared<BufferBudget>(limit, int64_t{config_.buffered_bytes_timeout});
+  // Before the first listener opens: every request admitted counts.
+  detail::ParkedWork::Instance().SetLimit(
+      config_.max_parked_requests != 0 ? config_.max_parked_requests : DefaultParkedLimit(config_));
   if (!StartServices(err) || !StartSideServices(err) || !RegisterInstances(err)) {
     Stop();  // what did start must not keep listening
     return false;
@@ -156,6 +178,8 @@ ServerMetrics Server::GetMetrics() const {
     m.buffers.closed_over_limit = budget_->closed_over_limit();
     m.buffers.memory_releases = budget_->releases();
   }
+  m.parked.limit = detail::ParkedWork::Instance().limit();
+  m.parked.taken = detail::ParkedWork::Instance().Taken();
   std::vector<ThreadModel*> models;
   auto add = [&](const detail::ServiceAdapter& a) {
     a.CollectMetrics(&m.services.emplace_back());
@@ -179,6 +203,7 @@ ServerMetrics Server::GetMetrics() const {
       t.run_queue_depth = fibers.run_queue_depth;
       t.steals = fibers.steals;
       t.remote_steals = fibers.remote_steals;
+      t.stack_waits = fibers.stack_waits;
     }
   }
   return m;
@@ -254,6 +279,7 @@ bool Server::StartServices(std::string* err) {
     auto adapter = std::make_unique<detail::ServiceAdapter>(sc, it->second, model, codec,
                                                             KeepChain(std::move(chain)));
     adapter->SetBufferBudget(budget_);
+    adapter->SetParkedBound(true);
     if (!adapter->Start(err)) {
       *err = where + *err;
       return false;

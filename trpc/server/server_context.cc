@@ -7,6 +7,7 @@
 #include "trpc/server/detail/concurrency_limiter.h"
 #include "trpc/server/detail/in_flight.h"
 #include "trpc/server/detail/method_counters.h"
+#include "trpc/server/detail/parked_work.h"
 #include "trpc/server/detail/service_adapter.h"
 #include "trpc/server/server_filter.h"
 #include "trpc/transport/connection.h"
@@ -108,6 +109,7 @@ ServerContext::~ServerContext() {
   // and give up its reply slot — unless a stop answered it (and did both). Either way it
   // leaves the concurrency limit.
   if (limiter_ != nullptr) LeaveLimiter(MonotonicNanos());
+  if (parked_permit_) detail::ParkedWork::Instance().Release();
   if (replied_ || reply_state_.exchange(kReplied, std::memory_order_acq_rel) == kCut) return;
   detail::InFlightCalls* calls = in_flight_.load(std::memory_order_relaxed);
   if (calls == nullptr) {

@@ -185,6 +185,7 @@ class ServerContext final : public RefCounted<ServerContext>, private Task {
   bool counted_pending_ = false;
   bool framework_replies_ = true;
   bool invoked_ = false;
+  bool parked_permit_ = false;  // holds a permit of detail::ParkedWork until destroyed
   const detail::ServerFilterChain* filters_ = nullptr;
   detail::MethodCounters* method_counters_ = nullptr;
   detail::ConcurrencyLimiter* limiter_ = nullptr;  // until the reply, if admitted by one

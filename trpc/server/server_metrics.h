@@ -46,6 +46,7 @@ struct ServiceMetrics {
   uint64_t bytes_out = 0;            // written to sockets
   /// Requests refused without running their handler, by reason (docs/overload.md).
   uint64_t rejected_overload = 0;             // max_concurrency reached (ret 22)
+  uint64_t rejected_parked_limit = 0;         // server.max_parked_requests reached (ret 22)
   uint64_t rejected_deadline_passed = 0;      // the deadline passed before the start (ret 21)
   uint64_t rejected_deadline_unmeetable = 0;  // too little time left to finish (ret 21)
   /// max_concurrency now (0 = no limit) and the requests it counts now.
@@ -64,6 +65,7 @@ struct ThreadModelMetrics {
   uint64_t run_queue_depth = 0;  // runnable, waiting for a worker
   uint64_t steals = 0;           // fibers a worker took from another one (counter)
   uint64_t remote_steals = 0;    // ... of those, from another scheduling group (counter)
+  uint64_t stack_waits = 0;      // fibers put off for want of a stack (max_stacks; counter)
 };
 
 /// The server's bound on buffered bytes (server.max_buffered_bytes).
@@ -75,12 +77,19 @@ struct BufferMetrics {
   uint64_t memory_releases = 0;    // free memory returned to the system after a burst
 };
 
+/// The process's bound on parked work (server.max_parked_requests).
+struct ParkedMetrics {
+  uint64_t limit = 0;  // requests; 0 = no bound
+  uint64_t taken = 0;  // permits out of the shared pool now: an upper bound of the parked requests
+};
+
 /// What Server::GetMetrics() returns: every service (the admin service last, if it runs) and
 /// the thread models they run on.
 struct ServerMetrics {
   std::string app;
   std::string server;
   BufferMetrics buffers;
+  ParkedMetrics parked;
   std::vector<ServiceMetrics> services;
   std::vector<ThreadModelMetrics> thread_models;
 };

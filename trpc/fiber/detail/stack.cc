@@ -3,6 +3,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
+
 #include "trpc/base/logging.h"
 
 namespace trpc::fiber::detail {
@@ -14,12 +17,13 @@ size_t PageSize() {
 }
 }  // namespace
 
-StackPool::StackPool(size_t stack_size, size_t max_pooled)
+StackPool::StackPool(size_t stack_size, size_t max_pooled, size_t max_mapped)
     : stack_size_((stack_size + PageSize() - 1) / PageSize() * PageSize()),
-      max_pooled_(max_pooled) {}
+      max_pooled_(max_pooled),
+      max_mapped_(max_mapped) {}
 
 StackPool::~StackPool() {
-  for (const Stack& s : free_) Unmap(s);
+  for (const Stack& s : free_) UnmapCounted(s);
 }
 
 Stack StackPool::Map(size_t size) {
@@ -43,16 +47,32 @@ Stack StackPool::Map(size_t size) {
 
 void StackPool::Unmap(const Stack& s) { ::munmap(s.base, s.guard + s.size); }
 
+void StackPool::UnmapCounted(const Stack& s) {
+  Unmap(s);
+  mapped_.fetch_sub(1, std::memory_order_relaxed);
+}
+
 Stack StackPool::Allocate() {
   {
     std::lock_guard lock(mu_);
     if (!free_.empty()) {
       Stack s = free_.back();
       free_.pop_back();
+      if (wanted()) wanted_.store(false, std::memory_order_relaxed);
       return s;
     }
   }
-  return Map(stack_size_);
+  if (mapped_.fetch_add(1, std::memory_order_relaxed) >= max_mapped_ && max_mapped_ != 0) {
+    mapped_.fetch_sub(1, std::memory_order_relaxed);
+    TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000,
+                      "fiber stacks: all {} the memory mappings allow are in use; a new fiber "
+                      "waits for one (raise vm.max_map_count, or lower server.max_parked_requests)",
+                      max_mapped_);
+    return Stack{};
+  }
+  Stack s = Map(stack_size_);
+  if (s.base == nullptr) mapped_.fetch_sub(1, std::memory_order_relaxed);
+  return s;
 }
 
 void StackPool::Free(Stack s) {
@@ -63,12 +83,13 @@ void StackPool::Free(Stack s) {
       return;
     }
   }
-  Unmap(s);
+  UnmapCounted(s);
 }
 
 size_t StackPool::TakeBatch(std::vector<Stack>* out, size_t n) {
   std::lock_guard lock(mu_);
   size_t k = std::min(n, free_.size());
+  if (k != 0 && wanted()) wanted_.store(false, std::memory_order_relaxed);
   out->insert(out->end(), free_.end() - static_cast<ptrdiff_t>(k), free_.end());
   free_.resize(free_.size() - k);
   return k;
@@ -87,7 +108,24 @@ void StackPool::GiveBatch(std::vector<Stack>* in) {
     }
   }
   in->clear();
-  for (const Stack& s : unmap) Unmap(s);
+  for (const Stack& s : unmap) UnmapCounted(s);
+}
+
+size_t StacksLeftByMapCount() {
+  FILE* f = ::fopen("/proc/sys/vm/max_map_count", "r");
+  if (f == nullptr) return 0;
+  unsigned long long limit = 0;
+  int got = ::fscanf(f, "%llu", &limit);
+  ::fclose(f);
+  if (got != 1 || limit == 0) return 0;
+  f = ::fopen("/proc/self/maps", "r");
+  if (f == nullptr) return 0;
+  size_t in_use = 0;
+  for (int c; (c = ::fgetc(f)) != EOF;) in_use += c == '\n';
+  ::fclose(f);
+  size_t headroom = std::max<size_t>(4096, limit / 16);
+  if (limit <= in_use + headroom) return 1;
+  return (limit - in_use - headroom) / 2;
 }
 
 }  // namespace trpc::fiber::detail

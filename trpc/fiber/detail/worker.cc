@@ -30,6 +30,8 @@ constexpr int kFibersPerIoPoll = 64;
 constexpr int64_t kSpinNanos = 20'000;
 constexpr int kMaxSpinners = 2;
 constexpr size_t kLocalQueueSize = 4096;
+// How long a fiber that found no stack waits before it tries again.
+constexpr int64_t kStackRetryNanos = 1'000'000;
 #ifdef TRPC_FIBER_ASAN
 constexpr size_t kPooledEntitiesPerWorker = 0;  // ASan then sees a use after a fiber's end
 #else
@@ -53,6 +55,7 @@ Worker::Worker(Scheduler* sched, SchedulingGroup* group, size_t index, size_t in
       group_(group),
       index_(index),
       index_in_group_(index_in_group),
+      stacks_pool_(stacks),
       stacks_(stacks),
       io_(std::move(io)),
       local_(kLocalQueueSize),
@@ -266,6 +269,7 @@ void Worker::Loop() {
       continue;
     }
     ApplyTimerCancels();
+    if (stacks_pool_->wanted()) stacks_.Flush();
     if (group_->stopping_.load(std::memory_order_acquire) && !WaitsForSleepersAtStop()) {
       // Drain: exit once nothing is runnable and nothing is left to wake up on this worker (in
       // time).
@@ -280,9 +284,18 @@ void Worker::Loop() {
 void Worker::RunFiber(FiberEntity* f) {
   if (f->ctx == nullptr) {
     f->stack = stacks_.Get();
-    TRPC_CHECK(f->stack.base != nullptr,
-               "cannot map a fiber stack: out of memory, or out of memory mappings (each stack "
-               "takes two; see vm.max_map_count)");
+    if (f->stack.base == nullptr) [[unlikely]] {
+      // No stack to be had (max_stacks reached, or mmap failed): the fiber starts later, when
+      // finished fibers have given theirs back. Never an abort: peers' requests can get here.
+      Bump(stack_waits_);
+      timers_.Add(MonotonicNanos() + kStackRetryNanos, [this, f] { PushLocal(f); });
+      if (stacks_pool_->MarkWanted()) {
+        // Idle workers may hold free stacks in their caches: wake them to give those back
+        // (they do before parking again).
+        for (auto& g : sched_->groups_) g->WakeAll();
+      }
+      return;
+    }
     f->ctx = ctx::make_fcontext(f->stack.top(), f->stack.size, &Worker::FiberMain);
     f->san.stack_bottom = f->stack.bottom();
     f->san.stack_size = f->stack.size;

@@ -80,6 +80,7 @@ class Worker {
   std::atomic<uint64_t> steals_{0};         // from a sibling's deque (this group)
   std::atomic<uint64_t> remote_steals_{0};  // from another group (not in steals_)
   std::atomic<uint64_t> parks_{0};
+  std::atomic<uint64_t> stack_waits_{0};  // fibers put off for want of a stack
 
  private:
   void Loop();
@@ -97,6 +98,7 @@ class Worker {
   SchedulingGroup* group_;
   size_t index_;
   size_t index_in_group_;
+  StackPool* stacks_pool_;
   StackCache stacks_;
   // Finished fibers' entities, reset, for the next spawn on this thread: saves the allocator a
   // new/delete pair per fiber.

@@ -12,6 +12,7 @@
 
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
+#include "trpc/server/detail/parked_work.h"
 
 namespace trpc::detail {
 
@@ -302,6 +303,7 @@ ServiceStats ServiceAdapter::stats() const {
     s.requests += c.requests.load(std::memory_order_relaxed);
     s.failed_requests += c.failed_requests.load(std::memory_order_relaxed);
     s.rejected_overload += c.rejected_overload.load(std::memory_order_relaxed);
+    s.rejected_parked_limit += c.rejected_parked_limit.load(std::memory_order_relaxed);
     s.rejected_deadline_passed += c.rejected_deadline_passed.load(std::memory_order_relaxed);
     s.rejected_deadline_unmeetable +=
         c.rejected_deadline_unmeetable.load(std::memory_order_relaxed);
@@ -318,6 +320,7 @@ void ServiceAdapter::CollectMetrics(ServiceMetrics* out) const {
   out->connections_refused = s.connections_refused;
   out->protocol_errors = s.protocol_errors;
   out->rejected_overload = s.rejected_overload;
+  out->rejected_parked_limit = s.rejected_parked_limit;
   out->rejected_deadline_passed = s.rejected_deadline_passed;
   out->rejected_deadline_unmeetable = s.rejected_deadline_unmeetable;
   if (limiter_ != nullptr) {
@@ -399,6 +402,19 @@ void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
   // under its method.
   RpcMethodHandler* method = service_->Route(*ctx);
   ctx->SetMethodCounters(CountersOf(index, method));
+  if (parked_bound_) {
+    // The process-wide bound comes first: past it, a parked handler more could exhaust the
+    // process's memory mappings (fiber stacks) or memory, whatever service it belongs to.
+    ParkedWork::Result r = ParkedWork::Instance().TryAcquire();
+    if (r == ParkedWork::Result::kRefused) [[unlikely]] {
+      counters.rejected_parked_limit.fetch_add(1, std::memory_order_relaxed);
+      counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
+      ctx->SendReply(Status(kServerOverloadErr, "server overloaded: max_parked_requests reached"),
+                     nullptr);
+      return;
+    }
+    ctx->parked_permit_ = r == ParkedWork::Result::kTaken;
+  }
   if (limiter_ != nullptr) {
     // Before the filters and the body's parse: refusing must cost far less than serving.
     if (!limiter_->TryAdmit(index, recv_ns)) {

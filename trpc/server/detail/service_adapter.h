@@ -31,6 +31,7 @@ struct ServiceStats {
   uint64_t requests = 0;
   uint64_t failed_requests = 0;
   uint64_t rejected_overload = 0;
+  uint64_t rejected_parked_limit = 0;
   uint64_t rejected_deadline_passed = 0;
   uint64_t rejected_deadline_unmeetable = 0;
 };
@@ -52,6 +53,10 @@ class ServiceAdapter final : public Connection::Handler {
   /// Counts this service's connections against `budget` (the server's bound on buffered
   /// bytes); before Start().
   void SetBufferBudget(std::shared_ptr<BufferBudget> budget);
+  /// Admits requests against the process's bound on parked work (detail::ParkedWork,
+  /// server.max_parked_requests); before Start(). Off for side services (admin): they must
+  /// answer while the bound is reached.
+  void SetParkedBound(bool on) { parked_bound_ = on; }
   bool Start(std::string* err);
   /// Closes the listening socket; connections keep being served. Blocks until done, or until
   /// `deadline_ns` (MonotonicNanos(); < 0: no limit) if the accepting worker is stuck in a
@@ -95,6 +100,7 @@ class ServiceAdapter final : public Connection::Handler {
     std::atomic<uint64_t> failed_requests{0};
     // Requests refused without running their handler, by reason.
     std::atomic<uint64_t> rejected_overload{0};
+    std::atomic<uint64_t> rejected_parked_limit{0};
     std::atomic<uint64_t> rejected_deadline_passed{0};
     std::atomic<uint64_t> rejected_deadline_unmeetable{0};
   };
@@ -159,6 +165,7 @@ class ServiceAdapter final : public Connection::Handler {
   std::atomic<uint64_t> connections_accepted_{0};
   std::atomic<uint64_t> connections_refused_{0};
   std::atomic<uint64_t> protocol_errors_{0};
+  bool parked_bound_ = false;
   bool started_ = false;
   bool accepting_stopped_ = false;
   std::atomic<uint64_t> calls_cut_{0};

@@ -1,0 +1,57 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace trpc::detail {
+
+/// The process-wide bound on parked work (server.max_parked_requests): requests the server has
+/// admitted and not finished with — a handler running, or parked in a fiber, or a reply deferred
+/// with SetResponse(false). A request takes a permit when it is admitted (ServiceAdapter) and
+/// gives it back when its context is freed (after the reply, or its end unanswered). Without a
+/// permit it is refused at once with ret 22.
+///
+/// Counting costs no shared write per request: each thread keeps a few permits of its own
+/// (thread_local), and takes them from or gives them back to the shared pool a batch at a time.
+/// Up to two batches per thread may sit unused in threads' caches, so a refusal can come that
+/// many permits early; a batch is 1/1024 of the limit, at most 32.
+///
+/// Memory ordering: the pool is one atomic count of free permits, changed only by
+/// read-modify-writes (a CAS to take, fetch_add to give back); a thread's cache is touched by
+/// that thread alone. Permits are fungible, and free + cached + held == limit at every moment,
+/// so at most `limit` requests hold one at once, whichever threads take and give them back.
+/// Nothing else is ordered by it: relaxed throughout.
+///
+/// Thread contract: every method is safe from any thread at any time.
+class ParkedWork {
+ public:
+  /// The one instance (never destroyed: contexts may be freed during exit).
+  static ParkedWork& Instance();
+
+  /// Sets the bound (0 = none: TryAcquire() always succeeds without counting). May be called
+  /// while permits are held: the pool moves by the difference, and may stay below zero until
+  /// enough are given back.
+  void SetLimit(uint64_t limit);
+  uint64_t limit() const { return limit_.load(std::memory_order_relaxed); }
+
+  /// Takes a permit: kTaken, kRefused at the bound, kUnbounded when there is no bound (nothing
+  /// to give back).
+  enum class Result : uint8_t { kUnbounded, kTaken, kRefused };
+  Result TryAcquire();
+  /// Gives back a permit that TryAcquire() returned kTaken for, from any thread.
+  void Release();
+
+  /// Permits out of the pool now: held by requests, or cached by threads. An upper bound of the
+  /// requests parked.
+  uint64_t Taken() const;
+
+ private:
+  ParkedWork() = default;
+  friend struct ThreadPermits;
+
+  std::atomic<uint64_t> limit_{0};
+  std::atomic<int64_t> free_{0};
+  std::atomic<int64_t> batch_{1};
+};
+
+}  // namespace trpc::detail
