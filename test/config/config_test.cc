@@ -861,6 +861,16 @@ TEST(ConfigErrorTest, BadBufferBound) {
             "'0'");
 }
 
+TEST(ConfigTest, ClientBufferBound) {
+  Config c = MustLoad("client:\n  max_buffered_bytes: 2097152\n  buffered_bytes_timeout: 500\n");
+  EXPECT_EQ(c.client.max_buffered_bytes, 2097152u);
+  EXPECT_EQ(c.client.buffered_bytes_timeout, 500u);
+  EXPECT_EQ(Config{}.client.max_buffered_bytes, 0u);
+  EXPECT_EQ(LoadError("client:\n  max_buffered_bytes: 1000\n"),
+            "t.yaml:2: client.max_buffered_bytes: expected 0 (automatic) or at least 1048576 "
+            "bytes, got 1000");
+}
+
 TEST(ConfigTest, ParkedBound) {
   EXPECT_EQ(Config{}.server.max_parked_requests, 0u);  // automatic
   EXPECT_EQ(MustLoad("server:\n  max_parked_requests: 5000\n  service:\n    - {name: s, port: 1}\n")

@@ -82,7 +82,17 @@ bool IsEndpointFailure(int ret) {
 class ServiceProxy::Impl {
  public:
   Impl(ClientServiceConfig config, ThreadModel* model);
-  ~Impl() { Stop(); }
+  ~Impl() {
+    Stop();
+    if (buffer_budget_) buffer_budget_->DropSlots(this);
+  }
+  void SetBufferBudget(std::shared_ptr<BufferBudget> budget) {
+    buffer_budget_ = std::move(budget);
+    budget_slots_.clear();
+    for (size_t i = 0; buffer_budget_ && i < model_->ReactorCount(); ++i) {
+      budget_slots_.push_back(buffer_budget_->NewSlot(model_->GetReactor(i), this));
+    }
+  }
 
   bool Init(std::string* err);
   void Stop();
@@ -185,6 +195,15 @@ class ServiceProxy::Impl {
   std::vector<std::unordered_map<Op*, std::shared_ptr<Op>>> ops_;
   std::mutex eject_mu_;  // one ejection decision at a time (the share check and the store)
   ConnectionOptions conn_options_;
+  // client.max_buffered_bytes: the budget and a slot of it per reactor (null/empty: no bound).
+  std::shared_ptr<BufferBudget> buffer_budget_;
+  std::vector<BufferBudget::Slot*> budget_slots_;
+  // conn_options_ with the budget slot of reactor `reactor_index`.
+  ConnectionOptions OptionsFor(size_t reactor_index) const {
+    ConnectionOptions o = conn_options_;
+    if (!budget_slots_.empty()) o.budget = budget_slots_[reactor_index];
+    return o;
+  }
   std::atomic<uint32_t> next_request_id_{0};
   uint32_t conns_per_backend_ = 1;
   bool short_conn_ = false;
@@ -614,7 +633,7 @@ ClientConnectionPtr ServiceProxy::Impl::GetConnection(size_t reactor_index, Back
 ClientConnectionPtr ServiceProxy::Impl::Connect(size_t reactor_index, const NetAddress& addr,
                                                 Status* st) {
   auto c = std::make_shared<ClientConnection>(model_->GetReactor(reactor_index), addr, codec_.get(),
-                                              conn_options_, config_.connect_timeout);
+                                              OptionsFor(reactor_index), config_.connect_timeout);
   std::string err;
   if (!c->Connect(&err)) {
     *st = Status(kClientConnectErr, err);
@@ -630,7 +649,7 @@ ClientConnectionPool* ServiceProxy::Impl::GetPool(size_t reactor_index, Backend*
     o.max_connections = conns_per_backend_;
     o.max_outstanding = std::max<uint32_t>(1, config_.pipeline_depth);
     o.connect_timeout_ms = config_.connect_timeout;
-    o.connection = conn_options_;
+    o.connection = OptionsFor(reactor_index);
     pool = std::make_unique<ClientConnectionPool>(model_->GetReactor(reactor_index), b->addr,
                                                   codec_.get(), o);
   }
@@ -1073,6 +1092,9 @@ ServiceProxy::ServiceProxy(ClientServiceConfig config, ThreadModel* model)
 ServiceProxy::~ServiceProxy() = default;
 
 bool ServiceProxy::Init(std::string* err) { return impl_->Init(err); }
+void ServiceProxy::SetBufferBudget(std::shared_ptr<BufferBudget> budget) {
+  impl_->SetBufferBudget(std::move(budget));
+}
 void ServiceProxy::Stop() { impl_->Stop(); }
 const ClientServiceConfig& ServiceProxy::config() const { return impl_->config(); }
 ThreadModel* ServiceProxy::thread_model() const { return impl_->model(); }

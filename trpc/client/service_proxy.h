@@ -16,6 +16,8 @@ class MessageLite;
 
 namespace trpc {
 
+class BufferBudget;
+
 class ThreadModel;
 
 /// Calls one callee (a `client.service[]` entry): picks a backend round-robin, multiplexes calls
@@ -43,6 +45,9 @@ class ServiceProxy {
   /// Parses the targets, finds the codec and resolves the filters. False (with `*err`, "file:line:
   /// ..." when the config came from a file) on a bad config.
   bool Init(std::string* err);
+  /// Counts the proxy's connections against `budget` (TrpcClient's client.max_buffered_bytes):
+  /// one over its share stops reading, and a call on it fails at once with 124. Before Init().
+  void SetBufferBudget(std::shared_ptr<BufferBudget> budget);
   /// Closes every connection; pending calls fail with 141.
   void Stop();
 

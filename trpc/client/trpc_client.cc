@@ -11,6 +11,7 @@
 #include "trpc/client/selector.h"
 #include "trpc/codec/codec.h"
 #include "trpc/runtime/runtime.h"
+#include "trpc/transport/buffer_budget.h"
 
 namespace trpc {
 
@@ -22,6 +23,12 @@ std::atomic<TrpcClient*> g_client_raw{nullptr};  // lock-free reads
 // "file:line: " of a config entry, or nothing when it was not loaded from a file.
 std::string At(const std::string& origin) { return origin.empty() ? "" : origin + ": "; }
 }  // namespace
+
+TrpcClient::TrpcClient(ClientConfig config)
+    : config_(std::move(config)),
+      budget_(std::make_shared<BufferBudget>(
+          config_.max_buffered_bytes != 0 ? config_.max_buffered_bytes : DefaultBufferLimit(),
+          int64_t{config_.buffered_bytes_timeout})) {}
 
 bool TrpcClient::CheckProtocols(std::string* err) const {
   for (const ClientServiceConfig& s : config_.service) {
@@ -97,6 +104,7 @@ std::shared_ptr<ServiceProxy> TrpcClient::GetOrCreate(const std::string& name,
   // The section's filters wrap the callee's own.
   cfg.filter.insert(cfg.filter.begin(), config_.filter.begin(), config_.filter.end());
   std::shared_ptr<ServiceProxy> proxy = make(std::move(cfg), model);
+  proxy->SetBufferBudget(budget_);
   std::string why;
   // Through the base: a generated RPC may be called Init too.
   if (!proxy->ServiceProxy::Init(&why)) return Fail<ServiceProxy>(err, why);

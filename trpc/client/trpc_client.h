@@ -18,7 +18,8 @@ namespace trpc {
 /// stops.
 class TrpcClient {
  public:
-  explicit TrpcClient(ClientConfig config) : config_(std::move(config)) {}
+  /// Its connections are bounded together by `config.max_buffered_bytes`.
+  explicit TrpcClient(ClientConfig config);
   ~TrpcClient() { Stop(); }
   TrpcClient(const TrpcClient&) = delete;
   TrpcClient& operator=(const TrpcClient&) = delete;
@@ -52,6 +53,8 @@ class TrpcClient {
   void Stop();
 
   const ClientConfig& config() const { return config_; }
+  /// The bound on the bytes its proxies' connections hold (client.max_buffered_bytes).
+  const BufferBudget& buffer_budget() const { return *budget_; }
 
   /// Start-up checks of the `client:` section against what is registered, so that a typo stops
   /// start-up with "file:line: ..." of its entry instead of failing the first GetProxy(). False
@@ -85,6 +88,7 @@ class TrpcClient {
   }
 
   ClientConfig config_;
+  std::shared_ptr<BufferBudget> budget_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<ServiceProxy>> proxies_;
   bool stopped_ = false;

@@ -160,6 +160,17 @@ void ReadIp(MapReader& r, std::string_view key, std::string* out) {
   *out = std::move(ip);
 }
 
+// max_buffered_bytes and buffered_bytes_timeout, of the server or the client section.
+void ReadBufferBound(MapReader& r, uint64_t* limit, uint32_t* timeout) {
+  r.Uint("max_buffered_bytes", kMaxBufferedBytesRule, limit);
+  if (r.ok() && *limit != 0 && *limit < kMinBufferedBytes) {
+    r.FailValue("max_buffered_bytes",
+                fmt::format("expected 0 (automatic) or at least {} bytes, got {}",
+                            kMinBufferedBytes, *limit));
+  }
+  r.Uint("buffered_bytes_timeout", kBufferedBytesTimeoutRule, timeout);
+}
+
 void ReadServer(const MapReader& root, const std::string& file, const InstanceNames& instances,
                 ServerConfig* out) {
   MapReader r =
@@ -175,13 +186,7 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
   r.Uint("admin_port", kPortRule, &server.admin_port);
   ReadIp(r, "admin_ip", &server.admin_ip);
   r.Uint("stop_max_wait_time", kStopMaxWaitTimeRule, &server.stop_max_wait_time);
-  r.Uint("max_buffered_bytes", kMaxBufferedBytesRule, &server.max_buffered_bytes);
-  if (r.ok() && server.max_buffered_bytes != 0 && server.max_buffered_bytes < kMinBufferedBytes) {
-    r.FailValue("max_buffered_bytes",
-                fmt::format("expected 0 (automatic) or at least {} bytes, got {}",
-                            kMinBufferedBytes, server.max_buffered_bytes));
-  }
-  r.Uint("buffered_bytes_timeout", kBufferedBytesTimeoutRule, &server.buffered_bytes_timeout);
+  ReadBufferBound(r, &server.max_buffered_bytes, &server.buffered_bytes_timeout);
   r.Uint("max_parked_requests", kMaxParkedRequestsRule, &server.max_parked_requests);
   r.String("registry_name", &server.registry_name);
   r.Uint("deregister_wait", kDeregisterWaitRule, &server.deregister_wait);
@@ -313,9 +318,11 @@ void ReadResilience(MapReader& s, ClientServiceConfig* svc) {
 }
 
 void ReadClient(const MapReader& root, const std::string& file, ClientConfig* out) {
-  MapReader r = root.Map("client", {"filter", "service"});
+  MapReader r =
+      root.Map("client", {"filter", "service", "max_buffered_bytes", "buffered_bytes_timeout"});
   ClientConfig client;
   if (r.Has("filter")) client.filter_origin = fmt::format("{}:{}", file, r.ValueLine("filter"));
+  ReadBufferBound(r, &client.max_buffered_bytes, &client.buffered_bytes_timeout);
   r.StringList("filter", &client.filter);
   std::map<std::string, std::string, std::less<>> names;
   r.ForEachMap(

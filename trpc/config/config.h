@@ -210,6 +210,11 @@ struct ClientServiceConfig {
 
 struct ClientConfig {
   std::vector<std::string> filter;  // Client filters run for every callee, by registered name.
+  /// Bytes all the client's connections together may hold buffered (responses read but not yet
+  /// complete or delivered, requests not yet written); 0 = as server.max_buffered_bytes' default
+  /// (a quarter of the usable memory, 64 MiB..4 GiB). Else >= 1 MiB.
+  uint64_t max_buffered_bytes = 0;
+  uint32_t buffered_bytes_timeout = 10000;  // ms a connection may stay over its share; >= 1.
   std::vector<ClientServiceConfig> service;
   std::string filter_origin;  // "file:line" of client.filter, for errors found after loading.
 

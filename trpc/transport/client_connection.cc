@@ -56,6 +56,16 @@ void ClientConnection::Call(uint32_t request_id, ChainBuffer&& request, int64_t 
          ChainBuffer());
     return;
   }
+  if (conn_->budget_paused()) [[unlikely]] {
+    // Over its share of the client's bound, reading is paused: a call would only wait.
+    done(Status(kClientOverloadErr,
+                fmt::format("the client's connections hold more than client.max_buffered_bytes "
+                            "({} bytes); this one to {} holds {}",
+                            options_.budget->budget().limit(), target_.ToString(),
+                            conn_->budget_bytes())),
+         ChainBuffer());
+    return;
+  }
   if (conn_->pending_write_bytes() > options_.max_pending_write_bytes) {
     // The peer is not taking our requests: refuse rather than queue without bound.
     done(Status(kClientOverloadErr, fmt::format("{} request bytes already wait for {}",

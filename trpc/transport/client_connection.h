@@ -29,8 +29,9 @@ namespace trpc {
 /// connection and fails the calls still pending with 141. Thread contract: loop-thread only.
 ///
 /// Limits: a call is refused with 124 (overload) while more than max_pending_write_bytes of
-/// requests wait to be written; a connect that has not completed after `connect_timeout_ms`
-/// fails with 111.
+/// requests wait to be written, or while the connection's reading is paused by its buffer
+/// budget (ConnectionOptions::budget: the client's max_buffered_bytes); a connect that has not
+/// completed after `connect_timeout_ms` fails with 111.
 class ClientConnection : public Connection::Handler,
                          public std::enable_shared_from_this<ClientConnection> {
  public:

@@ -157,6 +157,13 @@ void Connection::HandleRead(bool to_eof) {
       });
       break;
     }
+    size_t room = SIZE_MAX;
+    if (options_.budget != nullptr && options_.budget->budget().Over()) [[unlikely]] {
+      // Over the bound every read counts before the next: a connection takes at most what its
+      // allowance has left, so thousands of them cannot each read an event's worth past it.
+      room = BudgetRoom();
+      if (room == 0) break;  // paused
+    }
     iovec iov[kReadIov];
     // While reads come back smaller than one block (request/response traffic), read(2) into
     // the free space of the current block: readv(2) would import kReadIov iovecs per call (and
@@ -165,7 +172,11 @@ void Connection::HandleRead(bool to_eof) {
     size_t n_iov =
         small_reads_ ? in_.PrepareWrite(iov, 1, 1) : in_.PrepareWrite(iov, kReadIov, kReadChunk);
     size_t want = 0;
-    for (size_t i = 0; i < n_iov; ++i) want += iov[i].iov_len;
+    for (size_t i = 0; i < n_iov; ++i) {
+      iov[i].iov_len = std::min(iov[i].iov_len, room - want);
+      want += iov[i].iov_len;
+      if (want == room) n_iov = i + 1;
+    }
     ssize_t n = n_iov == 1 ? ::read(fd_, iov[0].iov_base, iov[0].iov_len)
                            : ::readv(fd_, iov, static_cast<int>(n_iov));
     if (n > 0) small_reads_ = static_cast<size_t>(n) < iov[0].iov_len;
@@ -538,6 +549,15 @@ void Connection::AccountBufferedSlow() {
   budget_paused_ = true;
   reading_paused_ = true;
   slot->Paused(shared_from_this());
+}
+
+size_t Connection::BudgetRoom() {
+  AccountBufferedSlow();
+  if (budget_paused_) return 0;
+  uint64_t allowance = options_.budget->budget().Allowance();
+  if (allowance == UINT64_MAX) return SIZE_MAX;  // back under the bound meanwhile
+  // At least a little: a connection under its allowance keeps making progress.
+  return std::max<size_t>(4096, allowance > budget_bytes_ ? allowance - budget_bytes_ : 0);
 }
 
 void Connection::ResumeAfterBudget() {

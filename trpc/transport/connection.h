@@ -269,6 +269,9 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
     }
   }
   void AccountBufferedSlow();
+  // Over the budget's bound: reports, then the bytes this connection may still read before its
+  // allowance is used up (0: it paused; SIZE_MAX: the bound is no longer reached).
+  size_t BudgetRoom();
   void ResumeReadingSoon();
   void SendImmediate(uint64_t slot, bool final);
   // Appends `data` to out_ (in `slot`'s order): false when nothing was appended.
