@@ -69,6 +69,16 @@ inline std::string StartFaultServer(ChildServer* server, const FaultServerOption
   return addr;
 }
 
+// A process's resident set (VmRSS), in bytes; 0 if it cannot be read.
+inline uint64_t RssBytes(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
 // A plain blocking TCP connection to `addr` ("IP:PORT"), or -1: for bytes no client would send,
 // or connections the server may never accept (the kernel completes them from the backlog).
 inline int RawConnect(const std::string& addr) {
