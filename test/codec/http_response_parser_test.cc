@@ -538,6 +538,93 @@ TEST_P(LimitTest, InterimResponses) {
 INSTANTIATE_TEST_SUITE_P(SmallAndDefault, LimitTest,
                          ::testing::Values(kSmall, ResponseLimits{.max_body_bytes = 100'000}));
 
+// ---- max_message_bytes: every byte of a response as received. ----
+
+const std::string kCh = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+ResponseLimits MessageLimit(size_t n) {
+  ResponseLimits lim;
+  lim.max_message_bytes = n;
+  return lim;
+}
+
+std::string OverMessage(size_t n) {
+  return "response larger than max_packet_size (" + std::to_string(n) + " bytes)";
+}
+
+TEST(HttpResponseParserTest, MessageBytesCountInterimChunkFramingAndTrailers) {
+  const std::string rsp =
+      "HTTP/1.1 100 Continue\r\n\r\n" + kCh + "0001;ext\r\nx\r\n0\r\nTrailer: t\r\n\r\n";
+  Outcome o = ParseOne(rsp, MessageLimit(rsp.size()));
+  ASSERT_EQ(o.result, Result::kComplete) << o.error;
+  EXPECT_EQ(o.body, "x");
+  ExpectError(rsp, OverMessage(rsp.size() - 1), MessageLimit(rsp.size() - 1));
+  // Per response: two pipelined ones of the bound each are both read.
+  Feed f;
+  f.limits = MessageLimit(rsp.size());
+  const std::vector<Outcome> two = ParseEveryWay(rsp + rsp, f);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[1].result, Result::kComplete) << two[1].error;
+}
+
+TEST(HttpResponseParserTest, MessageBytesForContentLengthHeadAndUntilClose) {
+  const std::string head = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n";
+  EXPECT_EQ(ParseOne(head, MessageLimit(head.size() + 10)).result, Result::kNeedMore);
+  ExpectError(head, OverMessage(head.size() + 9), MessageLimit(head.size() + 9));
+  ExpectError(head, OverMessage(head.size() - 1), MessageLimit(head.size() - 1));
+  const std::string until_close = "HTTP/1.1 200 OK\r\n\r\n" + std::string(20, 'b');
+  Outcome at = ParseOne(until_close, MessageLimit(until_close.size()), /*eof=*/true);
+  EXPECT_EQ(at.result, Result::kComplete) << at.error;
+  Outcome over = ParseOne(until_close, MessageLimit(until_close.size() - 1));
+  EXPECT_EQ(over.result, Result::kError);
+  EXPECT_EQ(over.error, OverMessage(until_close.size() - 1));
+}
+
+// The hostile response of issue 24, read 64 KiB at a time as a client connection reads: refused
+// with the first read that takes it over the bound.
+TEST(HttpResponseParserTest, HeldWireBytesStopAtMaxMessageBytes) {
+  constexpr size_t kMax = 1u << 20;
+  constexpr size_t kRead = 64u << 10;
+  std::string piece;
+  while (piece.size() < kRead) piece += "0000000000000001\r\nx\r\n";
+  ResponseParser p(MessageLimit(kMax));
+  ChainBuffer in = Buf(kCh);
+  Result r = p.Parse(in);
+  while (r == Result::kNeedMore && in.size() < 64 * kMax) {
+    ASSERT_LE(in.size(), kMax);
+    in.Append(piece);
+    r = p.Parse(in);
+  }
+  ASSERT_EQ(r, Result::kError);
+  EXPECT_EQ(p.error(), OverMessage(kMax));
+  EXPECT_LE(in.size(), kMax + piece.size());
+}
+
+TEST(HttpResponseParserTest, ChunkExtensionsHaveATotal) {
+  std::string body;
+  for (size_t i = 0; i < kMaxChunkExtensionBytes / 100; ++i) {
+    body += "1;" + std::string(100, 'e') + "\r\nx\r\n";  // 100 extension bytes each
+  }
+  const std::string at = kCh + body + "0\r\n\r\n";
+  EXPECT_EQ(ParseOne(at).result, Result::kComplete);
+  ExpectError(kCh + body + "1;" + std::string(kMaxChunkExtensionBytes % 100 + 1, 'e') + "\r\n",
+              "chunk extensions exceed 16384 bytes");
+}
+
+// Streaming (a watch that never ends) has no total, so no bound on the message either.
+TEST(HttpResponseParserStreamTest, NoMessageBound) {
+  ResponseLimits lim = MessageLimit(64);
+  std::string wire = kCh;
+  for (int i = 0; i < 100; ++i) wire += "a\r\n0123456789\r\n";
+  wire += "0\r\n\r\n";
+  ResponseParser p(lim);
+  p.set_streaming(true);
+  ChainBuffer in = Buf(wire);
+  ChainBuffer body;
+  ASSERT_EQ(p.ParseStream(&in, false, &body), Result::kComplete) << p.error();
+  EXPECT_EQ(body.size(), 1000u);
+}
+
 TEST(HttpResponseParserTest, DefaultLimits) {
   ResponseLimits d;
   EXPECT_EQ(d.max_status_line, 8192u);
@@ -555,8 +642,6 @@ struct BadCase {
   std::string response;
   std::string error;
 };
-
-const std::string kCh = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
 
 const BadCase kBadCases[] = {
     // Status line.

@@ -173,9 +173,10 @@ std::shared_ptr<ClientCodec> TrpcClientCodec() {
 
 // One SayHello request frame, encoded by the framework's own trpc client codec.
 std::string EncodeHello(uint32_t request_id, const std::string& msg, uint32_t timeout_ms = 5000,
-                        uint32_t call_type = kUnaryCall) {
+                        uint32_t call_type = kUnaryCall, uint32_t content_encoding = 0) {
   RpcRequest req;
   req.call_type = call_type;
+  req.content_encoding = content_encoding;
   req.request_id = request_id;
   req.timeout_ms = timeout_ms;
   req.callee = kGreeterName;
@@ -487,6 +488,31 @@ TEST_F(RpcE2eTest, SyncAsyncAndOnewayCalls) {
   EXPECT_EQ(r.rsp.ret, 0);
   EXPECT_EQ(r.body.msg(), "Hello, after");
   EXPECT_TRUE(WaitFor([&] { return g_count.load() == before + 2; }));
+}
+
+// A body compressed in a way the server cannot undo is not read as plain: ret 1 (decode error,
+// as tRPC-Go answers) naming the encoding, the handler does not run, and the error reply claims
+// no encoding. The connection goes on serving.
+TEST_F(RpcE2eTest, UnsupportedContentEncodingGives1WithoutRunningTheHandler) {
+  StartServer();
+  RawConnection raw(address_);
+  ASSERT_TRUE(raw.ok());
+  const int before = g_count.load();
+  for (uint32_t encoding : {1u, 2u, 3u, 6u, 99u}) {
+    ASSERT_TRUE(raw.Send(EncodeHello(encoding, "count", 5000, kUnaryCall, encoding)));
+    Reply r;
+    ASSERT_TRUE(raw.ReadReply(&r)) << "content_encoding " << encoding;
+    EXPECT_EQ(r.rsp.request_id, encoding);
+    EXPECT_EQ(r.rsp.ret, kServerDecodeErr);
+    EXPECT_EQ(r.rsp.error_msg, "unsupported content_encoding " + std::to_string(encoding));
+    EXPECT_EQ(r.rsp.content_encoding, 0u);
+  }
+  EXPECT_EQ(g_count.load(), before) << "a handler read a compressed body as plain";
+  ASSERT_TRUE(raw.Send(EncodeHello(100, "plain")));
+  Reply r;
+  ASSERT_TRUE(raw.ReadReply(&r));
+  EXPECT_EQ(r.rsp.ret, 0);
+  EXPECT_EQ(r.body.msg(), "Hello, plain");
 }
 
 // 2. ------------------------------------------------------------------------------------------

@@ -5,7 +5,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -17,20 +16,12 @@
 #include <thread>
 #include <vector>
 
-#include "examples/helloworld/helloworld.trpc.pb.h"
-#include "fmt/format.h"
+#include "test/fault/fault_test_util.h"
 #include "trpc/base/clock.h"
-#include "trpc/client/trpc_client.h"
-#include "trpc/config/config.h"
-#include "trpc/runtime/runtime.h"
 #include "trpc/transport/buffer_budget.h"
 
 namespace trpc::test::fault {
 namespace {
-
-using helloworld::GreeterServiceProxy;
-using helloworld::HelloReply;
-using helloworld::HelloRequest;
 
 // A server on loopback that answers whatever it reads with the start of a trpc response frame
 // of `kFrameBytes` and then feeds body bytes while the socket takes them, never finishing it.
@@ -110,30 +101,11 @@ class EndlessResponder {
   std::thread thread_;
 };
 
-class ClientBuffersTest : public ::testing::Test {
+class ClientBuffersTest : public FaultTest {
  protected:
   static constexpr uint64_t kLimit = 4u << 20;
   static void SetUpTestSuite() {
-    std::string err;
-    Config config;
-    ASSERT_TRUE(LoadConfigFromString(R"(global:
-  threadmodel:
-    default:
-      - instance_name: client
-        io_handle_type: merge
-        io_thread_num: 1
-client:
-  max_buffered_bytes: 4194304
-  buffered_bytes_timeout: 60000
-)",
-                                     "client.yaml", &config, &err))
-        << err;
-    ASSERT_TRUE(runtime::Start(config.global.threadmodel, &err)) << err;
-    SetTrpcClient(std::make_shared<TrpcClient>(config.client));
-  }
-  static void TearDownTestSuite() {
-    if (auto client = SetTrpcClient(nullptr)) client->Stop();
-    runtime::Stop();
+    StartClient("  max_buffered_bytes: 4194304\n  buffered_bytes_timeout: 60000\n");
   }
 };
 

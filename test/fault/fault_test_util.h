@@ -45,6 +45,7 @@ struct FaultServerOptions {
   std::string log_level = "warn";
 };
 
+#ifdef FAULT_SERVER_PATH
 // Writes the config, starts fault_server and returns its "IP:PORT" ("" with a failure if it did
 // not start).
 inline std::string StartFaultServer(ChildServer* server, const FaultServerOptions& o = {}) {
@@ -70,6 +71,17 @@ inline std::string StartFaultServer(ChildServer* server, const FaultServerOption
   std::string addr = server->Start({FAULT_SERVER_PATH, "--config", path});
   std::remove(path.c_str());
   return addr;
+}
+#endif  // FAULT_SERVER_PATH
+
+// A process's resident set (VmRSS), in bytes; 0 if it cannot be read.
+inline uint64_t RssBytes(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
 }
 
 // A plain blocking TCP connection to `addr` ("IP:PORT"), or -1: for bytes no client would send,
@@ -129,7 +141,10 @@ inline double MetricValue(const std::string& metrics, const std::string& sample)
 // A test suite with a client runtime: one merge worker.
 class FaultTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
+  static void SetUpTestSuite() { StartClient(""); }
+  // The client runtime, with `client_yaml` as the client section's keys (each line indented
+  // by 2 spaces).
+  static void StartClient(const std::string& client_yaml) {
     std::string err;
     Config config;
     ASSERT_TRUE(LoadConfigFromString(R"(global:
@@ -138,11 +153,11 @@ class FaultTest : public ::testing::Test {
       - instance_name: client
         io_handle_type: merge
         io_thread_num: 1
-)",
+)" + (client_yaml.empty() ? "" : "client:\n" + client_yaml),
                                      "client.yaml", &config, &err))
         << err;
     ASSERT_TRUE(runtime::Start(config.global.threadmodel, &err)) << err;
-    SetTrpcClient(std::make_shared<TrpcClient>(ClientConfig{}));
+    SetTrpcClient(std::make_shared<TrpcClient>(config.client));
   }
 
   static void TearDownTestSuite() {

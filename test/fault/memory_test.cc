@@ -11,7 +11,6 @@
 #include <sys/socket.h>
 
 #include <atomic>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,16 +41,6 @@ constexpr bool kCheckRss = false;
 #else
 constexpr bool kCheckRss = true;
 #endif
-
-// The child's resident set (VmRSS), in bytes; 0 if it cannot be read.
-uint64_t RssBytes(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-  }
-  return 0;
-}
 
 std::string Varint(uint64_t v) {
   std::string out;

@@ -83,15 +83,6 @@ Outcome Collect(const std::vector<std::unique_ptr<RawTrpcClient>>& clients, uint
   return out;
 }
 
-// The resident memory of process `pid` in bytes (0 if unknown).
-uint64_t RssBytes(pid_t pid) {
-  std::ifstream status(fmt::format("/proc/{}/status", pid));
-  for (std::string line; std::getline(status, line);) {
-    if (line.starts_with("VmRSS:")) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;
-  }
-  return 0;
-}
-
 // P99 (ms) of `n` calls of `msg`, one after another, each on `proxy`, whatever they answer
 // (after a few unmeasured ones); adds the calls refused for the bound to `*refused`.
 double ProbeP99Ms(GreeterServiceProxy* proxy, const std::string& msg, int n,

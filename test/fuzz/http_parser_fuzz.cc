@@ -9,7 +9,11 @@
 //   - wire_size() exceeds the bytes buffered, or head_size() exceeds wire_size();
 //   - error_status() outside {400, 413, 414, 431, 501, 505};
 //   - a body longer than max_body_bytes, or a Content-Length body whose size is not the length;
-//   - more than 2 examined bytes per byte fed (the no-re-scan guarantee).
+//   - more than 2 examined bytes per byte fed (the no-re-scan guarantee);
+//   - held bytes over the bound: a request still incomplete (kNeedMore) with more than
+//     max_message_bytes buffered, a complete one whose wire_size() exceeds it, or a de-chunked
+//     body larger than the wire bytes it came from. The bound is exact: the parser never needs a
+//     byte past max_message_bytes to refuse a request.
 
 #include <cstddef>
 #include <cstdint>
@@ -89,6 +93,7 @@ Verdict Record(Result r, RequestParser& p, const ChainBuffer& in, const ParserLi
     v.body = in.ToString().substr(p.head_size(), p.wire_size() - p.head_size());
   }
   Check(v.body.size() <= limits.max_body_bytes);
+  Check(p.wire_size() <= limits.max_message_bytes);
   return v;
 }
 
@@ -107,7 +112,13 @@ Run Feed(std::string_view stream, const ParserLimits& limits, bool fragment, Nex
     for (;;) {
       const Result r = p.Parse(in);
       Check(p.bytes_examined() <= 2 * off);
-      if (r == Result::kNeedMore) break;
+      // What a connection holds for the request being read: its bytes in `in`, and the body
+      // de-chunked so far.
+      Check(p.dechunked_body().size() <= in.size());
+      if (r == Result::kNeedMore) {
+        Check(in.size() <= limits.max_message_bytes);
+        break;
+      }
       run.verdicts.push_back(Record(r, p, in, limits));
       if (r == Result::kError) return run;
       in.Skip(p.wire_size());
@@ -127,6 +138,7 @@ ParserLimits PickLimits(uint8_t mode) {
       l.max_header_count = 4;
       l.max_body_bytes = 64;
       l.max_chunk_line = 12;
+      l.max_message_bytes = 256;
       break;
     case 2:  // degenerate bounds must not break anything either
       l.max_request_line = 1;
@@ -134,8 +146,13 @@ ParserLimits PickLimits(uint8_t mode) {
       l.max_header_count = 0;
       l.max_body_bytes = 0;
       l.max_chunk_line = 1;
+      l.max_message_bytes = 1;
       break;
-    default:
+    case 3:  // the real defaults, but a whole-request bound the fuzzer can reach first
+      l.max_message_bytes = 120;
+      break;
+    default:  // the real defaults (max_message_bytes: the server's default max_packet_size)
+      l.max_message_bytes = 10'000'000;
       break;
   }
   return l;

@@ -15,7 +15,10 @@
 //   - a body longer than max_body_bytes, a Content-Length body whose size is not the length, a
 //     body on an answer to HEAD or on a 204/304, a read-until-close body that keeps the
 //     connection or completes without the close;
-//   - more than 2 examined bytes per byte fed (the no-re-scan guarantee).
+//   - more than 2 examined bytes per byte fed (the no-re-scan guarantee);
+//   - held bytes over the bound: a response still incomplete (kNeedMore) with more than
+//     max_message_bytes buffered, a complete one whose wire_size() exceeds it, or a de-chunked
+//     body larger than the wire bytes it came from.
 
 #include <cstddef>
 #include <cstdint>
@@ -97,6 +100,7 @@ Verdict Record(Result r, ResponseParser& p, const ChainBuffer& in, const Respons
     Check(v.body.empty() && !h.chunked && !h.until_close);
   }
   Check(v.body.size() <= limits.max_body_bytes);
+  Check(p.wire_size() <= limits.max_message_bytes);
   return v;
 }
 
@@ -117,7 +121,13 @@ Run Feed(std::string_view stream, const ResponseLimits& limits, uint8_t heads, b
       const bool head_request = is_head();
       const Result r = p.Parse(in, at_eof);
       Check(p.bytes_examined() <= 2 * off);
-      if (r == Result::kNeedMore) return true;
+      // What a client connection holds for the response being read: its bytes in `in`, and the
+      // body de-chunked so far.
+      Check(p.dechunked_body().size() <= in.size());
+      if (r == Result::kNeedMore) {
+        Check(in.size() <= limits.max_message_bytes);
+        return true;
+      }
       run.verdicts.push_back(Record(r, p, in, limits, head_request, at_eof));
       if (r == Result::kError) return false;
       in.Skip(p.wire_size());
@@ -146,6 +156,7 @@ ResponseLimits PickLimits(uint8_t mode) {
       l.max_body_bytes = 64;
       l.max_chunk_line = 12;
       l.max_interim = 2;
+      l.max_message_bytes = 256;
       break;
     case 2:  // degenerate bounds must not break anything either
       l.max_status_line = 1;
@@ -154,9 +165,15 @@ ResponseLimits PickLimits(uint8_t mode) {
       l.max_body_bytes = 0;
       l.max_chunk_line = 1;
       l.max_interim = 0;
+      l.max_message_bytes = 1;
       break;
-    default:
+    case 3:  // large bounds, but a whole-response bound the fuzzer can reach first
       l.max_body_bytes = 1 << 20;
+      l.max_message_bytes = 120;
+      break;
+    default:  // the client's: max_packet_size bounds the body and the whole response
+      l.max_body_bytes = 1 << 20;
+      l.max_message_bytes = 1 << 20;
       break;
   }
   return l;

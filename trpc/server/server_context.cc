@@ -265,6 +265,7 @@ void ServerContext::SendReply(const Status& status, const google::protobuf::Mess
   if (!st.OK()) {
     rsp.error_msg = st.ErrorMessage();
     body = nullptr;
+    rsp.content_encoding = 0;  // no body, so nothing is encoded (and the request's may be unknown)
   }
   // The request's metadata travels back with the reply; the handler's own entries win.
   if (req_.echo_trans_info) rsp.trans_info = std::move(req_.trans_info);

@@ -178,6 +178,7 @@ SplitResult HttpClientCodec::SplitWithState(ChainBuffer* in, std::vector<ChainBu
     st->limits_set = true;
     detail::ResponseLimits limits = limits_;
     limits.max_body_bytes = max_frame_size;
+    limits.max_message_bytes = max_frame_size;
     parser.set_limits(limits);
   }
   while (!st->closing) {

@@ -64,7 +64,8 @@ class HttpClientCodec final : public ClientCodec {
   void OnRequestSent(FrameCodecState* state, const ChainBuffer& request) override;
   SplitResult Split(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
                     std::string* err) override;
-  /// `max_frame_size` (the proxy's max_packet_size) is each response's body limit.
+  /// `max_frame_size` (the proxy's max_packet_size) bounds each response's body, and every byte
+  /// of it as received (interim responses, head, chunk framing, trailers).
   SplitResult SplitWithState(ChainBuffer* in, std::vector<ChainBuffer>* out,
                              size_t max_frame_size, std::string* err,
                              FrameCodecState* state) override;

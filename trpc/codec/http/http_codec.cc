@@ -42,6 +42,7 @@ class HttpConnState final : public FrameCodecState {
   size_t heads_front = 0;
   int64_t header_timeout_ns;
   bool continue_sent = false;
+  bool max_message_set = false;  // the parser has the service's max_packet_size
 };
 
 // "Date: Mon, 23 Nov 2026 14:00:00 GMT\r\n", formatted once a second per thread.
@@ -304,10 +305,15 @@ SplitResult HttpServerCodec::Split(ChainBuffer* in, std::vector<ChainBuffer>* ou
 SplitResult HttpServerCodec::SplitWithState(ChainBuffer* in, std::vector<ChainBuffer>* out,
                                             size_t max_frame_size, std::string* err,
                                             FrameCodecState* state) {
-  (void)max_frame_size;  // HttpServerOptions::max_body_bytes bounds what is buffered
   auto* st = static_cast<HttpConnState*>(state);
   if (st == nullptr) return Split(in, out, max_frame_size, err);
   RequestParser& parser = st->parser;
+  if (!st->max_message_set) {  // (before the first request: the parser has seen no byte yet)
+    st->max_message_set = true;
+    detail::ParserLimits limits = parser.limits();
+    limits.max_message_bytes = max_frame_size;
+    parser.set_limits(limits);
+  }
   while (!in->empty() && !st->closing) {
     RequestParser::Result r = parser.Parse(*in);
     if (r == RequestParser::Result::kError) {

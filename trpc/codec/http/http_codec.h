@@ -35,7 +35,8 @@ struct HttpServerOptions {
 /// close" and 1.0 without keep-alive end the connection after their reply, and
 /// "Expect: 100-continue" gets its interim answer once the head is read. A malformed request
 /// gets its 4xx/5xx answer (after the replies of the requests before it) and the connection
-/// closes.
+/// closes. `max_frame_size` (the service's max_packet_size) bounds every byte of one request as
+/// sent (head, body, chunk framing, trailers): over it is 413 (414/431 within the head).
 ///
 /// Requests become RpcRequests whose func is the path (so POST /pkg.Service/Method reaches that
 /// RPC method: the REST mapping) and whose protocol part is an HttpRequest (http_message.h).

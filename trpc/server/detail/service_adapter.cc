@@ -402,6 +402,15 @@ void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
   // under its method.
   RpcMethodHandler* method = service_->Route(*ctx);
   ctx->SetMethodCounters(CountersOf(index, method));
+  if (const uint32_t encoding = ctx->request().content_encoding; encoding != 0) [[unlikely]] {
+    // No body compression is supported yet: a compressed body must not be read as plain. Ret 1,
+    // as tRPC-Go answers a body it cannot decompress (docs/protocol.md).
+    counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
+    ctx->SendReply(
+        Status(kServerDecodeErr, "unsupported content_encoding " + std::to_string(encoding)),
+        nullptr);
+    return;
+  }
   if (parked_bound_) {
     // The process-wide bound comes first: past it, a parked handler more could exhaust the
     // process's memory mappings (fiber stacks) or memory, whatever service it belongs to.

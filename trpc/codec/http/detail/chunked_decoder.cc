@@ -7,11 +7,14 @@
 
 namespace trpc::http::detail {
 
+static_assert(kMaxChunkExtensionBytes == 16384, "the error message below names the bound");
+
 void ChunkedDecoder::Reset() {
   state_ = State::kChunkSize;
   chunk_left_ = 0;
   chunk_digits_ = 0;
   chunk_line_ = 0;
+  extension_bytes_ = 0;
   body_total_ = 0;
   trailer_bytes_ = 0;
   trailer_line_.clear();
@@ -82,6 +85,8 @@ ChunkedDecoder::Result ChunkedDecoder::Decode(const char* p, size_t n, size_t* u
           return Fail(400, kBareLf);
         } else if (!Is(c, kFieldValue)) {
           return Fail(400, "control character in chunk extension");
+        } else if (++extension_bytes_ > kMaxChunkExtensionBytes) {
+          return Fail(413, "chunk extensions exceed 16384 bytes");
         }
         break;
       case State::kChunkSizeLF:
@@ -120,16 +125,17 @@ ChunkedDecoder::Result ChunkedDecoder::Decode(const char* p, size_t n, size_t* u
   return Result::kNeedMore;
 }
 
-ChunkedDecoder::Result ChunkedDecoder::DecodeFrom(const ChainBuffer& in, SpanCursor* cursor,
-                                                  size_t* pos, ChainBuffer* body) {
+ChunkedDecoder::Result ChunkedDecoder::DecodeFrom(const ChainBuffer& in, size_t end,
+                                                  SpanCursor* cursor, size_t* pos,
+                                                  ChainBuffer* body) {
   Result r = state_ == State::kComplete ? Result::kComplete
              : state_ == State::kError  ? Result::kError
                                         : Result::kNeedMore;
-  while (r == Result::kNeedMore && *pos < in.size()) {
+  while (r == Result::kNeedMore && *pos < end) {
     const std::string_view span = cursor->At(in, *pos);
     const size_t offset = *pos - cursor->begin();
     size_t used = 0;
-    r = Decode(span.data() + offset, span.size() - offset, &used, body);
+    r = Decode(span.data() + offset, std::min(span.size() - offset, end - *pos), &used, body);
     *pos += used;
   }
   return r;

@@ -9,6 +9,13 @@
 
 namespace trpc::http::detail {
 
+/// The chunk extensions of one chunked body together (the bytes after each ';' up to its line's
+/// CR), however many chunks carry them: more is refused with 413. Extensions mean nothing to us
+/// (they are checked and dropped), and without a total a body of 1-byte chunks that each carry
+/// an extension costs thousands of wire bytes per body byte. Node.js refuses the same way, at
+/// the same 16 KiB (HPE_CHUNK_EXTENSIONS_OVERFLOW).
+inline constexpr size_t kMaxChunkExtensionBytes = 16 * 1024;
+
 /// Bounds on one chunked body; the statuses a request over them gets are in docs/http.md.
 struct ChunkedLimits {
   uint64_t max_body_bytes = 8u << 20;  // the de-chunked total -> 413
@@ -41,9 +48,10 @@ class ChunkedDecoder {
   /// final CRLF on kComplete, up to and including the bad byte on kError. After kComplete or
   /// kError, further calls return the same result and take nothing.
   Result Decode(const char* p, size_t n, size_t* used, ChainBuffer* body);
-  /// Decode() over the bytes of `in` from offset `*pos` to its end, a span at a time (found
-  /// through `cursor`); `*pos` moves past the bytes taken.
-  Result DecodeFrom(const ChainBuffer& in, SpanCursor* cursor, size_t* pos, ChainBuffer* body);
+  /// Decode() over the bytes of `in` from offset `*pos` up to offset `end` (at most in.size()),
+  /// a span at a time (found through `cursor`); `*pos` moves past the bytes taken.
+  Result DecodeFrom(const ChainBuffer& in, size_t end, SpanCursor* cursor, size_t* pos,
+                    ChainBuffer* body);
 
   /// After kError: 400, 413 or 431, and a short reason.
   int error_status() const { return error_status_; }
@@ -74,6 +82,7 @@ class ChunkedDecoder {
   uint64_t chunk_left_ = 0;  // chunk-size being read, then the data bytes still to come
   uint32_t chunk_digits_ = 0;
   size_t chunk_line_ = 0;     // bytes of the current chunk-size line so far
+  size_t extension_bytes_ = 0;  // chunk extensions of this body so far
   uint64_t body_total_ = 0;   // de-chunked bytes so far (chunk sizes announced)
   size_t trailer_bytes_ = 0;  // trailer section so far
   std::string trailer_line_;  // the trailer field line being read, CRLF included

@@ -92,10 +92,13 @@ void RequestHead::Clear() {
   content_length = 0;
 }
 
-RequestParser::RequestParser(const ParserLimits& limits)
-    : limits_(limits),
-      chunked_(
-          ChunkedLimits{limits.max_body_bytes, limits.max_chunk_line, limits.max_header_bytes}) {}
+RequestParser::RequestParser(const ParserLimits& limits) { set_limits(limits); }
+
+void RequestParser::set_limits(const ParserLimits& limits) {
+  limits_ = limits;
+  chunked_.set_limits(
+      ChunkedLimits{limits.max_body_bytes, limits.max_chunk_line, limits.max_header_bytes});
+}
 
 void RequestParser::Reset() {
   state_ = State::kHead;
@@ -123,6 +126,15 @@ RequestParser::Result RequestParser::Fail(int status, const char* why) {
   state_ = State::kError;
   error_status_ = status;
   error_.assign(why);
+  return Result::kError;
+}
+
+// Over max_message_bytes: `status` says where the request stood (414 in the request line, 431 in
+// the head, 413 in the body).
+RequestParser::Result RequestParser::FailOverMessage(int status) {
+  Fail(status, "");
+  error_ = "request larger than max_packet_size (" + std::to_string(limits_.max_message_bytes) +
+           " bytes)";
   return Result::kError;
 }
 
@@ -165,11 +177,14 @@ RequestParser::Result RequestParser::ScanHead(const ChainBuffer& in) {
       // The LF of the current line must come before `limit`, or a bound is certainly exceeded.
       // Searching no further than that makes every verdict the same however the bytes arrive.
       // (The bound on the request line is at least 2, so an empty line always fits.)
+      // Nor beyond the bound on the whole request.
       const size_t limit =
-          in_request_line_
-              ? SaturatingAdd(line_start_, std::max<size_t>(limits_.max_request_line, 2))
-              : SaturatingAdd(request_line_start_, limits_.max_header_bytes);
+          std::min(in_request_line_
+                       ? SaturatingAdd(line_start_, std::max<size_t>(limits_.max_request_line, 2))
+                       : SaturatingAdd(request_line_start_, limits_.max_header_bytes),
+                   limits_.max_message_bytes);
       if (pos_ >= limit) {
+        if (pos_ >= limits_.max_message_bytes) return FailOverMessage(in_request_line_ ? 414 : 431);
         return in_request_line_ ? Fail(414, "request line too long")
                                 : Fail(431, "header section too large");
       }
@@ -348,6 +363,8 @@ RequestParser::Result RequestParser::CheckFraming() {
   if (head_.content_length > limits_.max_body_bytes) {
     return Fail(413, "Content-Length exceeds the body limit");
   }
+  // (The scan kept the head within max_message_bytes.)
+  if (head_.content_length > limits_.max_message_bytes - head_size_) return FailOverMessage(413);
   head_.keep_alive = framing_.conn.Persistent(http11);
   head_.expect_continue = head_.expect_continue && http11;
   if (head_.chunked) {
@@ -362,13 +379,16 @@ RequestParser::Result RequestParser::CheckFraming() {
   return Complete(head_size_);
 }
 
-// The chunked body, through the decoder.
+// The chunked body, through the decoder, which reads no further than max_message_bytes: a body
+// not complete there is over it, whatever the bytes after would say.
 RequestParser::Result RequestParser::RunChunked(const ChainBuffer& in) {
   const size_t from = pos_;
-  const ChunkedDecoder::Result r = chunked_.DecodeFrom(in, &cursor_, &pos_, &body_);
+  const size_t end = std::min(in.size(), limits_.max_message_bytes);
+  const ChunkedDecoder::Result r = chunked_.DecodeFrom(in, end, &cursor_, &pos_, &body_);
   examined_ += pos_ - from;
   if (r == ChunkedDecoder::Result::kComplete) return Complete(pos_);
   if (r == ChunkedDecoder::Result::kError) return Fail(chunked_.error_status(), chunked_.error());
+  if (in.size() > end) return FailOverMessage(413);
   return Result::kNeedMore;
 }
 

@@ -23,6 +23,9 @@ struct ParserLimits {
   size_t max_header_count = 100;        // header field lines -> 431
   size_t max_body_bytes = 8u << 20;     // Content-Length, or the de-chunked total -> 413
   size_t max_chunk_line = 4 * 1024;     // a chunk-size line incl. extensions and CRLF -> 400
+  /// Every byte of one request as sent: empty lines before it, head, body, chunk framing and
+  /// trailers (the server's max_packet_size) -> 413 (414/431 while in the request line/head).
+  size_t max_message_bytes = SIZE_MAX;
 };
 
 // One enum for the parser and the request it fills (http_method.h).
@@ -97,6 +100,9 @@ class RequestParser {
 
   /// Ready for the next request; keeps capacity.
   void Reset();
+  /// Takes effect at the next request (call it after Reset, or before the first Parse).
+  void set_limits(const ParserLimits& limits);
+  const ParserLimits& limits() const { return limits_; }
 
   /// Test hook: bytes examined since construction (the linear-work tests read it).
   size_t bytes_examined() const { return examined_; }
@@ -118,6 +124,7 @@ class RequestParser {
   Result RunChunked(const ChainBuffer& in);
   Result Complete(size_t wire_size);
   Result Fail(int status, const char* why);
+  Result FailOverMessage(int status);
 
   ParserLimits limits_;
   State state_ = State::kHead;

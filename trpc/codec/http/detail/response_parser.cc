@@ -33,6 +33,8 @@ void ResponseParser::set_limits(const ResponseLimits& limits) {
   // A trailer section is bounded like a header section. A stream has no total.
   const uint64_t max_body = streaming_ ? UINT64_MAX : limits.max_body_bytes;
   chunked_.set_limits(ChunkedLimits{max_body, limits.max_chunk_line, limits.max_header_bytes});
+  // At least 1: a response has a byte, and an empty input must not be over the bound.
+  max_message_ = streaming_ ? SIZE_MAX : std::max<size_t>(limits.max_message_bytes, 1);
 }
 
 void ResponseParser::set_streaming(bool streaming) {
@@ -73,6 +75,12 @@ ResponseParser::Result ResponseParser::Fail(const char* why) {
   return Result::kError;
 }
 
+ResponseParser::Result ResponseParser::FailOverMessage() {
+  Fail("");
+  error_ = "response larger than max_packet_size (" + std::to_string(max_message_) + " bytes)";
+  return Result::kError;
+}
+
 ResponseParser::Result ResponseParser::Complete(size_t wire_size) {
   state_ = State::kComplete;
   wire_size_ = wire_size;
@@ -108,6 +116,7 @@ ResponseParser::Result ResponseParser::Parse(const ChainBuffer& in, bool eof) {
       if (in.size() - head_end_ > limits_.max_body_bytes) {
         return Fail("body read until close exceeds the body limit");
       }
+      if (in.size() > max_message_) return FailOverMessage();
       if (eof) return Complete(in.size());
       break;
     default:  // a body-less response completed in ScanHead
@@ -179,12 +188,15 @@ ResponseParser::Result ResponseParser::ScanHead(const ChainBuffer& in) {
   const size_t size = in.size();
   for (;;) {
     // The LF of the current line must come before `limit`, or a bound is certainly exceeded;
-    // searching no further makes every verdict the same however the bytes arrive.
+    // searching no further makes every verdict the same however the bytes arrive. Nor beyond
+    // the bound on the whole response (interim ones included).
     const bool in_status_line = status_line_end_ == 0;
-    const size_t limit =
+    const size_t limit = std::min(
         in_status_line ? SaturatingAdd(line_start_, std::max<size_t>(limits_.max_status_line, 2))
-                       : SaturatingAdd(head_offset_, limits_.max_header_bytes);
+                       : SaturatingAdd(head_offset_, limits_.max_header_bytes),
+        max_message_);
     if (pos_ >= limit) {
+      if (pos_ >= max_message_) return FailOverMessage();
       return Fail(in_status_line ? "status line too long" : "header section too large");
     }
     if (pos_ >= size) return Result::kNeedMore;
@@ -319,6 +331,8 @@ ResponseParser::Result ResponseParser::CheckFraming() {
     if (!streaming_ && head_.content_length > limits_.max_body_bytes) {
       return Fail("Content-Length exceeds the body limit");
     }
+    // (The scan kept the head within max_message_.)
+    if (head_.content_length > max_message_ - head_end_) return FailOverMessage();
     if (head_.content_length == 0) return Complete(head_end_);
     state_ = State::kBody;
     return Result::kNeedMore;
@@ -329,13 +343,16 @@ ResponseParser::Result ResponseParser::CheckFraming() {
   return Result::kNeedMore;
 }
 
-// The chunked body, through the decoder.
+// The chunked body, through the decoder, which reads no further than max_message_: a body not
+// complete there is over it, whatever the bytes after would say.
 ResponseParser::Result ResponseParser::RunChunked(const ChainBuffer& in) {
   const size_t from = pos_;
-  const ChunkedDecoder::Result r = chunked_.DecodeFrom(in, &cursor_, &pos_, &body_);
+  const size_t end = std::min(in.size(), max_message_);
+  const ChunkedDecoder::Result r = chunked_.DecodeFrom(in, end, &cursor_, &pos_, &body_);
   examined_ += pos_ - from;
   if (r == ChunkedDecoder::Result::kComplete) return Complete(pos_);
   if (r == ChunkedDecoder::Result::kError) return Fail(chunked_.error());
+  if (in.size() > end) return FailOverMessage();
   return Result::kNeedMore;
 }
 

@@ -23,6 +23,9 @@ struct ResponseLimits {
   uint64_t max_body_bytes = 10'000'000;  // Content-Length, de-chunked total, or read until close
   size_t max_chunk_line = 4 * 1024;      // a chunk-size line incl. extensions and CRLF
   size_t max_interim = 16;               // 1xx interim responses before the final one
+  /// Every byte of one response as received: interim responses, head, body, chunk framing and
+  /// trailers (the client's max_packet_size). No bound in streaming mode.
+  size_t max_message_bytes = SIZE_MAX;
 };
 
 /// The status line and header section of one final response.
@@ -142,9 +145,11 @@ class ResponseParser {
   Result RunChunked(const ChainBuffer& in);
   Result Complete(size_t wire_size);
   Result Fail(const char* why);
+  Result FailOverMessage();
   void StartHead(size_t at);
 
   ResponseLimits limits_;
+  size_t max_message_ = SIZE_MAX;  // limits_.max_message_bytes in effect (none when streaming)
   State state_ = State::kHead;
   ResponseHead head_;
   bool head_request_ = false;

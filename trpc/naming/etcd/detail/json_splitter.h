@@ -27,6 +27,9 @@ class JsonObjectSplitter {
   bool Feed(std::string_view piece, const OnObject& on_object, std::string* err);
   /// True when no object is partly read.
   bool idle() const { return depth_ == 0; }
+  /// Bytes of the object partly read that the splitter keeps (at most max_object_bytes after a
+  /// Feed that returned true).
+  size_t held_bytes() const { return object_.size(); }
   void Reset();
 
  private:
