@@ -190,8 +190,9 @@ void Connection::HandleRead(bool to_eof) {
       last_active_ns_ = reactor_->LoopTimeNs();
       if (draining_) {
         in_.Clear();  // shutting down: read only so that the close is not a reset
-      } else if (in_.size() >= kDispatchThreshold) {
+      } else if (in_.size() >= kDispatchThreshold || in_.size() > options_.max_packet_size) {
         // A long pipelined stream: handle what is here and send its replies before reading on.
+        // (Past max_packet_size too: a frame that big is refused now, not after 1 MiB more.)
         ProcessInput();
         if (!closed() && !out_.empty()) Flush();
         // An incomplete large frame stays in in_: the budget sees it every 1 MiB.
