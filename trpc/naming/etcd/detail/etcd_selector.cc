@@ -97,6 +97,7 @@ bool EtcdSubscription::SleepFor(uint32_t ms) {
 }
 
 void EtcdSubscription::MarkChangedLocked() {
+  if (changed_) return;  // the delivery thread has been told already
   changed_ = true;
   cv_.notify_all();
 }
@@ -111,8 +112,9 @@ void EtcdSubscription::DeliverLoop() {
     list.reserve(eps_.size());
     for (const auto& [key, ep] : eps_) list.push_back(ep);
     const bool first = !delivered_;
+    const bool send = first || list != last_;
     lock.unlock();
-    if (first || list != last_) {
+    if (send) {
       last_ = list;
       on_update_(std::move(list));
     }
@@ -122,7 +124,7 @@ void EtcdSubscription::DeliverLoop() {
       cv_.notify_all();
     }
     // The changes of the next update_interval wait for its end and go out together.
-    if (options_.update_interval_ms > 0) {
+    if (send && options_.update_interval_ms > 0) {
       cv_.wait_for(lock, std::chrono::milliseconds(options_.update_interval_ms),
                    [this] { return stop_; });
     }
