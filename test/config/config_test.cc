@@ -91,6 +91,7 @@ TEST(ConfigTest, DesignExampleFiber) {
   EXPECT_EQ(c.server.server, "helloworld");
   EXPECT_EQ(c.server.admin_port, 8888);
   EXPECT_EQ(c.server.admin_ip, "127.0.0.1");
+  EXPECT_TRUE(c.server.admin_allowed_hosts.empty());
   ASSERT_EQ(c.server.service.size(), 1u);
   const ServiceConfig& s = c.server.service[0];
   EXPECT_EQ(s.name, "trpc.test.helloworld.Greeter");
@@ -524,6 +525,13 @@ TEST(ConfigErrorTest, BadChoices) {
             "got 'localhost'");
   EXPECT_EQ(LoadError("server: {admin_ip: 300.1.1.1}\n"),
             "t.yaml:1: server.admin_ip: expected a numeric IPv4 or IPv6 address, got '300.1.1.1'");
+  EXPECT_EQ(LoadError("server:\n  admin_port: 8888\n  admin_allowed_hosts: [a.example, "
+                      "\"b.example:80\"]\n"),
+            "t.yaml:3: server.admin_allowed_hosts: expected host names (letters, digits, '-' and "
+            "'.', without a port) or '*', got 'b.example:80'");
+  EXPECT_EQ(LoadError("server:\n  admin_port: 8888\n  admin_allowed_hosts: node-7.internal\n"),
+            "t.yaml:3: server.admin_allowed_hosts: expected a list of strings, got "
+            "'node-7.internal'");
   EXPECT_EQ(LoadError(OneService("      protocol: ''\n")),
             "t.yaml:5: server.service[0].protocol: expected a non-empty string, got ''");
 }

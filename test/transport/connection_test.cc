@@ -190,6 +190,15 @@ class ConnectionTest : public ::testing::Test {
     WaitFor([&] { return !handler_.CloseReasons().empty(); });
     return handler_.CloseReasons();
   }
+  // The peer sees the connection closed, no sooner than `at_least_ms` after `start_ms`, and
+  // the close was a timeout's.
+  void ExpectClosedByTimeout(int64_t start_ms, int64_t at_least_ms, const char* what) {
+    std::string got;
+    ASSERT_TRUE(WaitForPeerClose(peer(), 5000, &got)) << what << " still open after 5 s";
+    EXPECT_GE(MonotonicMillis() - start_ms, at_least_ms) << what << " closed too soon";
+    ASSERT_TRUE(WaitFor([&] { return !handler_.CloseCauses().empty(); }));
+    EXPECT_EQ(handler_.CloseCauses(), std::vector<CloseCause>{CloseCause::kTimeout});
+  }
 
   LengthPrefixCodec codec_;
   RecordingHandler handler_;
@@ -320,6 +329,27 @@ TEST_F(ConnectionTest, TrafficKeepsAConnectionOpenPastItsIdleTimeout) {
   EXPECT_EQ(CloseReasonsOnceClosed(), std::vector<std::string>{"idle timeout"});
 }
 
+TEST_F(ConnectionTest, SilentConnectionIsClosedAtItsSilentTimeout) {
+  ConnectionOptions options;
+  options.silent_timeout_ms = 100;  // idle_timeout_ms stays 60 s
+  int64_t start_ms = MonotonicMillis();
+  Open(options);
+  ExpectClosedByTimeout(start_ms, 100, "silent connection");
+}
+
+TEST_F(ConnectionTest, OneByteEndsTheSilentTimeout) {
+  handler_.set_echo(true);
+  ConnectionOptions options;
+  options.silent_timeout_ms = 100;
+  Open(options);
+  const std::string frame = LengthPrefixCodec::Frame("ping");
+  ASSERT_TRUE(WriteAll(peer(), frame));
+  std::string got;
+  ASSERT_EQ(ReadExactly(peer(), frame.size(), 5000, &got), ReadStatus::kOk);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(Closed()) << "closed as silent after it had sent a frame";
+}
+
 TEST_F(ConnectionTest, FrameLeftIncompleteClosesAfterFrameReadTimeout) {
   ConnectionOptions options;
   options.frame_read_timeout_ms = 200;
@@ -328,12 +358,8 @@ TEST_F(ConnectionTest, FrameLeftIncompleteClosesAfterFrameReadTimeout) {
   const std::string frame = LengthPrefixCodec::Frame("slow");
   int64_t start_ms = MonotonicMillis();
   ASSERT_TRUE(WriteAll(peer(), frame.substr(0, 6)));
-  std::string got;
-  ASSERT_TRUE(WaitForPeerClose(peer(), 5000, &got)) << "partial frame still open after 5 s";
-  EXPECT_GE(MonotonicMillis() - start_ms, 200) << "closed before its frame read timeout";
+  ExpectClosedByTimeout(start_ms, 200, "partial frame");
   EXPECT_EQ(handler_.FrameCount(), 0u);
-  ASSERT_TRUE(WaitFor([&] { return !handler_.CloseCauses().empty(); }));
-  EXPECT_EQ(handler_.CloseCauses(), std::vector<CloseCause>{CloseCause::kTimeout});
 }
 
 // The frame read timeout counts only time the connection reads: a partial frame waiting while

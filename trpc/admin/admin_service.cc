@@ -1,5 +1,10 @@
 #include "trpc/admin/admin_service.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <string>
 #include <string_view>
@@ -69,11 +74,50 @@ bool LevelFromBody(std::string_view body, std::string* name) {
   return true;
 }
 
+bool IsNumericAddress(const std::string& name) {
+  in6_addr a6;
+  in_addr a4;
+  return ::inet_pton(AF_INET, name.c_str(), &a4) == 1 ||
+         ::inet_pton(AF_INET6, name.c_str(), &a6) == 1;
+}
+
+bool IsLoopbackAddress(const std::string& ip) {
+  in6_addr a6;
+  in_addr a4;
+  if (::inet_pton(AF_INET, ip.c_str(), &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
+  if (::inet_pton(AF_INET6, ip.c_str(), &a6) != 1) return false;
+  if (IN6_IS_ADDR_LOOPBACK(&a6)) return true;
+  return IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127;
+}
+
 }  // namespace
 
-AdminService::AdminService(const Server* server) : server_(server) {
+bool HostAllowed(std::string_view host, const std::vector<std::string>& allowed) {
+  host = Trim(host);
+  std::string name;
+  if (!host.empty() && host.front() == '[') {
+    const size_t end = host.find(']');
+    if (end == std::string_view::npos) return false;
+    name = std::string(host.substr(1, end - 1));
+  } else {
+    const size_t colon = host.find(':');
+    name = std::string(host.substr(0, colon));
+  }
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!name.empty() && name.back() == '.') name.pop_back();  // "localhost." is localhost
+  if (name.empty()) return false;
+  if (name == "localhost" || name.ends_with(".localhost") || IsNumericAddress(name)) return true;
+  return std::any_of(allowed.begin(), allowed.end(),
+                     [&](const std::string& a) { return a == "*" || a == name; });
+}
+
+AdminService::AdminService(const Server* server, std::vector<std::string> allowed_hosts)
+    : server_(server) {
   using http::HttpRequest;
   using http::HttpResponse;
+  CheckHost([allowed = std::move(allowed_hosts)](std::string_view host) {
+    return HostAllowed(host, allowed);
+  });
   Get("/", [](const ServerContextPtr&, const HttpRequest&, HttpResponse* rsp) {
     rsp->SetBody(std::string(kIndex), "text/plain; charset=utf-8");
   });
@@ -195,7 +239,14 @@ bool EnableAdmin(Server* server) {
 }
 
 bool EnableAdmin(Server* server, std::string ip, uint16_t port) {
-  auto svc = std::make_shared<AdminService>(server);
+  if (!IsLoopbackAddress(ip)) {
+    TRPC_LOG_WARN(
+        "admin service on {}: beyond loopback, and it has no authentication: anyone who can "
+        "reach this address can read the metrics, change the log level and take CPU "
+        "profiles. Keep server.admin_ip on 127.0.0.1 (the default) or a private network.",
+        ip);
+  }
+  auto svc = std::make_shared<AdminService>(server, server->config().admin_allowed_hosts);
   SideService side;
   side.config.name = kAdminServiceName;
   side.config.threadmodel_instance_name = "trpc_admin";
@@ -206,6 +257,10 @@ bool EnableAdmin(Server* server, std::string ip, uint16_t port) {
   side.config.max_conn_num = kMaxConnections;
   side.config.max_packet_size = kMaxPacketSize;
   side.config.timeout = 0;
+  // A silent connection goes at the HTTP header timeout, not at idle_time; and a table full of
+  // idle or silent connections makes room for a new one, so /health stays reachable.
+  side.silent_timeout_ms = static_cast<uint32_t>(http::HttpServerOptions{}.header_timeout_ms);
+  side.evict_idle_when_full = true;
   side.service = svc;
   side.before_stop = [svc] { svc->Stop(); };
   return server->AddSideService(std::move(side));

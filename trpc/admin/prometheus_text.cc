@@ -129,7 +129,8 @@ std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process
       {"trpc_server_connections_accepted_total", "counter", "Connections accepted.",
        [](const ServiceMetrics& s) { return s.connections_accepted; }},
       {"trpc_server_connections_refused_total", "counter",
-       "Connections closed at once because max_conn_num were open.",
+       "Connections closed because max_conn_num were open: a new one at once, or (admin) the "
+       "least recently active one to make room.",
        [](const ServiceMetrics& s) { return s.connections_refused; }},
       {"trpc_server_protocol_errors_total", "counter",
        "Connections closed because their bytes did not parse.",

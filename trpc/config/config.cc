@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <map>
 #include <system_error>
@@ -174,9 +175,10 @@ void ReadBufferBound(MapReader& r, uint64_t* limit, uint32_t* timeout) {
 void ReadServer(const MapReader& root, const std::string& file, const InstanceNames& instances,
                 ServerConfig* out) {
   MapReader r =
-      root.Map("server", {"app", "server", "admin_port", "admin_ip", "stop_max_wait_time",
-                          "max_buffered_bytes", "buffered_bytes_timeout", "filter", "service",
-                          "registry_name", "deregister_wait", "max_parked_requests"});
+      root.Map("server", {"app", "server", "admin_port", "admin_ip", "admin_allowed_hosts",
+                          "stop_max_wait_time", "max_buffered_bytes", "buffered_bytes_timeout",
+                          "filter", "service", "registry_name", "deregister_wait",
+                          "max_parked_requests"});
   ServerConfig server;
   if (!r.empty()) server.origin = fmt::format("{}:{}", file, r.line());
   if (r.Has("filter")) server.filter_origin = fmt::format("{}:{}", file, r.ValueLine("filter"));
@@ -185,6 +187,20 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
   r.String("server", &server.server);
   r.Uint("admin_port", kPortRule, &server.admin_port);
   ReadIp(r, "admin_ip", &server.admin_ip);
+  r.StringList("admin_allowed_hosts", &server.admin_allowed_hosts);
+  for (std::string& host : server.admin_allowed_hosts) {
+    if (!r.ok()) break;
+    for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const bool name =
+        host.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") == std::string::npos &&
+        host.front() != '.';
+    if (!name && host != "*") {
+      r.FailValue("admin_allowed_hosts",
+                  fmt::format("expected host names (letters, digits, '-' and '.', without a "
+                              "port) or '*', got '{}'",
+                              host));
+    }
+  }
   r.Uint("stop_max_wait_time", kStopMaxWaitTimeRule, &server.stop_max_wait_time);
   ReadBufferBound(r, &server.max_buffered_bytes, &server.buffered_bytes_timeout);
   r.Uint("max_parked_requests", kMaxParkedRequestsRule, &server.max_parked_requests);

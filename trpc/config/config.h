@@ -105,6 +105,9 @@ struct ServerConfig {
   std::string server;
   uint16_t admin_port = 0;  // 0 = no admin service.
   std::string admin_ip = "127.0.0.1";
+  /// Host names the admin service answers besides localhost and numeric addresses (lower
+  /// case; "*" = any); other Host headers get 403 (docs/admin.md).
+  std::vector<std::string> admin_allowed_hosts;
   uint32_t stop_max_wait_time = 3000;  // ms a graceful stop waits for in-flight calls, 0..600000.
   /// Bytes all connections together may hold buffered (input not yet handled, replies not yet
   /// written); 0 = a quarter of the memory this process may use, 64 MiB..4 GiB. Else >= 1 MiB.

@@ -121,6 +121,8 @@ bool Server::StartSideServices(std::string* err) {
     r.adapter = std::make_unique<detail::ServiceAdapter>(sc, r.side.service, r.model.get(), codec,
                                                          no_filters);
     r.adapter->SetBufferBudget(budget_);
+    r.adapter->SetSilentTimeout(r.side.silent_timeout_ms);
+    if (r.side.evict_idle_when_full) r.adapter->EvictIdleWhenFull();
     if (!r.adapter->Start(err)) {
       r.adapter.reset();
       return false;

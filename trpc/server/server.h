@@ -39,6 +39,13 @@ struct SideService {
   /// Runs on the control thread before the service stops: ends work of its own that would
   /// outlive it. May be empty.
   std::function<void()> before_stop;
+  /// A connection that sends nothing this long (ms) after it connects is closed; 0 = it is
+  /// held until `config.idle_time`.
+  uint32_t silent_timeout_ms = 0;
+  /// At `config.max_conn_num`, a new connection closes the least recently active one that has
+  /// no request in a handler (counted as refused) instead of being refused itself, so that a
+  /// table full of idle or silent connections cannot lock a new client out.
+  bool evict_idle_when_full = false;
 };
 
 class BufferBudget;

@@ -85,6 +85,7 @@ void Connection::Transition(State next) {
 void Connection::Start() {
   reactor_->AssertInLoopThread();
   last_active_ns_ = MonotonicNanos();
+  started_ns_ = last_active_ns_;
   int rc = reactor_->poller().Add(fd_, EPOLLIN | EPOLLOUT | EPOLLRDHUP, this);
   if (rc != 0) {
     Close(fmt::format("epoll add: {}", strerror(-rc)), CloseCause::kIoError);
@@ -93,6 +94,14 @@ void Connection::Start() {
   if (options_.idle_timeout_ms > 0) {
     ArmIdleTimer(last_active_ns_ + options_.idle_timeout_ms * kNanosPerMilli);
   }
+  if (options_.silent_timeout_ms > 0) ArmReadTimer(SilentDeadline());
+}
+
+int64_t Connection::SilentDeadline() const {
+  // Start() set last_active_ns_; the first byte read moves it, and from then on it is no
+  // longer the start.
+  if (options_.silent_timeout_ms <= 0 || stats_.bytes_in > 0) return 0;
+  return started_ns_ + options_.silent_timeout_ms * kNanosPerMilli;
 }
 
 void Connection::ArmIdleTimer(int64_t deadline_ns) {
@@ -378,6 +387,11 @@ void Connection::OnReadTimer() {
     // Check again later; ResumeReadingSoon() restarts its time.
     frame_started_ns_ = now;
   }
+  const int64_t silent_deadline = SilentDeadline();
+  if (silent_deadline != 0 && now >= silent_deadline) {
+    Close("silent: no byte within silent_timeout_ms of the connect", CloseCause::kTimeout);
+    return;
+  }
   int64_t codec_deadline = codec_state_ != nullptr ? codec_state_->read_deadline_ns : 0;
   int64_t frame_deadline = frame_started_ns_ != 0
                                ? frame_started_ns_ + options_.frame_read_timeout_ms * kNanosPerMilli
@@ -385,9 +399,10 @@ void Connection::OnReadTimer() {
   const bool codec_due = codec_deadline != 0 && now >= codec_deadline;
   if (!codec_due && (frame_deadline == 0 || now < frame_deadline)) {
     // Nothing due (a frame completed in time, or a later one runs): wait for the earliest.
-    int64_t next = codec_deadline == 0   ? frame_deadline
-                   : frame_deadline == 0 ? codec_deadline
-                                         : std::min(codec_deadline, frame_deadline);
+    int64_t next = 0;
+    for (int64_t d : {codec_deadline, frame_deadline, silent_deadline}) {
+      if (d != 0 && (next == 0 || d < next)) next = d;
+    }
     if (next != 0) ArmReadTimer(next);
     return;
   }

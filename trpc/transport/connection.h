@@ -48,6 +48,10 @@ struct ConnectionOptions {
   bool pause_reading_when_backlogged = true;
   /// Close after this long without reading or writing a byte; 0 = never.
   int64_t idle_timeout_ms = 60'000;
+  /// A connection that has not sent a byte this long after Start() is closed (kTimeout): a
+  /// silent peer holds a connection slot for this long, not for idle_timeout_ms. Once a byte
+  /// came, the frame timeouts below apply instead. 0 = no limit (idle_timeout_ms only).
+  int64_t silent_timeout_ms = 0;
   /// A frame begun (bytes buffered that do not form a whole frame yet) must be complete this
   /// long after the read that began it, else the input ends and the connection closes
   /// gracefully with kTimeout; 0 = no limit. Protocol-neutral (HTTP's codec bounds the request
@@ -174,6 +178,8 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   Reactor* reactor() const { return reactor_; }
   int fd() const { return fd_; }
   const ConnectionStats& stats() const { return stats_; }
+  /// Loop time of the last byte read or written (or of Start()).
+  int64_t last_active_ns() const { return last_active_ns_; }
   /// The codec's per-connection state (FrameCodec::NewConnectionState), or null.
   FrameCodecState* codec_state() const { return codec_state_.get(); }
 
@@ -281,6 +287,8 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   void PostFlush();
   void ArmReadTimer(int64_t deadline_ns);
   void OnReadTimer();
+  // When a connection that has sent nothing yet closes (silent_timeout_ms); 0 = none.
+  int64_t SilentDeadline() const;
   // After a split that left bytes in in_, with frame_read_timeout_ms: times that partial frame.
   void NoteFrameProgress(bool frames_cut);
   void FinishInput();
@@ -298,6 +306,7 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   size_t next_frame_ = 0;            // frames_[next_frame_..] are still to deliver
   ConnectionStats stats_;
   int64_t last_active_ns_ = 0;
+  int64_t started_ns_ = 0;  // Start()'s time
   TimerId idle_timer_ = 0;
   TimerId linger_timer_ = 0;
   TimerId read_timer_ = 0;

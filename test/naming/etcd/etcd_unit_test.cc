@@ -88,11 +88,13 @@ TEST(EtcdOptionsTest, DefaultsAndValues) {
   EXPECT_EQ(o.ttl_s, 10u);
   EXPECT_EQ(o.request_timeout_ms, 3000u);
   EXPECT_EQ(o.backoff_max_ms, 2000u);
+  EXPECT_EQ(o.update_interval_ms, 100u);
   ASSERT_TRUE(ParseEtcdOptions(Opts({{"endpoints", "127.0.0.1:1,[::1]:2"},
                                      {"prefix", "/svc/"},
                                      {"ttl", "2"},
                                      {"request_timeout", "500"},
-                                     {"backoff_max", "100"}}),
+                                     {"backoff_max", "100"},
+                                     {"update_interval", "0"}}),
                                "registry", &o, &err))
       << err;
   EXPECT_EQ(o.endpoints.size(), 2u);
@@ -100,6 +102,7 @@ TEST(EtcdOptionsTest, DefaultsAndValues) {
   EXPECT_EQ(o.ttl_s, 2u);
   EXPECT_EQ(o.request_timeout_ms, 500u);
   EXPECT_EQ(o.backoff_max_ms, 100u);
+  EXPECT_EQ(o.update_interval_ms, 0u);
 }
 
 TEST(EtcdOptionsTest, BadOptionsFailInitWithFileAndLine) {
@@ -113,6 +116,8 @@ TEST(EtcdOptionsTest, BadOptionsFailInitWithFileAndLine) {
       {{{"ttl", "3601"}}, "conf.yaml:10: plugins.registry.etcd.ttl: must be 2..3600"},
       {{{"request_timeout", "0"}}, "conf.yaml:10: plugins.registry.etcd.request_timeout: must"},
       {{{"backoff_max", "-1"}}, "conf.yaml:10: plugins.registry.etcd.backoff_max: must"},
+      {{{"update_interval", "60001"}},
+       "conf.yaml:10: plugins.registry.etcd.update_interval: must be 0..60000 (ms)"},
       {{{"prefix", "trpc"}}, "conf.yaml:10: plugins.registry.etcd.prefix: must start with '/'"},
       {{{"prefix", "/"}}, "conf.yaml:10: plugins.registry.etcd.prefix: must start with '/'"},
       {{{"endpoints", "localhost:2379"}},

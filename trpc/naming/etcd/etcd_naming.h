@@ -8,7 +8,8 @@
 ///   prefix           the folder of every key                            (/trpc)
 ///   ttl              the registry's lease, seconds, 2..3600             (10)
 ///   request_timeout  ms, one unary call to etcd (all endpoints)         (3000)
-///   backoff_max      ms, cap of the reconnect back-off, >= 100          (2000)
+///   backoff_max      ms, cap of the back-off between attempts, >= 100   (2000)
+///   update_interval  ms, least time between two lists to a proxy        (100)
 ///
 /// Key layout: one key per registered instance,
 ///   <prefix>/<namespace>/<service>/<ip:port>

@@ -343,9 +343,33 @@ void ServiceAdapter::CollectMetrics(ServiceMetrics* out) const {
   }
 }
 
+void ServiceAdapter::EvictIdleWhenFull() {
+  TRPC_CHECK(model_->ReactorCount() == 1, "EvictIdleWhenFull needs a one-reactor model");
+  evict_when_full_ = true;
+}
+
+bool ServiceAdapter::EvictLeastActive() {
+  // The least recently active: a silent connection, or one idle between requests, goes before
+  // one that has just sent its request (a /health probe that came in a moment ago).
+  ConnectionPtr victim;
+  for (const auto& [raw, conn] : conns_[0]) {
+    if (conn->closed() || conn->pending_requests() > 0) continue;
+    if (!victim || conn->last_active_ns() < victim->last_active_ns()) victim = conn;
+  }
+  if (!victim) return false;
+  connections_refused_.fetch_add(1, std::memory_order_relaxed);
+  TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000,
+                    "service {}: max_conn_num {} reached: closing the least recently active "
+                    "connection ({}) to take a new one",
+                    config_.name, config_.max_conn_num, victim->peer().ToString());
+  victim->Close("max_conn_num reached: made room for a new connection", CloseCause::kLocal);
+  return true;
+}
+
 void ServiceAdapter::OnNewConnection(int fd, const NetAddress& peer) {
   // Counted here, on the accepting thread, so the limit holds before the fd reaches a worker.
-  if (conn_count_.load(std::memory_order_relaxed) >= config_.max_conn_num) {
+  if (conn_count_.load(std::memory_order_relaxed) >= config_.max_conn_num &&
+      !(evict_when_full_ && EvictLeastActive())) {
     connections_refused_.fetch_add(1, std::memory_order_relaxed);
     ::close(fd);
     TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "service {}: refusing {}: max_conn_num {} reached",

@@ -57,6 +57,14 @@ class ServiceAdapter final : public Connection::Handler {
   /// server.max_parked_requests); before Start(). Off for side services (admin): they must
   /// answer while the bound is reached.
   void SetParkedBound(bool on) { parked_bound_ = on; }
+  /// Side services' connection policy (Server::AddSideService), before Start(): a connection
+  /// that sends nothing for `ms` is closed (ConnectionOptions::silent_timeout_ms; 0 = none).
+  void SetSilentTimeout(int64_t ms) { conn_options_.silent_timeout_ms = ms; }
+  /// ... and at max_conn_num a new connection is taken, the least recently active one with no
+  /// request in a handler closed to make room (counted as refused); only when every connection
+  /// has one is the new one refused. One reactor only (a side service's model): the table it
+  /// searches is the accepting thread's own.
+  void EvictIdleWhenFull();
   bool Start(std::string* err);
   /// Closes the listening socket; connections keep being served. Blocks until done, or until
   /// `deadline_ns` (MonotonicNanos(); < 0: no limit) if the accepting worker is stuck in a
@@ -106,6 +114,9 @@ class ServiceAdapter final : public Connection::Handler {
   };
 
   void OnNewConnection(int fd, const NetAddress& peer);
+  // EvictIdleWhenFull(): closes the least recently active connection without a request in a
+  // handler; false when there is none. Accepting (and only) reactor.
+  bool EvictLeastActive();
   // Where the thread model runs a submitted request (ServerContext::Run).
   friend class trpc::ServerContext;
   void RunSubmitted(const ServerContextPtr& ctx);
@@ -167,6 +178,7 @@ class ServiceAdapter final : public Connection::Handler {
   std::atomic<uint64_t> protocol_errors_{0};
   bool parked_bound_ = false;
   bool started_ = false;
+  bool evict_when_full_ = false;
   bool accepting_stopped_ = false;
   std::atomic<uint64_t> calls_cut_{0};
   uint32_t workers_stuck_ = 0;

@@ -172,9 +172,19 @@ bool HttpService::Match(const RouteEntry& e, std::string_view path, HttpRequest*
   return n == e.segments.size();
 }
 
+void HttpService::CheckHost(std::function<bool(std::string_view host)> allowed) {
+  host_allowed_ = std::move(allowed);
+  host_refused_ = std::make_unique<FixedAnswer>(403, kServerAuthErr,
+                                                "this server does not answer that Host name");
+}
+
 RpcMethodHandler* HttpService::Route(ServerContext& ctx) const {
   auto* req = static_cast<HttpRequest*>(Request(ctx).protocol.get());
   if (req == nullptr) return Service::Route(ctx);  // configured with another protocol
+  if (host_allowed_) {
+    const std::string* host = req->Header("Host");
+    if (host != nullptr && !host_allowed_(*host)) return host_refused_.get();
+  }
   const std::string& path = req->path();
   if (auto it = literal_.find(path); it != literal_.end()) return Pick(*it->second, req->method());
   for (const auto& p : patterns_) {

@@ -58,6 +58,12 @@ class HttpService : public Service {
   /// Serves every method of `service` at POST /package.Service/Method.
   void MapRpc(ServicePtr service);
 
+  /// Checks each request's Host before routing: a Host that `allowed` refuses (given the
+  /// header's value as sent, port included) gets 403 with a JSON error, ret 41 (auth), and runs
+  /// no handler. A request without Host (HTTP/1.0) is not checked. Against DNS rebinding: a
+  /// browser page of another site that resolves its name to this server sends that name.
+  /// Before the server starts.
+  void CheckHost(std::function<bool(std::string_view host)> allowed);
   RpcMethodHandler* Route(ServerContext& ctx) const override;
   /// Routes as "GET /users/{id}", then the mapped RPC methods by wire name.
   void ForEachMethod(const MethodVisitor& fn) const override;
@@ -79,6 +85,8 @@ class HttpService : public Service {
   std::unique_ptr<RpcMethodHandler> not_found_;
   std::unique_ptr<RpcMethodHandler> rpc_not_allowed_;
   std::unique_ptr<RpcMethodHandler> rpc_bad_media_;
+  std::function<bool(std::string_view)> host_allowed_;  // null: every Host
+  std::unique_ptr<RpcMethodHandler> host_refused_;
 };
 
 }  // namespace trpc::http

@@ -80,9 +80,16 @@ bool ParseEtcdOptions(const PluginOptions& options, std::string_view kind, EtcdO
         return false;
       }
       o.backoff_max_ms = static_cast<uint32_t>(v);
+    } else if (key == "update_interval") {
+      if (!ParseUint(Trim(value), 0, 60000, &v)) {
+        *err = where + "must be 0..60000 (ms), got '" + value + "'";
+        return false;
+      }
+      o.update_interval_ms = static_cast<uint32_t>(v);
     } else {
-      *err =
-          where + "unknown setting (known: endpoints, prefix, ttl, request_timeout, backoff_max)";
+      *err = where +
+             "unknown setting (known: endpoints, prefix, ttl, request_timeout, backoff_max, "
+             "update_interval)";
       return false;
     }
   }

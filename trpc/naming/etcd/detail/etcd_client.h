@@ -24,6 +24,7 @@ struct EtcdOptions {
   uint32_t ttl_s = 10;                 // `ttl`: the registry's lease, 2..3600 s
   uint32_t request_timeout_ms = 3000;  // `request_timeout`: one unary call, all endpoints
   uint32_t backoff_max_ms = 2000;      // `backoff_max`: cap of the reconnect back-off
+  uint32_t update_interval_ms = 100;   // `update_interval`: least time between two lists
 };
 
 /// Reads `options` (`kind` is "selector" or "registry", for messages). False with

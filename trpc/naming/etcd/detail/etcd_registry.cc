@@ -3,7 +3,9 @@
 #include <chrono>
 
 #include "trpc/base/clock.h"
+#include "trpc/base/escape.h"
 #include "trpc/base/logging.h"
+#include "trpc/naming/etcd/detail/backoff.h"
 #include "trpc/naming/etcd/detail/etcd_gateway.pb.h"
 
 namespace trpc::naming::etcd::detail {
@@ -171,7 +173,7 @@ void EtcdRegistry::Stop() {
       TRPC_LOG_WARN(
           "etcd registry: revoking lease {} at stop failed ({}): its {} keys stay "
           "until it expires",
-          lease_, err, keys_.size());
+          lease_, EscapeBytes(err), keys_.size());
     }
   }
   lease_ = 0;
@@ -180,14 +182,19 @@ void EtcdRegistry::Stop() {
 
 void EtcdRegistry::KeepAliveLoop() {
   const auto interval = std::chrono::milliseconds(options_.ttl_s * 1000 / 3);
-  // While something is wrong, sooner, so that a restarted etcd finds us again quickly.
-  const auto retry = std::min(interval, std::chrono::milliseconds(500));
+  // While something is wrong, sooner, so that a restarted etcd finds us again quickly: a step
+  // of jittered back-off, never longer than the renewal interval (the lease must not expire
+  // while etcd answers), started over once a keep-alive or a re-registration succeeds.
+  Backoff backoff(kBackoffMinMs, options_.backoff_max_ms);
   int64_t last_ok_ns = MonotonicNanos();
   bool healthy = true;
   bool wait = true;  // false right after finding the lease gone: re-register at once
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
-    if (wait) cv_.wait_for(lock, healthy ? interval : retry, [this] { return stopping_; });
+    if (healthy) backoff.Reset();
+    const auto pause =
+        healthy ? interval : std::min(interval, std::chrono::milliseconds(backoff.Next()));
+    if (wait) cv_.wait_for(lock, pause, [this] { return stopping_; });
     wait = true;
     if (stopping_) break;
     std::string err;
@@ -197,7 +204,8 @@ void EtcdRegistry::KeepAliveLoop() {
         last_ok_ns = MonotonicNanos();
         TRPC_LOG_INFO("etcd registry: new lease {} for {} keys", lease_, keys_.size());
       } else {
-        TRPC_LOG_EVERY_MS(log::Level::kWarn, 10000, "etcd registry: re-registering: {}", err);
+        TRPC_LOG_EVERY_MS(log::Level::kWarn, 10000, "etcd registry: re-registering: {}",
+                          EscapeBytes(err));
       }
       continue;
     }
@@ -228,7 +236,7 @@ void EtcdRegistry::KeepAliveLoop() {
       lease_lost_ = true;
       wait = false;
     } else {
-      TRPC_LOG_EVERY_MS(log::Level::kWarn, 10000, "etcd registry: keepalive: {}", err);
+      TRPC_LOG_EVERY_MS(log::Level::kWarn, 10000, "etcd registry: keepalive: {}", EscapeBytes(err));
     }
   }
 }

@@ -2,16 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <random>
 
+#include "trpc/base/clock.h"
+#include "trpc/base/escape.h"
 #include "trpc/base/logging.h"
+#include "trpc/naming/etcd/detail/backoff.h"
 #include "trpc/naming/etcd/detail/etcd_gateway.pb.h"
 
 namespace trpc::naming::etcd::detail {
-
-namespace {
-constexpr uint32_t kBackoffMinMs = 100;
-}  // namespace
 
 bool ParseInstanceValue(std::string_view value, Endpoint* out, std::string* err) {
   InstanceValue v;
@@ -66,7 +64,8 @@ EtcdSubscription::EtcdSubscription(const EtcdOptions& options, std::string key_p
       prefix_(std::move(key_prefix)),
       on_update_(std::move(on_update)),
       client_(options) {
-  thread_ = std::thread([this] { Loop(); });
+  watch_thread_ = std::thread([this] { WatchLoop(); });
+  deliver_thread_ = std::thread([this] { DeliverLoop(); });
 }
 
 EtcdSubscription::~EtcdSubscription() {
@@ -76,7 +75,8 @@ EtcdSubscription::~EtcdSubscription() {
   }
   cv_.notify_all();
   client_.Cancel();  // a blocked read or connect returns at once
-  thread_.join();
+  watch_thread_.join();
+  deliver_thread_.join();
 }
 
 bool EtcdSubscription::WaitFirst(uint32_t ms) {
@@ -96,53 +96,65 @@ bool EtcdSubscription::SleepFor(uint32_t ms) {
   return !cv_.wait_for(lock, std::chrono::milliseconds(ms), [this] { return stop_; });
 }
 
-void EtcdSubscription::Deliver(const std::map<std::string, Endpoint>& eps) {
-  std::vector<Endpoint> list;
-  list.reserve(eps.size());
-  for (const auto& [key, ep] : eps) list.push_back(ep);
-  bool first;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    first = !delivered_;
-  }
-  if (!first && list == last_) return;
-  last_ = list;
-  on_update_(std::move(list));
-  if (first) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      delivered_ = true;
+void EtcdSubscription::MarkChangedLocked() {
+  if (changed_) return;  // the delivery thread has been told already
+  changed_ = true;
+  cv_.notify_all();
+}
+
+void EtcdSubscription::DeliverLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return stop_ || changed_; });
+    if (stop_) return;
+    changed_ = false;
+    std::vector<Endpoint> list;
+    list.reserve(eps_.size());
+    for (const auto& [key, ep] : eps_) list.push_back(ep);
+    const bool first = !delivered_;
+    const bool send = first || list != last_;
+    lock.unlock();
+    if (send) {
+      last_ = list;
+      on_update_(std::move(list));
     }
-    cv_.notify_all();
+    lock.lock();
+    if (first) {
+      delivered_ = true;
+      cv_.notify_all();
+    }
+    // The changes of the next update_interval wait for its end and go out together.
+    if (send && options_.update_interval_ms > 0) {
+      cv_.wait_for(lock, std::chrono::milliseconds(options_.update_interval_ms),
+                   [this] { return stop_; });
+    }
   }
 }
 
-void EtcdSubscription::Apply(const std::string& key, const std::string& value,
-                             std::map<std::string, Endpoint>* eps) {
+bool EtcdSubscription::ApplyLocked(const std::string& key, const std::string& value) {
   Endpoint ep;
   std::string err;
   if (ParseInstanceValue(value, &ep, &err)) {
-    (*eps)[key] = std::move(ep);
-    return;
+    auto [it, added] = eps_.try_emplace(key, ep);
+    if (added) return true;
+    if (it->second == ep) return false;
+    it->second = std::move(ep);
+    return true;
   }
-  eps->erase(key);
-  TRPC_LOG_EVERY_MS(log::Level::kWarn, 10000, "etcd selector: skipping key {}: {}", key, err);
+  TRPC_LOG_EVERY_MS(log::Level::kWarn, 10000, "etcd selector: skipping key {}: {}",
+                    EscapeBytes(key), EscapeBytes(err));
+  return eps_.erase(key) > 0;
 }
 
-void EtcdSubscription::Loop() {
-  std::mt19937 rng(std::random_device{}());
-  uint32_t backoff = kBackoffMinMs;
-  auto back_off = [&] {
-    // Jittered: somewhere in [backoff/2, backoff], so that many clients do not come back at once.
-    const uint32_t ms = std::uniform_int_distribution<uint32_t>(backoff / 2, backoff)(rng);
-    backoff = std::min(backoff * 2, options_.backoff_max_ms);
-    return SleepFor(ms);
-  };
+void EtcdSubscription::WatchLoop() {
+  Backoff backoff(kBackoffMinMs, options_.backoff_max_ms);
   const std::string range_end = PrefixRangeEnd(prefix_);
-  std::map<std::string, Endpoint> eps;  // by key
-  int64_t revision = 0;                 // everything up to here is in `eps`
+  int64_t revision = 0;  // everything up to here is in `eps_`
   bool need_read = true;
-  while (!Stopping()) {
+  for (bool first = true; !Stopping(); first = false) {
+    // Every attempt but the first waits its step, whatever ended the one before (a failed
+    // read, a broken or compacted watch): a registry that fails at once is not hammered.
+    if (!first && !SleepFor(backoff.Next())) break;
     std::string err;
     if (need_read) {
       RangeRequest req;
@@ -150,15 +162,16 @@ void EtcdSubscription::Loop() {
       req.set_range_end(range_end);
       RangeResponse rsp;
       if (client_.Call("/v3/kv/range", req, &rsp, &err) != EtcdClient::Result::kOk) {
-        TRPC_LOG_EVERY_MS(log::Level::kWarn, 10000, "etcd selector {}: read: {}", prefix_, err);
-        if (!back_off()) break;
+        TRPC_LOG_EVERY_MS(log::Level::kWarn, 10000, "etcd selector {}: read: {}", prefix_,
+                          EscapeBytes(err));
         continue;
       }
-      eps.clear();
-      for (const KeyValue& kv : rsp.kvs()) Apply(kv.key(), kv.value(), &eps);
+      std::lock_guard<std::mutex> lock(mu_);
+      eps_.clear();
+      for (const KeyValue& kv : rsp.kvs()) ApplyLocked(kv.key(), kv.value());
       revision = rsp.header().revision();
       need_read = false;
-      Deliver(eps);
+      MarkChangedLocked();
     }
     WatchRequest req;
     WatchCreateRequest* create = req.mutable_create_request();
@@ -166,6 +179,7 @@ void EtcdSubscription::Loop() {
     create->set_range_end(range_end);
     create->set_start_revision(revision + 1);
     std::string watch_err;
+    const int64_t opened_ns = MonotonicNanos();
     const EtcdClient::Result r = client_.Stream(
         "/v3/watch", req,
         [&](std::string_view object) {
@@ -176,10 +190,11 @@ void EtcdSubscription::Loop() {
             return false;
           }
           const WatchResponse& w = item.result();
-          if (w.created()) backoff = kBackoffMinMs;  // connected: the next failure starts over
+          // "created" proves nothing (a broken gateway may say it and close): only events on
+          // a watch that has stayed up a while end the back-off.
           if (w.canceled()) {
             if (w.compact_revision() > 0) {
-              // What we missed is compacted away: read everything again.
+              // What we missed is compacted away: read everything again (after a step).
               need_read = true;
               watch_err = "watch revision " + std::to_string(revision + 1) +
                           " compacted (compact_revision " + std::to_string(w.compact_revision()) +
@@ -189,30 +204,37 @@ void EtcdSubscription::Loop() {
             }
             return false;
           }
+          if (w.events_size() == 0) return !Stopping();
+          std::lock_guard<std::mutex> lock(mu_);
           bool changed = false;
           for (const Event& ev : w.events()) {
             // PUT is the enum's default, absent from the JSON: anything else that is not DELETE
             // is read as PUT.
             if (ev.type() == Event::DELETE) {
-              changed |= eps.erase(ev.kv().key()) > 0;
+              changed |= eps_.erase(ev.kv().key()) > 0;
             } else {
-              Apply(ev.kv().key(), ev.kv().value(), &eps);
-              changed = true;
+              changed |= ApplyLocked(ev.kv().key(), ev.kv().value());
             }
             revision = std::max(revision, ev.kv().mod_revision());
           }
-          if (changed) Deliver(eps);  // Deliver drops a list equal to the last one
-          return !Stopping();
+          if (changed) MarkChangedLocked();
+          if (MonotonicNanos() - opened_ns >= int64_t{kBackoffMinMs} * kNanosPerMilli) {
+            backoff.Reset();
+          }
+          return !stop_;
         },
         &err);
     if (Stopping()) break;
-    if (!watch_err.empty()) {
-      TRPC_LOG_EVERY_MS(log::Level::kInfo, 10000, "etcd selector {}: {}", prefix_, watch_err);
-    } else if (r != EtcdClient::Result::kOk) {
-      TRPC_LOG_EVERY_MS(log::Level::kWarn, 10000, "etcd selector {}: watch: {}", prefix_, err);
+    if (MonotonicNanos() - opened_ns >= int64_t{options_.backoff_max_ms} * kNanosPerMilli) {
+      backoff.Reset();  // a watch that lasted: its end is news, not a failing registry
     }
-    if (need_read) continue;  // compacted: read at once
-    if (!back_off()) break;
+    if (!watch_err.empty()) {
+      TRPC_LOG_EVERY_MS(log::Level::kInfo, 10000, "etcd selector {}: {}", prefix_,
+                        EscapeBytes(watch_err));
+    } else if (r != EtcdClient::Result::kOk) {
+      TRPC_LOG_EVERY_MS(log::Level::kWarn, 10000, "etcd selector {}: watch: {}", prefix_,
+                        EscapeBytes(err));
+    }
   }
 }
 
