@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -109,6 +110,9 @@ class GrpcE2eTest : public ::testing::Test {
         max_rst_stream_per_second: 10
         max_ping_per_second: 20
         max_settings_per_second: 20
+        max_empty_data_per_second: 20
+        max_priority_per_second: 20
+        max_window_update_per_second: 20
         request_timeout_ms: 300
 )";
     ASSERT_TRUE(LoadConfigFromString(yaml, "grpc_e2e.yaml", &config, &err)) << err;
@@ -131,12 +135,14 @@ class GrpcE2eTest : public ::testing::Test {
     runtime::Stop();
   }
 
-  static std::shared_ptr<GreeterServiceProxy> Proxy(const NetAddress& addr,
-                                                    uint32_t timeout = 5000) {
+  static std::shared_ptr<GreeterServiceProxy> Proxy(
+      const NetAddress& addr, uint32_t timeout = 5000,
+      std::map<std::string, std::string> protocol_options = {}) {
     ClientServiceConfig c;
     c.target = addr.ToString();
     c.protocol = "grpc";
     c.timeout = timeout;
+    c.protocol_options = std::move(protocol_options);
     std::string err;
     auto p = GetTrpcClient()->GetProxy<GreeterServiceProxy>(fmt::format("grpc_e2e_{}", ++made_), c,
                                                             &err);
@@ -476,6 +482,74 @@ TEST_F(GrpcE2eTest, SettingsFloodEndsTheConnection) {
     ASSERT_TRUE(HasGoaway(frames, &code));
     EXPECT_EQ(code, 0xbu);
   });
+}
+
+// Sends `bytes` on a new connection to `addr`; the connection must end with GOAWAY(`code`).
+void ExpectGoaway(const NetAddress& addr, const std::string& bytes, uint32_t code) {
+  RawH2 raw(addr);
+  raw.Send(bytes);
+  uint32_t got = 0;
+  auto frames = raw.ReadUntil(2000, [](const RawFrame& f) { return f.type == kGoaway; });
+  ASSERT_TRUE(HasGoaway(frames, &got));
+  EXPECT_EQ(got, code);
+}
+
+TEST_F(GrpcE2eTest, EmptyDataFloodEndsTheConnection) {
+  WhileServed([] {
+    // On an open stream, padded or not, and on a stream that never opened (nghttp2 drops that
+    // DATA without a callback: the count is ours).
+    std::string open = Frame(kHeaders, kEndHeaders, 1, RequestHeaders());
+    std::string padded = open, unknown = Frame(kHeaders, kEndHeaders, 5, RequestHeaders());
+    for (int i = 0; i < 2000; ++i) {
+      open += Frame(kData, 0, 1, "");
+      padded += Frame(kData, kPadded, 1, std::string("\x03\0\0\0", 4));
+      unknown += Frame(kData, 0, 3, "");
+    }
+    ExpectGoaway(limited_, open, 0xb);  // ENHANCE_YOUR_CALM
+    ExpectGoaway(limited_, padded, 0xb);
+    ExpectGoaway(limited_, unknown, 0xb);
+  });
+  // An empty DATA that ends its stream is how some clients end a request: not a flood.
+  RawH2 raw(limited_);
+  std::string bytes;
+  for (uint32_t id = 1; id <= 199; id += 2) {
+    bytes += Frame(kHeaders, kEndHeaders, id, RequestHeaders()) + Frame(kData, kEndStream, id, "");
+  }
+  raw.Send(bytes);
+  auto frames = raw.ReadUntil(1000, [](const RawFrame& f) { return f.type == kGoaway; });
+  uint32_t code = 0;
+  EXPECT_FALSE(HasGoaway(frames, &code)) << code;
+}
+
+TEST_F(GrpcE2eTest, PriorityFloodEndsTheConnection) {
+  WhileServed([] {
+    std::string bytes;
+    const std::string spec("\0\0\0\0\x10", 5);  // depends on nothing, weight 17
+    for (uint32_t i = 0; i < 2000; ++i) bytes += Frame(kPriority, 0, 1 + 2 * (i % 50), spec);
+    ExpectGoaway(limited_, bytes, 0xb);
+  });
+}
+
+TEST_F(GrpcE2eTest, WindowUpdateFloodEndsTheConnection) {
+  WhileServed([] {
+    std::string bytes;
+    const std::string one("\0\0\0\x01", 4);  // +1
+    for (int i = 0; i < 2000; ++i) bytes += Frame(kWindowUpdate, 0, 0, one);
+    ExpectGoaway(limited_, bytes, 0xb);
+  });
+}
+
+// A client that reads large replies through small windows sends a WINDOW_UPDATE per window's
+// half: many, but each earned by our DATA, so not counted as a flood.
+TEST_F(GrpcE2eTest, WindowUpdatesForLargeRepliesAreNotAFlood) {
+  auto p =
+      Proxy(addr_, 5000, {{"initial_window_size", "65535"}, {"connection_window_size", "65535"}});
+  HelloReply rsp;
+  std::string big(3u << 20, 'x');  // ~200 WINDOW_UPDATEs per reply, over the default 100/s
+  for (int i = 0; i < 3; ++i) {
+    Status st = Say(p.get(), big, &rsp);
+    ASSERT_TRUE(st.OK()) << st.ToString();
+  }
 }
 
 TEST_F(GrpcE2eTest, GarbageGetsGoawayAndOthersAreServed) {

@@ -96,20 +96,8 @@ int ParseCode(std::string_view v) {
 
 }  // namespace
 
-bool H2Session::Bucket::Take(double rate, double burst) {
-  int64_t now = MonotonicNanos();
-  if (last_ns == 0) {
-    tokens = burst;
-  } else {
-    tokens = std::min(burst, tokens + rate * static_cast<double>(now - last_ns) / 1e9);
-  }
-  last_ns = now;
-  if (tokens < 1) return false;
-  tokens -= 1;
-  return true;
-}
-
-H2Session::H2Session(Role role, const H2Options& options) : role_(role), options_(options) {
+H2Session::H2Session(Role role, const H2Options& options)
+    : role_(role), options_(options), flood_guard_(options.floods, role == Role::kServer) {
   encodes_output = true;
   nghttp2_session_callbacks* cbs = nullptr;
   nghttp2_session_callbacks_new(&cbs);
@@ -148,10 +136,13 @@ H2Session::H2Session(Role role, const H2Options& options) : role_(role), options
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, options_.initial_window_size},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, options_.max_header_list_size},
+      // RFC 9218: no RFC 7540 priority tree. nghttp2 then skips PRIORITY frames at the cost
+      // of parsing them (a PRIORITY flood costs little) and keeps no closed streams for it.
+      {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
       {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
   };
   // (A server must not send ENABLE_PUSH.)
-  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, iv, role == Role::kServer ? 3 : 4);
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, iv, role == Role::kServer ? 4 : 5);
   nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
                                         static_cast<int32_t>(options_.connection_window_size));
 }
@@ -197,6 +188,10 @@ SplitResult H2Session::Feed(ChainBuffer* in, std::vector<ChainBuffer>* out, std:
   late_.clear();
   for (size_t i = 0; i < in->SpanCount() && fatal_.empty(); ++i) {
     std::string_view span = in->Span(i);
+    if (const char* flood = flood_guard_.Scan(span)) {
+      Terminate(NGHTTP2_ENHANCE_YOUR_CALM, flood);  // (nghttp2 does not see the flood)
+      break;
+    }
     ssize_t rv = nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(span.data()),
                                           span.size());
     if (rv < 0) {
@@ -342,19 +337,6 @@ int H2Session::OnDataChunk(int32_t stream_id, const uint8_t* data, size_t len) {
 int H2Session::OnFrameRecv(uint8_t type, uint8_t flags, int32_t stream_id, uint32_t error_code) {
   (void)error_code;
   switch (type) {
-    case NGHTTP2_PING:
-      if ((flags & NGHTTP2_FLAG_ACK) == 0 &&
-          !ping_bucket_.Take(options_.max_ping_per_second, options_.max_ping_per_second)) {
-        Terminate(NGHTTP2_ENHANCE_YOUR_CALM, "PING flood");
-      }
-      return 0;
-    case NGHTTP2_SETTINGS:
-      if ((flags & NGHTTP2_FLAG_ACK) == 0 &&
-          !settings_bucket_.Take(options_.max_settings_per_second,
-                                 options_.max_settings_per_second)) {
-        Terminate(NGHTTP2_ENHANCE_YOUR_CALM, "SETTINGS flood");
-      }
-      return 0;
     case NGHTTP2_GOAWAY:
       no_new_calls = true;  // the peer takes no new streams on this connection
       return 0;
@@ -457,6 +439,7 @@ int H2Session::OnStreamClose(int32_t stream_id, uint32_t error_code) {
 }
 
 void H2Session::OnFrameSent(uint8_t type, uint8_t flags, int32_t stream_id, uint32_t error_code) {
+  if (type == NGHTTP2_DATA) flood_guard_.OnDataSent();
   if (type == NGHTTP2_HEADERS && (flags & NGHTTP2_FLAG_END_STREAM) != 0) {
     Stream* s = Find(stream_id);
     if (s != nullptr && s->reset_after_answer) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "trpc/base/chain_buffer.h"
+#include "trpc/codec/grpc/detail/h2_flood_guard.h"
 #include "trpc/transport/frame_codec.h"
 
 struct nghttp2_session;
@@ -43,10 +44,10 @@ struct H2Options {
   /// second); beyond it the connection ends with GOAWAY.
   uint32_t max_rst_stream_burst = 1000;
   uint32_t max_rst_stream_per_second = 100;
-  /// PING and SETTINGS frames a peer may send per second each (also the burst); beyond it the
-  /// connection ends with GOAWAY(ENHANCE_YOUR_CALM).
-  uint32_t max_ping_per_second = 100;
-  uint32_t max_settings_per_second = 100;
+  /// Frames a peer may send per second that carry nothing (PING, SETTINGS, empty DATA,
+  /// PRIORITY, unearned WINDOW_UPDATE): beyond one, the connection ends with
+  /// GOAWAY(ENHANCE_YOUR_CALM). A client session applies the defaults to its server.
+  FloodLimits floods;
 };
 
 /// Header lists over max_header_list_size that a connection may send before it is closed.
@@ -115,11 +116,6 @@ class H2Session final : public FrameCodecState {
 
  private:
   struct Stream;
-  struct Bucket {
-    double tokens;
-    int64_t last_ns = 0;
-    bool Take(double rate, double burst);
-  };
   Stream* Find(int32_t stream_id);
   void Erase(int32_t stream_id);
   void Drain(ChainBuffer* out);
@@ -145,7 +141,7 @@ class H2Session final : public FrameCodecState {
   std::unordered_map<uint32_t, int32_t> stream_of_request_;  // client
   std::vector<ChainBuffer>* sink_ = nullptr;                 // Feed()'s output while it runs
   std::vector<ChainBuffer> late_;  // client: streams that closed outside Feed()
-  Bucket ping_bucket_, settings_bucket_;
+  H2FloodGuard flood_guard_;
   int header_strikes_ = 0;
   int64_t next_expiry_check_ns_ = 0;
   std::string fatal_;  // why we ended the connection (GOAWAY with an error), if we did
