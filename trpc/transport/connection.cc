@@ -26,6 +26,10 @@ constexpr size_t kReadIov = 8;
 // Bytes one event may read before the connection yields its thread to the others: a peer that
 // keeps its socket full must not starve the rest of the worker's connections and timers.
 constexpr size_t kReadBudgetPerEvent = 4u << 20;
+// Nor may it hold the thread past this much time since the loop's iteration began (checked once
+// it has read a chunk, so request/response traffic never reads the clock): 4 MiB of tiny frames
+// (HTTP/2 floods, pipelined small requests) can take tens of milliseconds to handle.
+constexpr int64_t kReadSliceNs = 1'000'000;
 constexpr size_t kMaxWriteIov = 256;
 }  // namespace
 
@@ -149,7 +153,11 @@ void Connection::HandleRead(bool to_eof) {
   DeliverFrames();  // frames held back while the write queue was over its limit
   size_t read_this_event = 0;
   while (!closed() && !reading_paused_ && !peer_closed_) {
-    if (read_this_event >= kReadBudgetPerEvent) {
+    // Input read only to be dropped (lingering after our close, shutting down) gets a chunk per
+    // turn: a peer that keeps sending after a GOAWAY or a 400 is throttled by its own window.
+    if (read_this_event >= kReadBudgetPerEvent ||
+        (read_this_event >= kReadChunk &&
+         (draining_ || MonotonicNanos() - reactor_->LoopTimeNs() >= kReadSliceNs))) {
       // Continue after the loop has served everyone else (edge-triggered: no new edge comes).
       std::weak_ptr<Connection> weak = weak_from_this();
       reactor_->Post([weak] {
