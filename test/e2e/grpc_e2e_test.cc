@@ -552,6 +552,51 @@ TEST_F(GrpcE2eTest, WindowUpdatesForLargeRepliesAreNotAFlood) {
   }
 }
 
+TEST_F(GrpcE2eTest, NewStreamWithAnIdNotAboveTheLastIsAConnectionError) {
+  WhileServed([] {
+    const std::string request = RequestHeaders();
+    auto call = [&](uint32_t id) {  // SayHello("x")
+      return Frame(kHeaders, kEndHeaders, id, request) +
+             Frame(kData, kEndStream, id, std::string("\0\0\0\0\x03\x0a\x01x", 8));
+    };
+    auto answer = [](uint32_t id) {
+      return [id](const RawFrame& f) {
+        return f.type == kGoaway || (f.stream == id && (f.flags & kEndStream) != 0);
+      };
+    };
+    // Lower: stream 3 after stream 5 (never used: it was closed when 5 opened).
+    RawH2 lower(limited_);
+    lower.Send(call(5));
+    lower.ReadUntil(1000, answer(5));
+    lower.Send(call(3));
+    uint32_t code = 0;
+    ASSERT_TRUE(HasGoaway(lower.ReadUntil(2000, answer(99)), &code));
+    EXPECT_EQ(code, 1u);  // PROTOCOL_ERROR
+    // Equal: stream 1 again after it ended.
+    RawH2 again(limited_);
+    again.Send(call(1));
+    again.ReadUntil(1000, answer(1));
+    again.Send(call(1));
+    ASSERT_TRUE(HasGoaway(again.ReadUntil(2000, answer(99)), &code));
+    EXPECT_EQ(code, 1u);
+    // But the trailers of a stream we reset may still come (sent before our RST_STREAM
+    // arrived): ignored, the connection serves on.
+    RawH2 late(limited_);
+    std::string big = request;
+    Literal(&big, "x-big", std::string(5000, 'b'));  // over max_header_list_size: reset
+    late.Send(Frame(kHeaders, kEndHeaders, 1, big));
+    late.ReadUntil(1000, [](const RawFrame& f) { return f.type == kRstStream && f.stream == 1; });
+    std::string trailers;
+    Literal(&trailers, "x-trailer", "t");
+    late.Send(Frame(kHeaders, kEndHeaders | kEndStream, 1, trailers));
+    late.Send(call(3));
+    auto frames = late.ReadUntil(2000, answer(3));
+    EXPECT_FALSE(HasGoaway(frames, &code)) << code;
+    ASSERT_FALSE(frames.empty());
+    EXPECT_EQ(frames.back().stream, 3u);
+  });
+}
+
 TEST_F(GrpcE2eTest, GarbageGetsGoawayAndOthersAreServed) {
   WhileServed([] {
     RawH2 raw(limited_);

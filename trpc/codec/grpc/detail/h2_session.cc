@@ -43,6 +43,10 @@ namespace {
 
 H2Session* Self(void* user_data) { return static_cast<H2Session*>(user_data); }
 
+int OnBeginFrameCb(nghttp2_session*, const nghttp2_frame_hd* hd, void* ud) {
+  return Self(ud)->OnBeginFrame(hd->type, hd->stream_id);
+}
+
 int OnBeginHeadersCb(nghttp2_session*, const nghttp2_frame* frame, void* ud) {
   return Self(ud)->OnBeginHeaders(frame->hd.stream_id);
 }
@@ -101,6 +105,7 @@ H2Session::H2Session(Role role, const H2Options& options)
   encodes_output = true;
   nghttp2_session_callbacks* cbs = nullptr;
   nghttp2_session_callbacks_new(&cbs);
+  nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, OnBeginFrameCb);
   nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, OnBeginHeadersCb);
   nghttp2_session_callbacks_set_on_header_callback(cbs, OnHeaderCb);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, OnDataChunkCb);
@@ -219,6 +224,24 @@ std::unique_ptr<RequestHead> H2Session::TakeHead(int32_t stream_id) {
   Stream* s = Find(stream_id);
   if (s == nullptr || !s->handed_up) return nullptr;
   return std::move(s->head);
+}
+
+int H2Session::OnBeginFrame(uint8_t type, int32_t stream_id) {
+  // RFC 9113 5.1.1: a new stream's id must be above every id the peer used before. nghttp2
+  // ignores a HEADERS frame with a lower id that it no longer knows (it keeps no record of
+  // closed streams), so the check is ours: such a frame is allowed only on a stream we reset
+  // (the peer may have sent its trailers before our RST_STREAM arrived) or after our GOAWAY
+  // (streams above its last id were dropped unseen); else it is a connection error.
+  if (role_ != Role::kServer || type != NGHTTP2_HEADERS || (stream_id & 1) == 0) return 0;
+  if (stream_id > highest_peer_stream_) {
+    highest_peer_stream_ = stream_id;
+    return 0;
+  }
+  if (!goaway_sent_ && nghttp2_session_find_stream(session_, stream_id) == nullptr &&
+      reset_streams_.count(stream_id) == 0) {
+    Terminate(NGHTTP2_PROTOCOL_ERROR, "HEADERS open a stream whose id is not above the last");
+  }
+  return 0;
 }
 
 int H2Session::OnBeginHeaders(int32_t stream_id) {
@@ -440,9 +463,17 @@ int H2Session::OnStreamClose(int32_t stream_id, uint32_t error_code) {
 
 void H2Session::OnFrameSent(uint8_t type, uint8_t flags, int32_t stream_id, uint32_t error_code) {
   if (type == NGHTTP2_DATA) flood_guard_.OnDataSent();
+  if (type == NGHTTP2_GOAWAY) goaway_sent_ = true;
+  if (type == NGHTTP2_RST_STREAM && role_ == Role::kServer) {
+    reset_streams_.insert(stream_id);
+    // The oldest go first: a peer sends a reset stream's late frames within a round trip.
+    if (reset_streams_.size() > kResetStreamsKept) reset_streams_.erase(reset_streams_.begin());
+  }
   if (type == NGHTTP2_HEADERS && (flags & NGHTTP2_FLAG_END_STREAM) != 0) {
     Stream* s = Find(stream_id);
-    if (s != nullptr && s->reset_after_answer) {
+    // (Not when the request had ended: the stream is closed now.)
+    if (s != nullptr && s->reset_after_answer &&
+        nghttp2_session_get_stream_remote_close(session_, stream_id) == 0) {
       nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_NO_ERROR);
     }
   }

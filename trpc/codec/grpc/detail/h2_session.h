@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -105,6 +106,7 @@ class H2Session final : public FrameCodecState {
   void OnShutdown(ChainBuffer* out) override;
 
   // nghttp2 callbacks (C linkage trampolines call these).
+  int OnBeginFrame(uint8_t type, int32_t stream_id);
   int OnBeginHeaders(int32_t stream_id);
   int OnHeader(int32_t stream_id, uint8_t frame_type, std::string_view name,
                std::string_view value);
@@ -142,6 +144,12 @@ class H2Session final : public FrameCodecState {
   std::vector<ChainBuffer>* sink_ = nullptr;                 // Feed()'s output while it runs
   std::vector<ChainBuffer> late_;  // client: streams that closed outside Feed()
   H2FloodGuard flood_guard_;
+  // Server: the highest stream id the peer opened; the ids of the streams we reset lately
+  // (the peer may still send on them), at most kResetStreamsKept; whether we sent GOAWAY.
+  static constexpr size_t kResetStreamsKept = 1024;
+  int32_t highest_peer_stream_ = 0;
+  std::set<int32_t> reset_streams_;
+  bool goaway_sent_ = false;
   int header_strikes_ = 0;
   int64_t next_expiry_check_ns_ = 0;
   std::string fatal_;  // why we ended the connection (GOAWAY with an error), if we did
