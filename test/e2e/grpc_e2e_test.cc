@@ -43,6 +43,7 @@ class TestGreeter final : public Greeter {
  public:
   Status SayHello(ServerContextPtr ctx, const HelloRequest* req, HelloReply* rsp) override {
     if (req->msg() == "fail") return Status::AppError(9, "failed precondition");
+    if (req->msg() == "bigmeta") ctx->AddRspTransInfo("x-big", std::string(2000, 'm'));
     if (req->msg() == "budget") {  // what the caller left us, and what its filter stamped
       auto it = ctx->GetPbReqTransInfo().find("x-stamp");
       rsp->set_msg(fmt::format("{} {}", ctx->GetRemainingTimeoutMs(),
@@ -595,6 +596,19 @@ TEST_F(GrpcE2eTest, NewStreamWithAnIdNotAboveTheLastIsAConnectionError) {
     ASSERT_FALSE(frames.empty());
     EXPECT_EQ(frames.back().stream, 3u);
   });
+}
+
+// A response's header list over the client's own max_header_list_size: the client resets the
+// stream and says so (before, a reset in the trailers went unnoticed: the call was OK).
+TEST_F(GrpcE2eTest, ClientsOwnHeaderListResetIsReportedAsSuch) {
+  auto p = Proxy(addr_, 5000, {{"max_header_list_size", "1024"}});
+  HelloReply rsp;
+  Status st = Say(p.get(), "bigmeta", &rsp);  // trailers with 2000 bytes of metadata
+  EXPECT_EQ(st.GetFrameworkRetCode(), kServerOverloadErr) << st.ToString();  // RESOURCE_EXHAUSTED
+  EXPECT_NE(st.ErrorMessage().find("max_header_list_size (1024 bytes): the client reset"),
+            std::string::npos)
+      << st.ToString();
+  ASSERT_TRUE(Say(p.get(), "small", &rsp).OK());  // the connection serves on
 }
 
 TEST_F(GrpcE2eTest, GarbageGetsGoawayAndOthersAreServed) {

@@ -30,7 +30,8 @@ struct H2Session::Stream {
   // Server: DATA bytes kept in `data` and not yet given back to the peer's flow-control windows
   // (nghttp2_session_consume): a client can have at most the connection's window in flight.
   size_t unconsumed = 0;
-  int64_t opened_ns = 0;  // server: when its HEADERS began (request_timeout_ms)
+  bool peer_reset = false;  // the peer sent RST_STREAM (else a reset is our own)
+  int64_t opened_ns = 0;    // server: when its HEADERS began (request_timeout_ms)
   std::shared_ptr<std::atomic<bool>> cancelled;  // server, once handed up
   // Client: the call it carries.
   uint32_t request_id = 0;
@@ -264,6 +265,12 @@ int H2Session::OnHeader(int32_t stream_id, uint8_t frame_type, std::string_view 
   s->header_bytes += name.size() + value.size() + 32;
   if (s->header_bytes > options_.max_header_list_size) {
     // Resets this stream; nghttp2 decodes the rest of the block (HPACK state) without us.
+    if (role_ == Role::kClient) {
+      s->grpc_status = 8;  // RESOURCE_EXHAUSTED, as for a message over max_message_size
+      s->grpc_message = "the response's header list is larger than max_header_list_size (" +
+                        std::to_string(options_.max_header_list_size) +
+                        " bytes): the client reset the stream";
+    }
     if (++header_strikes_ >= kMaxHeaderStrikes) {
       Terminate(NGHTTP2_ENHANCE_YOUR_CALM, "header lists over max_header_list_size");
       return NGHTTP2_ERR_CALLBACK_FAILURE;
@@ -363,6 +370,9 @@ int H2Session::OnFrameRecv(uint8_t type, uint8_t flags, int32_t stream_id, uint3
     case NGHTTP2_GOAWAY:
       no_new_calls = true;  // the peer takes no new streams on this connection
       return 0;
+    case NGHTTP2_RST_STREAM:
+      if (Stream* s = Find(stream_id)) s->peer_reset = true;
+      return 0;
     case NGHTTP2_HEADERS:
     case NGHTTP2_DATA:
       break;
@@ -438,6 +448,12 @@ int H2Session::OnStreamClose(int32_t stream_id, uint32_t error_code) {
       s->cancelled->store(true, std::memory_order_relaxed);
     }
   } else {
+    if (error_code != NGHTTP2_NO_ERROR && !s->peer_reset && s->grpc_status < 0) {
+      // We reset it (nghttp2 found the response broke HTTP/2's rules): not the server's doing.
+      s->grpc_status = 13;  // INTERNAL
+      s->grpc_message = std::string("the client reset the stream: ") +
+                        nghttp2_http2_strerror(error_code) + " (the response broke HTTP/2)";
+    }
     ChainBuffer frame;
     RecordWriter w(&frame);
     w.U32(s->request_id);
