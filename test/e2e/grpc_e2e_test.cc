@@ -611,6 +611,45 @@ TEST_F(GrpcE2eTest, ClientsOwnHeaderListResetIsReportedAsSuch) {
   ASSERT_TRUE(Say(p.get(), "small", &rsp).OK());  // the connection serves on
 }
 
+// Open streams count against max_buffered_bytes (an estimate of their state, and their headers):
+// past a connection's share of the bound, new streams are refused (REFUSED_STREAM, which a
+// client may retry) instead of held, and other clients are served.
+TEST_F(GrpcE2eTest, StalledStreamsCountAgainstTheBufferBound) {
+  Config config;
+  std::string err;
+  ASSERT_TRUE(LoadConfigFromString(
+      "server:\n  max_buffered_bytes: 1048576\n  service:\n    - name: bounded\n"
+      "      protocol: grpc\n      ip: 127.0.0.1\n      port: 0\n",
+      "bounded.yaml", &config, &err))
+      << err;
+  Server s(config.server);
+  ASSERT_TRUE(s.RegisterService("bounded", std::make_shared<TestGreeter>()));
+  NetAddress a = StartOwn(&s, "bounded");
+  // 24 connections x 100 requests whose bodies never come: ~3 MiB of stream state if all were
+  // held.
+  std::string bytes;
+  for (uint32_t id = 1; id < 200; id += 2) {
+    bytes += Frame(kHeaders, kEndHeaders, id, RequestHeaders());
+  }
+  std::vector<std::unique_ptr<RawH2>> conns;
+  int refused = 0;
+  for (int i = 0; i < 24; ++i) {
+    conns.push_back(std::make_unique<RawH2>(a));
+    conns.back()->Send(bytes);
+    conns.back()->ReadUntil(100, [&](const RawFrame& f) {
+      refused += f.type == kRstStream && f.ErrorCode() == 7;
+      return false;
+    });
+  }
+  EXPECT_GT(refused, 0);
+  auto good = Proxy(a);
+  HelloReply rsp;
+  Status st = Say(good.get(), "good", &rsp);
+  EXPECT_TRUE(st.OK()) << st.ToString();
+  conns.clear();
+  s.Stop();
+}
+
 TEST_F(GrpcE2eTest, GarbageGetsGoawayAndOthersAreServed) {
   WhileServed([] {
     RawH2 raw(limited_);

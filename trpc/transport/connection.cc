@@ -233,6 +233,12 @@ void Connection::ProcessInput() {
   } else if (!in_.empty()) {
     std::string err;
     const size_t frames_before = frames_.size();
+    if (codec_state_ != nullptr && options_.budget != nullptr) {
+      const uint64_t allowance = options_.budget->budget().Allowance();
+      codec_state_->held_allowance = allowance == UINT64_MAX
+                                         ? SIZE_MAX
+                                         : allowance - std::min<uint64_t>(allowance, out_.size());
+    }
     SplitResult r =
         codec_->SplitWithState(&in_, &frames_, options_.max_packet_size, &err, codec_state_.get());
     if (r == SplitResult::kError) {

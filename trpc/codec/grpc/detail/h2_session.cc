@@ -32,6 +32,9 @@ struct H2Session::Stream {
   size_t unconsumed = 0;
   bool peer_reset = false;  // the peer sent RST_STREAM (else a reset is our own)
   int64_t opened_ns = 0;    // server: when its HEADERS began (request_timeout_ms)
+  // Server: what this stream's state counts in held_bytes: kStreamStateBytes, plus its headers
+  // until they are handed up.
+  size_t state_bytes = 0;
   std::shared_ptr<std::atomic<bool>> cancelled;  // server, once handed up
   // Client: the call it carries.
   uint32_t request_id = 0;
@@ -224,6 +227,9 @@ SplitResult H2Session::Feed(ChainBuffer* in, std::vector<ChainBuffer>* out, std:
 std::unique_ptr<RequestHead> H2Session::TakeHead(int32_t stream_id) {
   Stream* s = Find(stream_id);
   if (s == nullptr || !s->handed_up) return nullptr;
+  // The headers leave with the request (the server's limits on requests bound them now).
+  held_bytes -= s->state_bytes - kStreamStateBytes;
+  s->state_bytes = kStreamStateBytes;
   return std::move(s->head);
 }
 
@@ -249,9 +255,21 @@ int H2Session::OnBeginHeaders(int32_t stream_id) {
   Stream* s = Find(stream_id);
   if (s == nullptr) {
     if (role_ == Role::kClient) return 0;  // a client's streams exist from the request on
+    if (held_bytes + kStreamStateBytes > held_allowance) {
+      // The connection holds its share of the process's buffer bound already: no new stream
+      // (REFUSED_STREAM: the client may retry it, here once we are below, or elsewhere).
+      TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000,
+                        "gRPC: refusing new streams: the connection holds {} bytes (max_buffered_"
+                        "bytes gives it {})",
+                        held_bytes, held_allowance);
+      nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_REFUSED_STREAM);
+      return 0;
+    }
     auto st = std::make_unique<Stream>();
     st->head = std::make_unique<RequestHead>();
     st->opened_ns = MonotonicNanos();
+    st->state_bytes = kStreamStateBytes;
+    held_bytes += kStreamStateBytes;
     streams_.emplace(stream_id, std::move(st));
   }
   return 0;
@@ -279,6 +297,8 @@ int H2Session::OnHeader(int32_t stream_id, uint8_t frame_type, std::string_view 
   }
   if (role_ == Role::kServer) {
     if (s->head == nullptr || s->handed_up) return 0;
+    s->state_bytes += name.size() + value.size() + 32;
+    held_bytes += name.size() + value.size() + 32;
     RequestHead& h = *s->head;
     if (name == ":method") {
       h.method.assign(value);
@@ -441,7 +461,7 @@ int H2Session::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   Stream* s = it->second.get();
   // The stream's windows are gone with it; the connection's is given back.
   Consume(nullptr, stream_id, s->unconsumed);
-  held_bytes -= s->unconsumed + s->out.size();
+  held_bytes -= s->unconsumed + s->out.size() + s->state_bytes;
   if (role_ == Role::kServer) {
     // Closed before we answered: the client gave up (or reset it).
     if (!s->answered && s->cancelled != nullptr) {

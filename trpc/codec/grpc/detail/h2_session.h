@@ -54,6 +54,11 @@ struct H2Options {
 /// Header lists over max_header_list_size that a connection may send before it is closed.
 inline constexpr int kMaxHeaderStrikes = 3;
 
+/// What a server counts in held_bytes (against max_buffered_bytes) for each open stream, besides
+/// its headers and DATA: an estimate of nghttp2's stream (~400 bytes) and ours with its
+/// request head and their allocations.
+inline constexpr size_t kStreamStateBytes = 1024;
+
 /// A request's headers, as a server stream received them. Values are as on the wire.
 struct RequestHead {
   std::string method;
