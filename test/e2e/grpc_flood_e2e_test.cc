@@ -175,14 +175,16 @@ TEST(GrpcFloodE2eTest, EmptyDataFloodIsCutAndOthersKeepTheirP99) {
     };
     P99Ms(200, call);  // warm up
 
+    double per_call_s = 0;
     auto while_sunk = [&](int n) {
       Sink sink;
       Flooder flooder(sink.addr());
-      return P99Ms(n, call);
+      const int64_t t0 = MonotonicNanos();
+      const double p99 = P99Ms(n, call);
+      per_call_s = static_cast<double>(MonotonicNanos() - t0) / 1e9 / n;
+      return p99;
     };
-    const int64_t t0 = MonotonicNanos();
     while_sunk(2000);  // how long a call takes under that load: the runs last about as asked
-    const double per_call_s = static_cast<double>(MonotonicNanos() - t0) / 1e9 / 2000;
     const int calls = std::max(2000, static_cast<int>(FloodSeconds() / per_call_s));
     const double before = while_sunk(calls);
     double during = 0;

@@ -30,6 +30,10 @@ constexpr size_t kReadBudgetPerEvent = 4u << 20;
 // it has read a chunk, so request/response traffic never reads the clock): 4 MiB of tiny frames
 // (HTTP/2 floods, pipelined small requests) can take tens of milliseconds to handle.
 constexpr int64_t kReadSliceNs = 1'000'000;
+// Input read only to be dropped (lingering after our close, shutting down) stops after this much:
+// a peer still sending then is not waiting for our last bytes (a flooder that ignores GOAWAY), and
+// is left to its full TCP window until the linger ends.
+constexpr size_t kMaxDiscardBytes = 4u << 20;
 constexpr size_t kMaxWriteIov = 256;
 }  // namespace
 
@@ -153,6 +157,7 @@ void Connection::HandleRead(bool to_eof) {
   DeliverFrames();  // frames held back while the write queue was over its limit
   size_t read_this_event = 0;
   while (!closed() && !reading_paused_ && !peer_closed_) {
+    if (draining_ && discarded_ >= kMaxDiscardBytes) break;
     // Input read only to be dropped (lingering after our close, shutting down) gets a chunk per
     // turn: a peer that keeps sending after a GOAWAY or a 400 is throttled by its own window.
     if (read_this_event >= kReadBudgetPerEvent ||
@@ -187,6 +192,7 @@ void Connection::HandleRead(bool to_eof) {
       last_active_ns_ = reactor_->LoopTimeNs();
       if (draining_) {
         in_.Clear();  // shutting down: read only so that the close is not a reset
+        discarded_ += static_cast<size_t>(n);
       } else if (in_.size() >= kDispatchThreshold) {
         // A long pipelined stream: handle what is here and send its replies before reading on.
         ProcessInput();
