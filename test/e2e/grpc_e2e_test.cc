@@ -595,6 +595,14 @@ TEST_F(GrpcE2eTest, NewStreamWithAnIdNotAboveTheLastIsAConnectionError) {
     EXPECT_FALSE(HasGoaway(frames, &code)) << code;
     ASSERT_FALSE(frames.empty());
     EXPECT_EQ(frames.back().stream, 3u);
+    // Nor those of a stream refused (over max_concurrent_streams, our SETTINGS not yet
+    // acknowledged) in the same read, before the RST_STREAM went out.
+    RawH2 refused(limited_);
+    std::string burst;
+    for (uint32_t id = 1; id <= 11; id += 2) burst += Frame(kHeaders, kEndHeaders, id, request);
+    refused.Send(burst + Frame(kHeaders, kEndHeaders | kEndStream, 11, trailers));
+    frames = refused.ReadUntil(500, [](const RawFrame& f) { return f.type == kGoaway; });
+    EXPECT_FALSE(HasGoaway(frames, &code)) << code;
   });
 }
 

@@ -239,9 +239,17 @@ int H2Session::OnBeginFrame(uint8_t type, int32_t stream_id) {
   // closed streams), so the check is ours: such a frame is allowed only on a stream we reset
   // (the peer may have sent its trailers before our RST_STREAM arrived) or after our GOAWAY
   // (streams above its last id were dropped unseen); else it is a connection error.
-  if (role_ != Role::kServer || type != NGHTTP2_HEADERS || (stream_id & 1) == 0) return 0;
+  if (role_ != Role::kServer) return 0;
+  if (unopened_ != 0) {
+    // The last new stream's HEADERS opened none (OnBeginHeaders): nghttp2 refused it, and its
+    // RST_STREAM may not be out yet.
+    KeepResetStream(unopened_);
+    unopened_ = 0;
+  }
+  if (type != NGHTTP2_HEADERS || (stream_id & 1) == 0) return 0;
   if (stream_id > highest_peer_stream_) {
     highest_peer_stream_ = stream_id;
+    unopened_ = stream_id;
     return 0;
   }
   if (!goaway_sent_ && nghttp2_session_find_stream(session_, stream_id) == nullptr &&
@@ -251,7 +259,14 @@ int H2Session::OnBeginFrame(uint8_t type, int32_t stream_id) {
   return 0;
 }
 
+void H2Session::KeepResetStream(int32_t stream_id) {
+  reset_streams_.insert(stream_id);
+  // The oldest go first: a peer sends a reset stream's late frames within a round trip.
+  if (reset_streams_.size() > kResetStreamsKept) reset_streams_.erase(reset_streams_.begin());
+}
+
 int H2Session::OnBeginHeaders(int32_t stream_id) {
+  if (stream_id == unopened_) unopened_ = 0;
   Stream* s = Find(stream_id);
   if (s == nullptr) {
     if (role_ == Role::kClient) return 0;  // a client's streams exist from the request on
@@ -500,11 +515,7 @@ int H2Session::OnStreamClose(int32_t stream_id, uint32_t error_code) {
 void H2Session::OnFrameSent(uint8_t type, uint8_t flags, int32_t stream_id, uint32_t error_code) {
   if (type == NGHTTP2_DATA) flood_guard_.OnDataSent();
   if (type == NGHTTP2_GOAWAY) goaway_sent_ = true;
-  if (type == NGHTTP2_RST_STREAM && role_ == Role::kServer) {
-    reset_streams_.insert(stream_id);
-    // The oldest go first: a peer sends a reset stream's late frames within a round trip.
-    if (reset_streams_.size() > kResetStreamsKept) reset_streams_.erase(reset_streams_.begin());
-  }
+  if (type == NGHTTP2_RST_STREAM && role_ == Role::kServer) KeepResetStream(stream_id);
   if (type == NGHTTP2_HEADERS && (flags & NGHTTP2_FLAG_END_STREAM) != 0) {
     Stream* s = Find(stream_id);
     // (Not when the request had ended: the stream is closed now.)

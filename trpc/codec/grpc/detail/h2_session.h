@@ -138,6 +138,8 @@ class H2Session final : public FrameCodecState {
   void ReleaseData(Stream* s, int32_t stream_id);
   // Server: answers the requests still incomplete after request_timeout_ms.
   void ExpireSlowRequests();
+  // Server: remembers a stream we reset or refused (OnBeginFrame).
+  void KeepResetStream(int32_t stream_id);
 
   Role role_;
   H2Options options_;
@@ -149,11 +151,13 @@ class H2Session final : public FrameCodecState {
   std::vector<ChainBuffer>* sink_ = nullptr;                 // Feed()'s output while it runs
   std::vector<ChainBuffer> late_;  // client: streams that closed outside Feed()
   H2FloodGuard flood_guard_;
-  // Server: the highest stream id the peer opened; the ids of the streams we reset lately
-  // (the peer may still send on them), at most kResetStreamsKept; whether we sent GOAWAY.
+  // Server: the highest stream id the peer opened; the ids of the streams we reset or refused
+  // lately (the peer may still send on them), at most kResetStreamsKept; a new stream whose
+  // HEADERS has begun and not (yet) opened a stream; whether we sent GOAWAY.
   static constexpr size_t kResetStreamsKept = 1024;
   int32_t highest_peer_stream_ = 0;
   std::set<int32_t> reset_streams_;
+  int32_t unopened_ = 0;
   bool goaway_sent_ = false;
   int header_strikes_ = 0;
   int64_t next_expiry_check_ns_ = 0;
