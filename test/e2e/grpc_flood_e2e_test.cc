@@ -201,8 +201,14 @@ TEST(GrpcFloodE2eTest, EmptyDataFloodIsCutAndOthersKeepTheirP99) {
         "server (%.1f s, %d calls, %d flooding connections, %s model)\n",
         before, during, FloodSeconds(), calls, connections, FiberModel() ? "fiber" : "merge");
     EXPECT_EQ(goaway, 0xbu);  // ENHANCE_YOUR_CALM
-    // 2x, plus 1 ms for a shared test machine's scheduling noise.
-    EXPECT_LT(during, 2 * before + 1.0);
+    // 2x, plus 1 ms for a shared test machine's scheduling noise (4 ms under a sanitizer, which
+    // slows every step several times).
+#ifdef TRPC_E2E_SANITIZED
+    constexpr double kNoiseMs = 4.0;
+#else
+    constexpr double kNoiseMs = 1.0;
+#endif
+    EXPECT_LT(during, 2 * before + kNoiseMs);
     SetTrpcClient(nullptr)->Stop();
     server.Stop();
   }
