@@ -21,9 +21,9 @@
 
 namespace trpc::test::raw_h2 {
 
-inline constexpr uint8_t kData = 0, kHeaders = 1, kRstStream = 3, kSettings = 4, kPing = 6,
-                         kGoaway = 7;
-inline constexpr uint8_t kEndStream = 1, kEndHeaders = 4;
+inline constexpr uint8_t kData = 0, kHeaders = 1, kPriority = 2, kRstStream = 3, kSettings = 4,
+                         kPing = 6, kGoaway = 7, kWindowUpdate = 8;
+inline constexpr uint8_t kEndStream = 1, kEndHeaders = 4, kPadded = 8;
 
 inline std::string Frame(uint8_t type, uint8_t flags, uint32_t stream, std::string_view payload) {
   std::string f;

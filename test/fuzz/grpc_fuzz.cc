@@ -43,11 +43,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // is the peer's bytes.
   if (size == 0) return 0;
   size_t chunk = 1 + data[0] % 64;
+  // Bit 6 puts the server connection over a small share of the buffer bound (new streams are
+  // refused).
+  const size_t allowance = (data[0] & 0x40) != 0 ? 8192 : SIZE_MAX;
   ++data;
   --size;
   // Server side: the input is what a client sent.
   {
     std::unique_ptr<trpc::FrameCodecState> state = server.NewConnectionState();
+    state->held_allowance = allowance;
     trpc::ChainBuffer in;
     std::string err;
     bool failed = false;
@@ -59,6 +63,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                trpc::SplitResult::kError;
       for (auto& f : frames) Answer(server, state.get(), std::move(f), ++answered % 2 == 1);
       state->immediate.Clear();
+      // What the session says it holds is a count of bytes held: it never goes below zero.
+      if (state->held_bytes > (size_t{1} << 40)) __builtin_trap();
     }
   }
   // Client side: one call in flight (stream 1), then the input is what the server sent.

@@ -26,6 +26,14 @@ constexpr size_t kReadIov = 8;
 // Bytes one event may read before the connection yields its thread to the others: a peer that
 // keeps its socket full must not starve the rest of the worker's connections and timers.
 constexpr size_t kReadBudgetPerEvent = 4u << 20;
+// Nor may it hold the thread past this much time since the loop's iteration began (checked once
+// it has read a chunk, so request/response traffic never reads the clock): 4 MiB of tiny frames
+// (HTTP/2 floods, pipelined small requests) can take tens of milliseconds to handle.
+constexpr int64_t kReadSliceNs = 1'000'000;
+// Input read only to be dropped (lingering after our close, shutting down) stops after this much:
+// a peer still sending then is not waiting for our last bytes (a flooder that ignores GOAWAY), and
+// is left to its full TCP window until the linger ends.
+constexpr size_t kMaxDiscardBytes = 4u << 20;
 constexpr size_t kMaxWriteIov = 256;
 }  // namespace
 
@@ -158,7 +166,12 @@ void Connection::HandleRead(bool to_eof) {
   DeliverFrames();  // frames held back while the write queue was over its limit
   size_t read_this_event = 0;
   while (!closed() && !reading_paused_ && !peer_closed_) {
-    if (read_this_event >= kReadBudgetPerEvent) {
+    if (draining_ && discarded_ >= kMaxDiscardBytes) break;
+    // Input read only to be dropped (lingering after our close, shutting down) gets a chunk per
+    // turn: a peer that keeps sending after a GOAWAY or a 400 is throttled by its own window.
+    if (read_this_event >= kReadBudgetPerEvent ||
+        (read_this_event >= kReadChunk &&
+         (draining_ || MonotonicNanos() - reactor_->LoopTimeNs() >= kReadSliceNs))) {
       // Continue after the loop has served everyone else (edge-triggered: no new edge comes).
       std::weak_ptr<Connection> weak = weak_from_this();
       reactor_->Post([weak] {
@@ -199,6 +212,7 @@ void Connection::HandleRead(bool to_eof) {
       last_active_ns_ = reactor_->LoopTimeNs();
       if (draining_) {
         in_.Clear();  // shutting down: read only so that the close is not a reset
+        discarded_ += static_cast<size_t>(n);
       } else if (in_.size() >= kDispatchThreshold || in_.size() > options_.max_packet_size) {
         // A long pipelined stream: handle what is here and send its replies before reading on.
         // (Past max_packet_size too: a frame that big is refused now, not after 1 MiB more.)
@@ -246,6 +260,14 @@ void Connection::ProcessInput() {
   } else if (!in_.empty()) {
     std::string err;
     const size_t frames_before = frames_.size();
+    if (codec_state_ != nullptr && options_.budget != nullptr) {
+      // Over the bound no connection takes on new work it would have to hold (an HTTP/2
+      // stream's state), whatever its share: those that took theirs while the total was under
+      // keep it, so a share per connection on top would let the total pass the bound by as much
+      // again. The state still admits one unit where it holds nothing, so every connection
+      // makes progress.
+      codec_state_->held_allowance = options_.budget->budget().Over() ? 0 : SIZE_MAX;
+    }
     SplitResult r =
         codec_->SplitWithState(&in_, &frames_, options_.max_packet_size, &err, codec_state_.get());
     if (r == SplitResult::kError) {

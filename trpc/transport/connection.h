@@ -326,6 +326,7 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   bool input_finished_ = false;
   std::string finish_reason_;
   bool draining_ = false;     // StopReading()/Shutdown(), kLingering: input is read and discarded
+  size_t discarded_ = 0;      // bytes read while draining_ (kMaxDiscardBytes)
   bool peer_closed_ = false;  // the peer's FIN was read: no more input comes
   // Independent flags.
   bool in_batch_ = false;

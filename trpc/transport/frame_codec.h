@@ -46,6 +46,11 @@ class FrameCodecState {
   /// connection counts them with its own buffers against the process's buffer bound. Kept up
   /// to date by the state, read by the connection after each event; loop thread.
   size_t held_bytes = 0;
+  /// What the state may hold (held_bytes) before it refuses new work it would have to keep
+  /// (HTTP/2: new streams, refused with REFUSED_STREAM): 0 while the process's buffer bound is
+  /// reached (a state that holds nothing still admits one unit), SIZE_MAX otherwise. Set by the
+  /// connection before each split; loop thread.
+  size_t held_allowance = SIZE_MAX;
   /// Set by protocols whose bytes on the wire are made by a per-connection session (HTTP/2:
   /// HPACK state, stream ids and flow control belong to the connection, so a message can only
   /// be encoded on the connection's thread, in the order it is sent). The connection then hands

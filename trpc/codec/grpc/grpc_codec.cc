@@ -218,8 +218,11 @@ bool ApplyH2Options(const std::map<std::string, std::string>& options, bool serv
             {"request_timeout_ms", 0, 3'600'000, u32(&o->request_timeout_ms)},
             {"max_rst_stream_burst", 1, 1u << 20, u32(&o->max_rst_stream_burst)},
             {"max_rst_stream_per_second", 1, 1u << 20, u32(&o->max_rst_stream_per_second)},
-            {"max_ping_per_second", 1, 1u << 20, u32(&o->max_ping_per_second)},
-            {"max_settings_per_second", 1, 1u << 20, u32(&o->max_settings_per_second)},
+            {"max_ping_per_second", 1, 1u << 20, u32(&o->floods.ping_per_second)},
+            {"max_settings_per_second", 1, 1u << 20, u32(&o->floods.settings_per_second)},
+            {"max_empty_data_per_second", 1, 1u << 20, u32(&o->floods.empty_data_per_second)},
+            {"max_priority_per_second", 1, 1u << 20, u32(&o->floods.priority_per_second)},
+            {"max_window_update_per_second", 1, 1u << 20, u32(&o->floods.window_update_per_second)},
         });
   }
   return ApplyProtocolOptions(server ? "grpc" : "grpc client", options, integers, {}, nullptr, key,

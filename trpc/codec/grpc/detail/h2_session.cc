@@ -30,7 +30,11 @@ struct H2Session::Stream {
   // Server: DATA bytes kept in `data` and not yet given back to the peer's flow-control windows
   // (nghttp2_session_consume): a client can have at most the connection's window in flight.
   size_t unconsumed = 0;
-  int64_t opened_ns = 0;  // server: when its HEADERS began (request_timeout_ms)
+  bool peer_reset = false;  // the peer sent RST_STREAM (else a reset is our own)
+  int64_t opened_ns = 0;    // server: when its HEADERS began (request_timeout_ms)
+  // Server: what this stream's state counts in held_bytes: kStreamStateBytes, plus its headers
+  // until they are handed up.
+  size_t state_bytes = 0;
   std::shared_ptr<std::atomic<bool>> cancelled;  // server, once handed up
   // Client: the call it carries.
   uint32_t request_id = 0;
@@ -42,6 +46,10 @@ struct H2Session::Stream {
 namespace {
 
 H2Session* Self(void* user_data) { return static_cast<H2Session*>(user_data); }
+
+int OnBeginFrameCb(nghttp2_session*, const nghttp2_frame_hd* hd, void* ud) {
+  return Self(ud)->OnBeginFrame(hd->type, hd->stream_id);
+}
 
 int OnBeginHeadersCb(nghttp2_session*, const nghttp2_frame* frame, void* ud) {
   return Self(ud)->OnBeginHeaders(frame->hd.stream_id);
@@ -96,23 +104,12 @@ int ParseCode(std::string_view v) {
 
 }  // namespace
 
-bool H2Session::Bucket::Take(double rate, double burst) {
-  int64_t now = MonotonicNanos();
-  if (last_ns == 0) {
-    tokens = burst;
-  } else {
-    tokens = std::min(burst, tokens + rate * static_cast<double>(now - last_ns) / 1e9);
-  }
-  last_ns = now;
-  if (tokens < 1) return false;
-  tokens -= 1;
-  return true;
-}
-
-H2Session::H2Session(Role role, const H2Options& options) : role_(role), options_(options) {
+H2Session::H2Session(Role role, const H2Options& options)
+    : role_(role), options_(options), flood_guard_(options.floods, role == Role::kServer) {
   encodes_output = true;
   nghttp2_session_callbacks* cbs = nullptr;
   nghttp2_session_callbacks_new(&cbs);
+  nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, OnBeginFrameCb);
   nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, OnBeginHeadersCb);
   nghttp2_session_callbacks_set_on_header_callback(cbs, OnHeaderCb);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, OnDataChunkCb);
@@ -148,10 +145,13 @@ H2Session::H2Session(Role role, const H2Options& options) : role_(role), options
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, options_.initial_window_size},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, options_.max_header_list_size},
+      // RFC 9218: no RFC 7540 priority tree. nghttp2 then skips PRIORITY frames at the cost
+      // of parsing them (a PRIORITY flood costs little) and keeps no closed streams for it.
+      {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
       {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
   };
   // (A server must not send ENABLE_PUSH.)
-  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, iv, role == Role::kServer ? 3 : 4);
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, iv, role == Role::kServer ? 4 : 5);
   nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
                                         static_cast<int32_t>(options_.connection_window_size));
 }
@@ -197,6 +197,10 @@ SplitResult H2Session::Feed(ChainBuffer* in, std::vector<ChainBuffer>* out, std:
   late_.clear();
   for (size_t i = 0; i < in->SpanCount() && fatal_.empty(); ++i) {
     std::string_view span = in->Span(i);
+    if (const char* flood = flood_guard_.Scan(span)) {
+      Terminate(NGHTTP2_ENHANCE_YOUR_CALM, flood);  // (nghttp2 does not see the flood)
+      break;
+    }
     ssize_t rv = nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(span.data()),
                                           span.size());
     if (rv < 0) {
@@ -223,16 +227,64 @@ SplitResult H2Session::Feed(ChainBuffer* in, std::vector<ChainBuffer>* out, std:
 std::unique_ptr<RequestHead> H2Session::TakeHead(int32_t stream_id) {
   Stream* s = Find(stream_id);
   if (s == nullptr || !s->handed_up) return nullptr;
+  // The headers leave with the request (the server's limits on requests bound them now).
+  held_bytes -= s->state_bytes - kStreamStateBytes;
+  s->state_bytes = kStreamStateBytes;
   return std::move(s->head);
 }
 
+int H2Session::OnBeginFrame(uint8_t type, int32_t stream_id) {
+  // RFC 9113 5.1.1: a new stream's id must be above every id the peer used before. nghttp2
+  // ignores a HEADERS frame with a lower id that it no longer knows (it keeps no record of
+  // closed streams), so the check is ours: such a frame is allowed only on a stream we reset
+  // (the peer may have sent its trailers before our RST_STREAM arrived) or after our GOAWAY
+  // (streams above its last id were dropped unseen); else it is a connection error.
+  if (role_ != Role::kServer) return 0;
+  if (unopened_ != 0) {
+    // The last new stream's HEADERS opened none (OnBeginHeaders): nghttp2 refused it, and its
+    // RST_STREAM may not be out yet.
+    KeepResetStream(unopened_);
+    unopened_ = 0;
+  }
+  if (type != NGHTTP2_HEADERS || (stream_id & 1) == 0) return 0;
+  if (stream_id > highest_peer_stream_) {
+    highest_peer_stream_ = stream_id;
+    unopened_ = stream_id;
+    return 0;
+  }
+  if (!goaway_sent_ && nghttp2_session_find_stream(session_, stream_id) == nullptr &&
+      reset_streams_.count(stream_id) == 0) {
+    Terminate(NGHTTP2_PROTOCOL_ERROR, "HEADERS open a stream whose id is not above the last");
+  }
+  return 0;
+}
+
+void H2Session::KeepResetStream(int32_t stream_id) {
+  reset_streams_.insert(stream_id);
+  // The oldest go first: a peer sends a reset stream's late frames within a round trip.
+  if (reset_streams_.size() > kResetStreamsKept) reset_streams_.erase(reset_streams_.begin());
+}
+
 int H2Session::OnBeginHeaders(int32_t stream_id) {
+  if (stream_id == unopened_) unopened_ = 0;
   Stream* s = Find(stream_id);
   if (s == nullptr) {
     if (role_ == Role::kClient) return 0;  // a client's streams exist from the request on
+    if (held_bytes != 0 && held_bytes + kStreamStateBytes > held_allowance) {
+      // The connection holds its share of the process's buffer bound already: no new stream
+      // (REFUSED_STREAM: the client may retry it, here once we are below, or elsewhere).
+      TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000,
+                        "gRPC: refusing new streams: the connection holds {} bytes (max_buffered_"
+                        "bytes gives it {})",
+                        held_bytes, held_allowance);
+      nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_REFUSED_STREAM);
+      return 0;
+    }
     auto st = std::make_unique<Stream>();
     st->head = std::make_unique<RequestHead>();
     st->opened_ns = MonotonicNanos();
+    st->state_bytes = kStreamStateBytes;
+    held_bytes += kStreamStateBytes;
     streams_.emplace(stream_id, std::move(st));
   }
   return 0;
@@ -246,6 +298,12 @@ int H2Session::OnHeader(int32_t stream_id, uint8_t frame_type, std::string_view 
   s->header_bytes += name.size() + value.size() + 32;
   if (s->header_bytes > options_.max_header_list_size) {
     // Resets this stream; nghttp2 decodes the rest of the block (HPACK state) without us.
+    if (role_ == Role::kClient) {
+      s->grpc_status = 8;  // RESOURCE_EXHAUSTED, as for a message over max_message_size
+      s->grpc_message = "the response's header list is larger than max_header_list_size (" +
+                        std::to_string(options_.max_header_list_size) +
+                        " bytes): the client reset the stream";
+    }
     if (++header_strikes_ >= kMaxHeaderStrikes) {
       Terminate(NGHTTP2_ENHANCE_YOUR_CALM, "header lists over max_header_list_size");
       return NGHTTP2_ERR_CALLBACK_FAILURE;
@@ -254,6 +312,8 @@ int H2Session::OnHeader(int32_t stream_id, uint8_t frame_type, std::string_view 
   }
   if (role_ == Role::kServer) {
     if (s->head == nullptr || s->handed_up) return 0;
+    s->state_bytes += name.size() + value.size() + 32;
+    held_bytes += name.size() + value.size() + 32;
     RequestHead& h = *s->head;
     if (name == ":method") {
       h.method.assign(value);
@@ -342,21 +402,11 @@ int H2Session::OnDataChunk(int32_t stream_id, const uint8_t* data, size_t len) {
 int H2Session::OnFrameRecv(uint8_t type, uint8_t flags, int32_t stream_id, uint32_t error_code) {
   (void)error_code;
   switch (type) {
-    case NGHTTP2_PING:
-      if ((flags & NGHTTP2_FLAG_ACK) == 0 &&
-          !ping_bucket_.Take(options_.max_ping_per_second, options_.max_ping_per_second)) {
-        Terminate(NGHTTP2_ENHANCE_YOUR_CALM, "PING flood");
-      }
-      return 0;
-    case NGHTTP2_SETTINGS:
-      if ((flags & NGHTTP2_FLAG_ACK) == 0 &&
-          !settings_bucket_.Take(options_.max_settings_per_second,
-                                 options_.max_settings_per_second)) {
-        Terminate(NGHTTP2_ENHANCE_YOUR_CALM, "SETTINGS flood");
-      }
-      return 0;
     case NGHTTP2_GOAWAY:
       no_new_calls = true;  // the peer takes no new streams on this connection
+      return 0;
+    case NGHTTP2_RST_STREAM:
+      if (Stream* s = Find(stream_id)) s->peer_reset = true;
       return 0;
     case NGHTTP2_HEADERS:
     case NGHTTP2_DATA:
@@ -426,13 +476,19 @@ int H2Session::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   Stream* s = it->second.get();
   // The stream's windows are gone with it; the connection's is given back.
   Consume(nullptr, stream_id, s->unconsumed);
-  held_bytes -= s->unconsumed + s->out.size();
+  held_bytes -= s->unconsumed + s->out.size() + s->state_bytes;
   if (role_ == Role::kServer) {
     // Closed before we answered: the client gave up (or reset it).
     if (!s->answered && s->cancelled != nullptr) {
       s->cancelled->store(true, std::memory_order_relaxed);
     }
   } else {
+    if (error_code != NGHTTP2_NO_ERROR && !s->peer_reset && s->grpc_status < 0) {
+      // We reset it (nghttp2 found the response broke HTTP/2's rules): not the server's doing.
+      s->grpc_status = 13;  // INTERNAL
+      s->grpc_message = std::string("the client reset the stream: ") +
+                        nghttp2_http2_strerror(error_code) + " (the response broke HTTP/2)";
+    }
     ChainBuffer frame;
     RecordWriter w(&frame);
     w.U32(s->request_id);
@@ -457,9 +513,14 @@ int H2Session::OnStreamClose(int32_t stream_id, uint32_t error_code) {
 }
 
 void H2Session::OnFrameSent(uint8_t type, uint8_t flags, int32_t stream_id, uint32_t error_code) {
+  if (type == NGHTTP2_DATA) flood_guard_.OnDataSent();
+  if (type == NGHTTP2_GOAWAY) goaway_sent_ = true;
+  if (type == NGHTTP2_RST_STREAM && role_ == Role::kServer) KeepResetStream(stream_id);
   if (type == NGHTTP2_HEADERS && (flags & NGHTTP2_FLAG_END_STREAM) != 0) {
     Stream* s = Find(stream_id);
-    if (s != nullptr && s->reset_after_answer) {
+    // (Not when the request had ended: the stream is closed now.)
+    if (s != nullptr && s->reset_after_answer &&
+        nghttp2_session_get_stream_remote_close(session_, stream_id) == 0) {
       nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_NO_ERROR);
     }
   }

@@ -3,12 +3,14 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "trpc/base/chain_buffer.h"
+#include "trpc/codec/grpc/detail/h2_flood_guard.h"
 #include "trpc/transport/frame_codec.h"
 
 struct nghttp2_session;
@@ -43,14 +45,19 @@ struct H2Options {
   /// second); beyond it the connection ends with GOAWAY.
   uint32_t max_rst_stream_burst = 1000;
   uint32_t max_rst_stream_per_second = 100;
-  /// PING and SETTINGS frames a peer may send per second each (also the burst); beyond it the
-  /// connection ends with GOAWAY(ENHANCE_YOUR_CALM).
-  uint32_t max_ping_per_second = 100;
-  uint32_t max_settings_per_second = 100;
+  /// Frames a peer may send per second that carry nothing (PING, SETTINGS, empty DATA,
+  /// PRIORITY, unearned WINDOW_UPDATE): beyond one, the connection ends with
+  /// GOAWAY(ENHANCE_YOUR_CALM). A client session applies the defaults to its server.
+  FloodLimits floods;
 };
 
 /// Header lists over max_header_list_size that a connection may send before it is closed.
 inline constexpr int kMaxHeaderStrikes = 3;
+
+/// What a server counts in held_bytes (against max_buffered_bytes) for each open stream, besides
+/// its headers and DATA: an estimate of nghttp2's stream (~400 bytes) and ours with its
+/// request head and their allocations.
+inline constexpr size_t kStreamStateBytes = 1024;
 
 /// A request's headers, as a server stream received them. Values are as on the wire.
 struct RequestHead {
@@ -104,6 +111,7 @@ class H2Session final : public FrameCodecState {
   void OnShutdown(ChainBuffer* out) override;
 
   // nghttp2 callbacks (C linkage trampolines call these).
+  int OnBeginFrame(uint8_t type, int32_t stream_id);
   int OnBeginHeaders(int32_t stream_id);
   int OnHeader(int32_t stream_id, uint8_t frame_type, std::string_view name,
                std::string_view value);
@@ -115,11 +123,6 @@ class H2Session final : public FrameCodecState {
 
  private:
   struct Stream;
-  struct Bucket {
-    double tokens;
-    int64_t last_ns = 0;
-    bool Take(double rate, double burst);
-  };
   Stream* Find(int32_t stream_id);
   void Erase(int32_t stream_id);
   void Drain(ChainBuffer* out);
@@ -135,6 +138,8 @@ class H2Session final : public FrameCodecState {
   void ReleaseData(Stream* s, int32_t stream_id);
   // Server: answers the requests still incomplete after request_timeout_ms.
   void ExpireSlowRequests();
+  // Server: remembers a stream we reset or refused (OnBeginFrame).
+  void KeepResetStream(int32_t stream_id);
 
   Role role_;
   H2Options options_;
@@ -145,7 +150,15 @@ class H2Session final : public FrameCodecState {
   std::unordered_map<uint32_t, int32_t> stream_of_request_;  // client
   std::vector<ChainBuffer>* sink_ = nullptr;                 // Feed()'s output while it runs
   std::vector<ChainBuffer> late_;  // client: streams that closed outside Feed()
-  Bucket ping_bucket_, settings_bucket_;
+  H2FloodGuard flood_guard_;
+  // Server: the highest stream id the peer opened; the ids of the streams we reset or refused
+  // lately (the peer may still send on them), at most kResetStreamsKept; a new stream whose
+  // HEADERS has begun and not (yet) opened a stream; whether we sent GOAWAY.
+  static constexpr size_t kResetStreamsKept = 1024;
+  int32_t highest_peer_stream_ = 0;
+  std::set<int32_t> reset_streams_;
+  int32_t unopened_ = 0;
+  bool goaway_sent_ = false;
   int header_strikes_ = 0;
   int64_t next_expiry_check_ns_ = 0;
   std::string fatal_;  // why we ended the connection (GOAWAY with an error), if we did
