@@ -194,10 +194,14 @@ void Connection::HandleRead(bool to_eof) {
     size_t n_iov =
         small_reads_ ? in_.PrepareWrite(iov, 1, 1) : in_.PrepareWrite(iov, kReadIov, kReadChunk);
     size_t want = 0;
-    for (size_t i = 0; i < n_iov; ++i) {
-      iov[i].iov_len = std::min(iov[i].iov_len, room - want);
-      want += iov[i].iov_len;
-      if (want == room) n_iov = i + 1;
+    for (size_t i = 0; i < n_iov; ++i) want += iov[i].iov_len;
+    if (want > room) [[unlikely]] {
+      want = 0;
+      for (size_t i = 0; i < n_iov; ++i) {
+        iov[i].iov_len = std::min(iov[i].iov_len, room - want);
+        want += iov[i].iov_len;
+        if (want == room) n_iov = i + 1;
+      }
     }
     ssize_t n = n_iov == 1 ? ::read(fd_, iov[0].iov_base, iov[0].iov_len)
                            : ::readv(fd_, iov, static_cast<int>(n_iov));

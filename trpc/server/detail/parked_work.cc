@@ -4,23 +4,25 @@
 
 namespace trpc::detail {
 
-// One thread's permits: taken from the pool and not held by a request. Given back when the
-// thread exits.
-struct ThreadPermits {
-  int64_t cached = 0;
-  ~ThreadPermits() {
-    if (cached != 0) ParkedWork::Instance().free_.fetch_add(cached, std::memory_order_relaxed);
+constinit ParkedWork ParkedWork::instance_;
+constinit thread_local int64_t ParkedWork::tls_cached_ = 0;
+
+// Gives a thread's cached permits back when it exits. Touched only on the slow paths, so the
+// fast paths pay no TLS wrapper for its destructor.
+struct ThreadCacheReturner {
+  bool armed = false;
+  ~ThreadCacheReturner() {
+    // (The trivial thread_local is still valid while the thread's destructors run.)
+    if (armed && ParkedWork::tls_cached_ != 0) {
+      ParkedWork::Instance().free_.fetch_add(ParkedWork::tls_cached_, std::memory_order_relaxed);
+      ParkedWork::tls_cached_ = 0;
+    }
   }
 };
 
 namespace {
-thread_local ThreadPermits tls_permits;
+thread_local ThreadCacheReturner tls_returner;
 }  // namespace
-
-ParkedWork& ParkedWork::Instance() {
-  static ParkedWork* instance = new ParkedWork();
-  return *instance;
-}
 
 void ParkedWork::SetLimit(uint64_t limit) {
   uint64_t old = limit_.exchange(limit, std::memory_order_relaxed);
@@ -30,13 +32,7 @@ void ParkedWork::SetLimit(uint64_t limit) {
                   std::memory_order_relaxed);
 }
 
-ParkedWork::Result ParkedWork::TryAcquire() {
-  if (limit_.load(std::memory_order_relaxed) == 0) return Result::kUnbounded;
-  ThreadPermits& mine = tls_permits;
-  if (mine.cached > 0) {
-    --mine.cached;
-    return Result::kTaken;
-  }
+ParkedWork::Result ParkedWork::TakeBatch() {
   int64_t want = batch_.load(std::memory_order_relaxed);
   int64_t cur = free_.load(std::memory_order_relaxed);
   int64_t take;
@@ -44,23 +40,22 @@ ParkedWork::Result ParkedWork::TryAcquire() {
     if (cur <= 0) return Result::kRefused;
     take = std::min(want, cur);
   } while (!free_.compare_exchange_weak(cur, cur - take, std::memory_order_relaxed));
-  mine.cached += take - 1;
+  tls_returner.armed = true;
+  tls_cached_ += take - 1;
   return Result::kTaken;
 }
 
-void ParkedWork::Release() {
-  ThreadPermits& mine = tls_permits;
+void ParkedWork::GiveBack() {
+  tls_returner.armed = true;
   int64_t batch = batch_.load(std::memory_order_relaxed);
-  if (++mine.cached > 2 * batch) {
-    // Keep one batch: a thread that both admits and finishes requests stays off the pool.
-    free_.fetch_add(mine.cached - batch, std::memory_order_relaxed);
-    mine.cached = batch;
-  }
+  if (tls_cached_ <= 2 * batch) return;
+  // Keep one batch: a thread that both admits and finishes requests stays off the pool.
+  free_.fetch_add(tls_cached_ - batch, std::memory_order_relaxed);
+  tls_cached_ = batch;
 }
 
 uint64_t ParkedWork::Taken() const {
   int64_t taken = static_cast<int64_t>(limit()) - free_.load(std::memory_order_relaxed);
   return taken > 0 ? static_cast<uint64_t>(taken) : 0;
 }
-
 }  // namespace trpc::detail
