@@ -219,7 +219,9 @@ TEST_F(ParkedWorkTest, DefaultSettingsSurviveTwoHundredConnectionsOfParkedCalls)
   EXPECT_EQ(out.other, 0u);
   EXPECT_EQ(out.ok + out.refused, uint64_t{kConns} * kPerConn);
   EXPECT_GT(out.refused, 0u);
-  EXPECT_LE(out.ok, static_cast<uint64_t>(bound));
+  // (Not out.ok <= bound: on a slow build the first calls end before the last are read, and
+  // their permits admit more.)
+  EXPECT_LE(static_cast<double>(MaxParked(probe.get())), bound);
   EXPECT_EQ(MetricValue(metrics, refused_sample),
             static_cast<double>(out.refused + probes_refused));
 #ifndef TRPC_FAULT_SANITIZED
@@ -234,7 +236,6 @@ TEST_F(ParkedWorkTest, DefaultSettingsSurviveTwoHundredConnectionsOfParkedCalls)
   double stacks = ModelUnderTest() == "fiber" ? bound * (132 << 10) : 0;
   EXPECT_LT(static_cast<double>(rss), (64 << 20) + stacks + (64 << 20));
 #endif
-  EXPECT_GE(MaxParked(probe.get()), 0);  // still serving
 }
 
 }  // namespace
