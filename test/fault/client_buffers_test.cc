@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "test/common/loopback_listener.h"
 #include "test/fault/fault_test_util.h"
 #include "trpc/base/clock.h"
 #include "trpc/transport/buffer_budget.h"
@@ -30,17 +31,10 @@ class EndlessResponder {
   static constexpr uint32_t kFrameBytes = 8u << 20;
 
   EndlessResponder() {
-    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-        listen(listen_fd_, 1024) != 0 ||
-        getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-      return;
-    }
-    addr_ = fmt::format("127.0.0.1:{}", ntohs(a.sin_port));
+    uint16_t port = 0;
+    listen_fd_ = trpc::testing::ListenOnLoopback(&port, 1024);
+    if (listen_fd_ < 0 || fcntl(listen_fd_, F_SETFL, O_NONBLOCK) != 0) return;
+    addr_ = fmt::format("127.0.0.1:{}", port);
     thread_ = std::thread([this] { Loop(); });
   }
   ~EndlessResponder() {

@@ -21,6 +21,7 @@
 #include <string>
 #include <thread>
 
+#include "test/common/loopback_listener.h"
 #include "test/fault/fault_test_util.h"
 #include "trpc/base/clock.h"
 
@@ -192,17 +193,10 @@ TEST_F(HostileHttpServerTest, FloodsAreCutAndHeldMemoryStaysBounded) {
 class FakeHttpServer {
  public:
   FakeHttpServer(std::string piece, size_t total) : piece_(std::move(piece)), total_(total) {
-    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(sa);
-    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 ||
-        listen(listen_fd_, 8) != 0 ||
-        getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len) != 0) {
-      return;
-    }
-    addr_ = fmt::format("127.0.0.1:{}", ntohs(sa.sin_port));
+    uint16_t port = 0;
+    listen_fd_ = trpc::testing::ListenOnLoopback(&port, 8);
+    if (listen_fd_ < 0) return;
+    addr_ = fmt::format("127.0.0.1:{}", port);
     thread_ = std::thread([this] { Run(); });
   }
   ~FakeHttpServer() {
