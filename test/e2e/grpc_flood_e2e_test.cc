@@ -201,12 +201,14 @@ TEST(GrpcFloodE2eTest, EmptyDataFloodIsCutAndOthersKeepTheirP99) {
         "server (%.1f s, %d calls, %d flooding connections, %s model)\n",
         before, during, FloodSeconds(), calls, connections, FiberModel() ? "fiber" : "merge");
     EXPECT_EQ(goaway, 0xbu);  // ENHANCE_YOUR_CALM
-    // 2x, plus 1 ms for a shared test machine's scheduling noise (4 ms under a sanitizer, which
-    // slows every step several times).
+    // 2x, plus 2 ms for a shared test machine's scheduling noise (its vCPUs stall for a few ms
+    // now and then; 1.5 ms against 1.3 allowed was seen once with 1 ms) and 4 ms under a
+    // sanitizer, which slows every step several times. Without the flood limits the probe's
+    // P99 was 6.5-10 ms.
 #ifdef TRPC_E2E_SANITIZED
     constexpr double kNoiseMs = 4.0;
 #else
-    constexpr double kNoiseMs = 1.0;
+    constexpr double kNoiseMs = 2.0;
 #endif
     EXPECT_LT(during, 2 * before + kNoiseMs);
     SetTrpcClient(nullptr)->Stop();
