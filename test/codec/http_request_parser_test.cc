@@ -1,13 +1,13 @@
 // The incremental HTTP/1.1 request parser: framing, head fields, pipelining under every split,
 // each limit at and one past its bound, every malformed and smuggling-shaped input, and the
 // linear-work guarantee.
-#include "trpc/codec/http/detail/request_parser.h"
-
 #include <gtest/gtest.h>
 
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "trpc/codec/http/detail/request_parser.h"
 
 namespace trpc::http::detail {
 namespace {
@@ -84,8 +84,8 @@ std::vector<Outcome> ParseStream(std::string_view stream, const std::vector<size
   std::vector<Outcome> out;
   size_t off = 0;
   for (size_t i = 0; off < stream.size() || i == 0; ++i) {
-    const size_t n = i < pieces.size() ? std::min(pieces[i], stream.size() - off)
-                                       : stream.size() - off;
+    const size_t n =
+        i < pieces.size() ? std::min(pieces[i], stream.size() - off) : stream.size() - off;
     in.Append(stream.substr(off, n));
     if (fragment) spacer.Append("x", 1);  // the next append to `in` starts a new span
     off += n;
@@ -209,8 +209,7 @@ TEST(HttpRequestParserTest, TargetForms) {
 }
 
 TEST(HttpRequestParserTest, PostWithContentLength) {
-  const std::string req =
-      "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\n\r\nhello world";
+  const std::string req = "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\n\r\nhello world";
   RequestParser p;
   ChainBuffer in = Buf(req.substr(0, req.size() - 1));
   EXPECT_EQ(p.Parse(in), Result::kNeedMore);
@@ -255,16 +254,18 @@ TEST(HttpRequestParserTest, ChunkedWithExtensionsAndTrailers) {
   // Trailers are checked and dropped, never merged into the head.
   EXPECT_EQ(o.headers.size(), 2u);
 
-  Outcome empty = ParseOne("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+  Outcome empty =
+      ParseOne("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
   ASSERT_EQ(empty.result, Result::kComplete);
   EXPECT_EQ(empty.body, "");
 }
 
 TEST(HttpRequestParserTest, OtherCodingsBeforeChunkedAreNotImplemented) {
   ExpectError(std::string(kChunked), 501, "transfer-coding other than chunked not implemented");
-  ExpectError("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n"
-              "Transfer-Encoding: chunked\r\n\r\n",
-              501, "transfer-coding other than chunked not implemented");
+  ExpectError(
+      "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n",
+      501, "transfer-coding other than chunked not implemented");
 }
 
 // Three requests back to back, with a body each way and a tolerated CRLF between two of them.
@@ -500,8 +501,7 @@ TEST_P(LimitTest, TrailerBytes) {
   ExpectError(head + trailer(lim.max_header_bytes + 1), 431, "trailer section too large", lim);
 }
 
-INSTANTIATE_TEST_SUITE_P(SmallAndDefault, LimitTest,
-                         ::testing::Values(kSmall, ParserLimits{}));
+INSTANTIATE_TEST_SUITE_P(SmallAndDefault, LimitTest, ::testing::Values(kSmall, ParserLimits{}));
 
 // ---- max_message_bytes: every byte of a request as sent. ----
 
@@ -608,25 +608,37 @@ const std::string kCh = "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunke
 
 const std::vector<BadCase> kBadCases = {
     // Line endings.
-    {"BareLfEndsRequestLine", "GET / HTTP/1.1\nHost: h\r\n\r\n", 400, "bare LF (line not ended by CRLF)"},
+    {"BareLfEndsRequestLine", "GET / HTTP/1.1\nHost: h\r\n\r\n", 400,
+     "bare LF (line not ended by CRLF)"},
     {"BareLfEndsField", "GET / HTTP/1.1\r\nHost: h\n\r\n", 400, "bare LF (line not ended by CRLF)"},
     {"BareLfEndsHead", "GET / HTTP/1.1\r\nHost: h\r\n\n", 400, "bare LF (line not ended by CRLF)"},
-    {"BareCrInValue", "GET / HTTP/1.1\r\nHost: h\rX: y\r\n\r\n", 400, "bare CR (not followed by LF)"},
+    {"BareCrInValue", "GET / HTTP/1.1\r\nHost: h\rX: y\r\n\r\n", 400,
+     "bare CR (not followed by LF)"},
     {"BareCrInName", "GET / HTTP/1.1\r\nHo\rst: h\r\n\r\n", 400, "bare CR (not followed by LF)"},
-    {"BareCrInTarget", "GET /a\rb HTTP/1.1\r\nHost: h\r\n\r\n", 400, "bare CR (not followed by LF)"},
+    {"BareCrInTarget", "GET /a\rb HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+     "bare CR (not followed by LF)"},
     {"BareCrAfterVersion", "GET / HTTP/1.1\rHost: h\r\n\r\n", 400, "bare CR (not followed by LF)"},
     {"BareCrInMethod", "GE\rT / HTTP/1.1\r\nHost: h\r\n\r\n", 400, "bare CR (not followed by LF)"},
     // Field lines.
-    {"ObsFold", "GET / HTTP/1.1\r\nHost: h\r\nX: a\r\n b\r\n\r\n", 400, "obs-fold (field line starting with whitespace)"},
-    {"ObsFoldTab", "GET / HTTP/1.1\r\nHost: h\r\n\tX: a\r\n\r\n", 400, "obs-fold (field line starting with whitespace)"},
-    {"SpaceBeforeColon", "GET / HTTP/1.1\r\nHost: h\r\nContent-Length : 5\r\n\r\nhello", 400, "whitespace between field name and colon"},
-    {"TabBeforeColon", "GET / HTTP/1.1\r\nHost\t: h\r\n\r\n", 400, "whitespace between field name and colon"},
-    {"NonTokenInName", "GET / HTTP/1.1\r\nHost: h\r\nX(y): 1\r\n\r\n", 400, "invalid character in field name"},
-    {"NonAsciiInName", "GET / HTTP/1.1\r\nHost: h\r\nX\xc3\xa9: 1\r\n\r\n", 400, "invalid character in field name"},
+    {"ObsFold", "GET / HTTP/1.1\r\nHost: h\r\nX: a\r\n b\r\n\r\n", 400,
+     "obs-fold (field line starting with whitespace)"},
+    {"ObsFoldTab", "GET / HTTP/1.1\r\nHost: h\r\n\tX: a\r\n\r\n", 400,
+     "obs-fold (field line starting with whitespace)"},
+    {"SpaceBeforeColon", "GET / HTTP/1.1\r\nHost: h\r\nContent-Length : 5\r\n\r\nhello", 400,
+     "whitespace between field name and colon"},
+    {"TabBeforeColon", "GET / HTTP/1.1\r\nHost\t: h\r\n\r\n", 400,
+     "whitespace between field name and colon"},
+    {"NonTokenInName", "GET / HTTP/1.1\r\nHost: h\r\nX(y): 1\r\n\r\n", 400,
+     "invalid character in field name"},
+    {"NonAsciiInName", "GET / HTTP/1.1\r\nHost: h\r\nX\xc3\xa9: 1\r\n\r\n", 400,
+     "invalid character in field name"},
     {"EmptyName", "GET / HTTP/1.1\r\nHost: h\r\n: v\r\n\r\n", 400, "empty field name"},
-    {"NoColon", "GET / HTTP/1.1\r\nHost: h\r\nNoColonHere\r\n\r\n", 400, "field line without a colon"},
-    {"NulInValue", std::string("GET / HTTP/1.1\r\nHost: h\r\nX: a\0b\r\n\r\n"sv), 400, "control character in field value"},
-    {"DelInValue", "GET / HTTP/1.1\r\nHost: h\r\nX: a\x7f\r\n\r\n", 400, "control character in field value"},
+    {"NoColon", "GET / HTTP/1.1\r\nHost: h\r\nNoColonHere\r\n\r\n", 400,
+     "field line without a colon"},
+    {"NulInValue", std::string("GET / HTTP/1.1\r\nHost: h\r\nX: a\0b\r\n\r\n"sv), 400,
+     "control character in field value"},
+    {"DelInValue", "GET / HTTP/1.1\r\nHost: h\r\nX: a\x7f\r\n\r\n", 400,
+     "control character in field value"},
     // Request line.
     {"LeadingSpace", " GET / HTTP/1.1\r\nHost: h\r\n\r\n", 400, "whitespace before the method"},
     {"NonTokenMethod", "G@T / HTTP/1.1\r\nHost: h\r\n\r\n", 400, "invalid character in method"},
@@ -635,10 +647,14 @@ const std::vector<BadCase> kBadCases = {
     {"DoubleSpace", "GET  / HTTP/1.1\r\nHost: h\r\n\r\n", 400, "empty request-target"},
     {"NoVersion", "GET /\r\nHost: h\r\n\r\n", 400, "request line without an HTTP version"},
     {"SpaceInTarget", "GET /a b HTTP/1.1\r\nHost: h\r\n\r\n", 400, "space in request-target"},
-    {"CtlInTarget", "GET /a\x01 HTTP/1.1\r\nHost: h\r\n\r\n", 400, "invalid character in request-target"},
-    {"DelInTarget", "GET /a\x7f HTTP/1.1\r\nHost: h\r\n\r\n", 400, "invalid character in request-target"},
-    {"TabInTarget", "GET /a\tb HTTP/1.1\r\nHost: h\r\n\r\n", 400, "invalid character in request-target"},
-    {"NonAsciiTarget", "GET /caf\xc3\xa9 HTTP/1.1\r\nHost: h\r\n\r\n", 400, "invalid character in request-target"},
+    {"CtlInTarget", "GET /a\x01 HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+     "invalid character in request-target"},
+    {"DelInTarget", "GET /a\x7f HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+     "invalid character in request-target"},
+    {"TabInTarget", "GET /a\tb HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+     "invalid character in request-target"},
+    {"NonAsciiTarget", "GET /caf\xc3\xa9 HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+     "invalid character in request-target"},
     {"LowercaseVersion", "GET / http/1.1\r\nHost: h\r\n\r\n", 400, "malformed HTTP version"},
     {"VersionX", "GET / HTTP/x\r\nHost: h\r\n\r\n", 400, "malformed HTTP version"},
     {"VersionTrailingSpace", "GET / HTTP/1.1 \r\nHost: h\r\n\r\n", 400, "malformed HTTP version"},
@@ -648,54 +664,93 @@ const std::vector<BadCase> kBadCases = {
     {"Version09", "GET / HTTP/0.9\r\n\r\n", 505, "HTTP version not supported"},
     {"UnknownMethod", "BREW /pot HTTP/1.1\r\nHost: h\r\n\r\n", 501, "method not implemented"},
     {"LowercaseMethod", "get / HTTP/1.1\r\nHost: h\r\n\r\n", 501, "method not implemented"},
-    {"StarWithoutOptions", "GET * HTTP/1.1\r\nHost: h\r\n\r\n", 400, "'*' request-target without OPTIONS"},
-    {"AuthorityForm", "CONNECT example.com:443 HTTP/1.1\r\nHost: h\r\n\r\n", 400, "request-target is neither origin-form nor absolute-form"},
-    {"RelativeTarget", "GET index.html HTTP/1.1\r\nHost: h\r\n\r\n", 400, "request-target is neither origin-form nor absolute-form"},
-    {"FtpScheme", "GET ftp://h/ HTTP/1.1\r\nHost: h\r\n\r\n", 400, "request-target is neither origin-form nor absolute-form"},
-    {"AbsoluteNoHost", "GET http:///p HTTP/1.1\r\nHost: h\r\n\r\n", 400, "absolute-form target without a host"},
-    {"AbsoluteEmpty", "GET http:// HTTP/1.1\r\nHost: h\r\n\r\n", 400, "absolute-form target without a host"},
+    {"StarWithoutOptions", "GET * HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+     "'*' request-target without OPTIONS"},
+    {"AuthorityForm", "CONNECT example.com:443 HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+     "request-target is neither origin-form nor absolute-form"},
+    {"RelativeTarget", "GET index.html HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+     "request-target is neither origin-form nor absolute-form"},
+    {"FtpScheme", "GET ftp://h/ HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+     "request-target is neither origin-form nor absolute-form"},
+    {"AbsoluteNoHost", "GET http:///p HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+     "absolute-form target without a host"},
+    {"AbsoluteEmpty", "GET http:// HTTP/1.1\r\nHost: h\r\n\r\n", 400,
+     "absolute-form target without a host"},
     // Host.
     {"NoHost", "GET / HTTP/1.1\r\n\r\n", 400, "missing Host header"},
     {"TwoHosts", "GET / HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n", 400, "more than one Host header"},
     // Content-Length.
-    {"ClAndTe", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "both Content-Length and Transfer-Encoding"},
-    {"TeAndCl", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nContent-Length: 0\r\n\r\n0\r\n\r\n", 400, "both Content-Length and Transfer-Encoding"},
-    {"DuplicateClDifferent", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", 400, "duplicate Content-Length with different values"},
-    {"ClListDifferent", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5, 6\r\n\r\nhello!", 400, "duplicate Content-Length with different values"},
-    {"ClPlus", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: +5\r\n\r\nhello", 400, "Content-Length is not a decimal number"},
-    {"ClMinus", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\n", 400, "Content-Length is not a decimal number"},
-    {"ClInnerSpace", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1 2\r\n\r\n", 400, "Content-Length is not a decimal number"},
-    {"ClHex", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 0x5\r\n\r\n", 400, "Content-Length is not a decimal number"},
-    {"ClEmpty", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length:\r\n\r\n", 400, "empty Content-Length"},
-    {"ClEmptyListItem", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5,\r\n\r\nhello", 400, "empty Content-Length"},
-    {"ClOverflow", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 18446744073709551616\r\n\r\n", 400, "Content-Length overflows 64 bits"},
-    {"ClMaxUint64Is413", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 18446744073709551615\r\n\r\n", 413, "Content-Length exceeds the body limit"},
+    {"ClAndTe",
+     "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nTransfer-Encoding: "
+     "chunked\r\n\r\n0\r\n\r\n",
+     400, "both Content-Length and Transfer-Encoding"},
+    {"TeAndCl",
+     "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nContent-Length: "
+     "0\r\n\r\n0\r\n\r\n",
+     400, "both Content-Length and Transfer-Encoding"},
+    {"DuplicateClDifferent",
+     "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", 400,
+     "duplicate Content-Length with different values"},
+    {"ClListDifferent", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5, 6\r\n\r\nhello!", 400,
+     "duplicate Content-Length with different values"},
+    {"ClPlus", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: +5\r\n\r\nhello", 400,
+     "Content-Length is not a decimal number"},
+    {"ClMinus", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\n", 400,
+     "Content-Length is not a decimal number"},
+    {"ClInnerSpace", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1 2\r\n\r\n", 400,
+     "Content-Length is not a decimal number"},
+    {"ClHex", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 0x5\r\n\r\n", 400,
+     "Content-Length is not a decimal number"},
+    {"ClEmpty", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length:\r\n\r\n", 400,
+     "empty Content-Length"},
+    {"ClEmptyListItem", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5,\r\n\r\nhello", 400,
+     "empty Content-Length"},
+    {"ClOverflow", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 18446744073709551616\r\n\r\n",
+     400, "Content-Length overflows 64 bits"},
+    {"ClMaxUint64Is413",
+     "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 18446744073709551615\r\n\r\n", 413,
+     "Content-Length exceeds the body limit"},
     // Transfer-Encoding.
-    {"TeNotChunked", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n", 400, "final transfer-coding is not chunked"},
-    {"TeChunkedThenGzip", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", 400, "final transfer-coding is not chunked"},
-    {"TeChunkedTwice", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 400, "chunked applied more than once"},
-    {"TeChunkedSuffix", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: xchunked\r\n\r\n", 400, "final transfer-coding is not chunked"},
-    {"TeEmpty", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding:\r\n\r\n", 400, "empty transfer-coding"},
-    {"TeEmptyItem", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: ,chunked\r\n\r\n", 400, "empty transfer-coding"},
-    {"TeQuoted", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: \"chunked\"\r\n\r\n", 400, "malformed transfer-coding"},
-    {"TeInHttp10", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "Transfer-Encoding in an HTTP/1.0 request"},
+    {"TeNotChunked", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n", 400,
+     "final transfer-coding is not chunked"},
+    {"TeChunkedThenGzip", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+     400, "final transfer-coding is not chunked"},
+    {"TeChunkedTwice",
+     "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
+     "chunked\r\n\r\n",
+     400, "chunked applied more than once"},
+    {"TeChunkedSuffix", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: xchunked\r\n\r\n", 400,
+     "final transfer-coding is not chunked"},
+    {"TeEmpty", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding:\r\n\r\n", 400,
+     "empty transfer-coding"},
+    {"TeEmptyItem", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: ,chunked\r\n\r\n", 400,
+     "empty transfer-coding"},
+    {"TeQuoted", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: \"chunked\"\r\n\r\n", 400,
+     "malformed transfer-coding"},
+    {"TeInHttp10", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400,
+     "Transfer-Encoding in an HTTP/1.0 request"},
     // Chunk framing.
     {"ChunkSizeNotHex", kCh + "g\r\n", 400, "chunk size is not a hex number"},
     {"ChunkSizeEmpty", kCh + "\r\n", 400, "chunk size is not a hex number"},
     {"ChunkSizeSign", kCh + "+5\r\nhello\r\n0\r\n\r\n", 400, "chunk size is not a hex number"},
-    {"ChunkSizeLeadingSpace", kCh + " 5\r\nhello\r\n0\r\n\r\n", 400, "chunk size is not a hex number"},
+    {"ChunkSizeLeadingSpace", kCh + " 5\r\nhello\r\n0\r\n\r\n", 400,
+     "chunk size is not a hex number"},
     {"ChunkSize0x", kCh + "0x5\r\nhello\r\n0\r\n\r\n", 400, "invalid character after chunk size"},
-    {"ChunkSizeTrailingSpace", kCh + "5 \r\nhello\r\n0\r\n\r\n", 400, "invalid character after chunk size"},
-    {"ChunkSizeTooManyDigits", kCh + "00000000000000001\r\nx\r\n0\r\n\r\n", 400, "chunk size has more than 16 hex digits"},
+    {"ChunkSizeTrailingSpace", kCh + "5 \r\nhello\r\n0\r\n\r\n", 400,
+     "invalid character after chunk size"},
+    {"ChunkSizeTooManyDigits", kCh + "00000000000000001\r\nx\r\n0\r\n\r\n", 400,
+     "chunk size has more than 16 hex digits"},
     {"ChunkSizeHuge", kCh + "ffffffffffffffff\r\n", 413, "chunked body exceeds the body limit"},
     {"ChunkSizeBareLf", kCh + "5\nhello\r\n0\r\n\r\n", 400, "bare LF (line not ended by CRLF)"},
     {"ChunkSizeBareCr", kCh + "5\rhello\r\n0\r\n\r\n", 400, "bare CR (not followed by LF)"},
     {"ChunkExtBareLf", kCh + "5;a=b\nhello\r\n0\r\n\r\n", 400, "bare LF (line not ended by CRLF)"},
-    {"ChunkExtCtl", kCh + "5;a=\x01\r\nhello\r\n0\r\n\r\n", 400, "control character in chunk extension"},
+    {"ChunkExtCtl", kCh + "5;a=\x01\r\nhello\r\n0\r\n\r\n", 400,
+     "control character in chunk extension"},
     {"ChunkDataTooLong", kCh + "3\r\nhello\r\n0\r\n\r\n", 400, "missing CRLF after chunk data"},
     {"ChunkDataBareLf", kCh + "5\r\nhello\n0\r\n\r\n", 400, "missing CRLF after chunk data"},
     {"ChunkDataCrOnly", kCh + "5\r\nhello\rX0\r\n\r\n", 400, "missing CRLF after chunk data"},
-    {"TrailerObsFold", kCh + "0\r\nT: a\r\n b\r\n\r\n", 400, "obs-fold (field line starting with whitespace)"},
+    {"TrailerObsFold", kCh + "0\r\nT: a\r\n b\r\n\r\n", 400,
+     "obs-fold (field line starting with whitespace)"},
     {"TrailerBareLf", kCh + "0\r\nT: a\n\r\n", 400, "bare LF (line not ended by CRLF)"},
     {"TrailerFinalBareLf", kCh + "0\r\n\n", 400, "bare LF (line not ended by CRLF)"},
     {"TrailerNoColon", kCh + "0\r\ngarbage\r\n\r\n", 400, "field line without a colon"},
@@ -712,8 +767,8 @@ INSTANTIATE_TEST_SUITE_P(All, BadRequestTest, ::testing::ValuesIn(kBadCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(HttpRequestParserTest, IdenticalDuplicateContentLengthIsAccepted) {
-  Outcome o = ParseOne(
-      "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello");
+  Outcome o =
+      ParseOne("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello");
   ASSERT_EQ(o.result, Result::kComplete) << o.error;
   EXPECT_EQ(o.body, "hello");
 }
@@ -722,8 +777,9 @@ TEST(HttpRequestParserTest, IdenticalDuplicateContentLengthIsAccepted) {
 // length it accepted, so what follows is body, not a request.
 TEST(HttpRequestParserTest, BodyBytesThatLookLikeARequestAreBody) {
   const std::string inner = "GET /admin HTTP/1.1\r\nHost: h\r\n\r\n";
-  const std::string req = "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: " +
-                          std::to_string(inner.size()) + "\r\n\r\n" + inner;
+  const std::string req =
+      "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: " + std::to_string(inner.size()) + "\r\n\r\n" +
+      inner;
   std::vector<Outcome> got = ParseWhole(req);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].body, inner);
@@ -733,8 +789,8 @@ TEST(HttpRequestParserTest, BodyBytesThatLookLikeARequestAreBody) {
 
 TEST(HttpRequestParserTest, LargeHeadFedOneByteAtATimeIsLinear) {
   std::string head = "GET / HTTP/1.1\r\nHost: h\r\n";
-  while (head.size() < 60 * 1024) head += "X-Field-" + std::to_string(head.size()) + ": " +
-                                          std::string(500, 'v') + "\r\n";
+  while (head.size() < 60 * 1024)
+    head += "X-Field-" + std::to_string(head.size()) + ": " + std::string(500, 'v') + "\r\n";
   head += "\r\n";
   ParserLimits lim;
   lim.max_header_count = 1000;

@@ -197,7 +197,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   });
   Check(whole == bytewise);
   Check(whole == random);
-  Run framing = Feed(stream, limits, heads, eof, false, [] { return SIZE_MAX; }, false);
+  Run framing = Feed(
+      stream, limits, heads, eof, false, [] { return SIZE_MAX; }, false);
   Run stripped = whole;
   for (Verdict& v : stripped.verdicts) {
     v.headers.clear();

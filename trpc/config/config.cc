@@ -174,11 +174,10 @@ void ReadBufferBound(MapReader& r, uint64_t* limit, uint32_t* timeout) {
 
 void ReadServer(const MapReader& root, const std::string& file, const InstanceNames& instances,
                 ServerConfig* out) {
-  MapReader r =
-      root.Map("server", {"app", "server", "admin_port", "admin_ip", "admin_allowed_hosts",
-                          "stop_max_wait_time", "max_buffered_bytes", "buffered_bytes_timeout",
-                          "filter", "service", "registry_name", "deregister_wait",
-                          "max_parked_requests"});
+  MapReader r = root.Map(
+      "server", {"app", "server", "admin_port", "admin_ip", "admin_allowed_hosts",
+                 "stop_max_wait_time", "max_buffered_bytes", "buffered_bytes_timeout", "filter",
+                 "service", "registry_name", "deregister_wait", "max_parked_requests"});
   ServerConfig server;
   if (!r.empty()) server.origin = fmt::format("{}:{}", file, r.line());
   if (r.Has("filter")) server.filter_origin = fmt::format("{}:{}", file, r.ValueLine("filter"));

@@ -66,9 +66,8 @@ class HttpClientCodec final : public ClientCodec {
                     std::string* err) override;
   /// `max_frame_size` (the proxy's max_packet_size) bounds each response's body, and every byte
   /// of it as received (interim responses, head, chunk framing, trailers).
-  SplitResult SplitWithState(ChainBuffer* in, std::vector<ChainBuffer>* out,
-                             size_t max_frame_size, std::string* err,
-                             FrameCodecState* state) override;
+  SplitResult SplitWithState(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
+                             std::string* err, FrameCodecState* state) override;
   bool EncodeRequest(RpcRequest* req, const google::protobuf::MessageLite* body_msg,
                      ChainBuffer* out) override;
   bool DecodeResponse(ChainBuffer&& frame, RpcResponse* rsp, std::string* err) override;

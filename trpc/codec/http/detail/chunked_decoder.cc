@@ -38,8 +38,8 @@ ChunkedDecoder::Result ChunkedDecoder::Decode(const char* p, size_t n, size_t* u
   if (state_ == State::kError) return Result::kError;
   while (p < end) {
     if (state_ == State::kChunkData) {
-      const size_t take = static_cast<size_t>(
-          std::min<uint64_t>(chunk_left_, static_cast<uint64_t>(end - p)));
+      const size_t take =
+          static_cast<size_t>(std::min<uint64_t>(chunk_left_, static_cast<uint64_t>(end - p)));
       body->Append(p, take);
       p += take;
       chunk_left_ -= take;

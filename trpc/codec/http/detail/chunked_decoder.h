@@ -18,8 +18,8 @@ inline constexpr size_t kMaxChunkExtensionBytes = 16 * 1024;
 
 /// Bounds on one chunked body; the statuses a request over them gets are in docs/http.md.
 struct ChunkedLimits {
-  uint64_t max_body_bytes = 8u << 20;  // the de-chunked total -> 413
-  size_t max_chunk_line = 4 * 1024;    // a chunk-size line incl. extensions and CRLF -> 400
+  uint64_t max_body_bytes = 8u << 20;    // the de-chunked total -> 413
+  size_t max_chunk_line = 4 * 1024;      // a chunk-size line incl. extensions and CRLF -> 400
   size_t max_trailer_bytes = 64 * 1024;  // trailer fields + the final CRLF -> 431
 };
 
@@ -81,11 +81,11 @@ class ChunkedDecoder {
   State state_ = State::kChunkSize;
   uint64_t chunk_left_ = 0;  // chunk-size being read, then the data bytes still to come
   uint32_t chunk_digits_ = 0;
-  size_t chunk_line_ = 0;     // bytes of the current chunk-size line so far
+  size_t chunk_line_ = 0;       // bytes of the current chunk-size line so far
   size_t extension_bytes_ = 0;  // chunk extensions of this body so far
-  uint64_t body_total_ = 0;   // de-chunked bytes so far (chunk sizes announced)
-  size_t trailer_bytes_ = 0;  // trailer section so far
-  std::string trailer_line_;  // the trailer field line being read, CRLF included
+  uint64_t body_total_ = 0;     // de-chunked bytes so far (chunk sizes announced)
+  size_t trailer_bytes_ = 0;    // trailer section so far
+  std::string trailer_line_;    // the trailer field line being read, CRLF included
   int error_status_ = 0;
   const char* error_ = "";
 };
