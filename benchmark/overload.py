@@ -4,15 +4,19 @@ loop, with no limit, a fixed max_concurrency and max_concurrency: auto, in both 
 
 For each handler kind (CPU-bound: 100 us of spinning; sleeping: 1 ms of waiting) the server's
 capacity is measured first (closed loop, no limit), then each offered rate runs for a window
-with a 100 ms caller deadline. Goodput = replies that came back OK within the deadline, per
-second. Also: P99 of the accepted calls, P99 of the refused ones, and (at 2x) the P99 of a light
-probe in the second right after the load stops, against the unloaded P99.
+with a 100 ms caller deadline. Goodput is counted as the caller sees it (trpc_bench's
+`goodput`): replies that came back OK within 100 ms of their *intended* send time, per second.
+A request that waited in the load client for a free connection until its deadline is dropped
+there as a timeout, and an OK reply after the deadline is counted as late, not as goodput. Also:
+P99 of the accepted calls (from the intended send time), P99 of the refused ones, and (at 2x)
+the P99 of a light probe in the second right after the load stops, against the unloaded P99.
 
-  benchmark/overload.py [--build DIR] [--out DIR] [--quick]
+  benchmark/overload.py [--build DIR] [--out DIR] [--quick | --smoke]
 
 Writes overload.md, overload.json and overload.png to --out (default build/results; the
-committed copies in benchmark/results/ are updated by hand from there). Takes ~10 minutes here.
-docs/overload.md explains the limiters and shows the table.
+committed copies in benchmark/results/ are updated by hand from there). Takes ~13 minutes here
+(--quick ~6). --smoke runs every step on a tiny budget (0.3 s windows) to check the script
+works; its figures mean nothing. docs/overload.md explains the limiters and shows the table.
 """
 
 import argparse
@@ -54,10 +58,10 @@ def server_yaml(model, port, limit):
 
 
 class Runner:
-    def __init__(self, build, tmp, quick):
+    def __init__(self, build, tmp, warmup):
         self.build = build
         self.tmp = tmp
-        self.quick = quick
+        self.warmup = warmup
 
     def start(self, model, limit):
         port = free_port()
@@ -67,8 +71,9 @@ class Runner:
         argv = [os.path.join(self.build, "examples/echo/echo_server"), "--config", path]
         return Server(argv, port, str(SERVER_CPU), f"{model}/{limit}")
 
-    def load(self, server, kind, qps, seconds, warmup=1, connections=64, inflight=8,
+    def load(self, server, kind, qps, seconds, warmup=None, connections=64, inflight=8,
              timeout_ms=DEADLINE_MS):
+        warmup = self.warmup if warmup is None else warmup
         tail_kind, delay, _ = KINDS[kind]
         out = os.path.join(self.tmp, "run.json")
         cmd = ["taskset", "-c", str(CLIENT_CPU),
@@ -86,12 +91,18 @@ class Runner:
 
 
 def summarize(r):
+    # Every request is tagged (--tail-ratio 1): the accepted calls' latency is the tail's.
     ok_lat = (r.get("tail") or {}).get("latency_us") or {}
     err_lat = r.get("error_latency_us") or {}
     errors = r.get("errors") or {}
+    window = r["window_s"]
     return {
-        "offered": r["requests"] / r["window_s"],
-        "goodput": r["ok"] / r["window_s"],
+        # The plan: sent, expired in the client, or still waiting when the window ended.
+        "offered": (r["requests"] + r["unsent"]) / window,
+        "goodput": r["goodput"],
+        "ok_per_s": r["ok"] / window,
+        "late": r["late"],
+        "expired": r["expired"],
         "ok_p99_us": ok_lat.get("p99"),
         "refused": errors.get("22", 0),
         "timeouts": errors.get("101", 0),
@@ -103,9 +114,14 @@ def summarize(r):
 
 def run(args):
     tmp = tempfile.mkdtemp(prefix="overload.")
-    runner = Runner(args.build, tmp, args.quick)
-    window = 3 if args.quick else 4
-    window_2x = 4 if args.quick else 10
+    # Seconds: warm-up, window, window at 2x, the capacity and unloaded runs, the probe after.
+    if args.smoke:
+        warmup, window, window_2x, probe, after_s = 0.1, 0.3, 0.3, 0.3, 0.3
+    elif args.quick:
+        warmup, window, window_2x, probe, after_s = 1, 3, 4, 3, 1
+    else:
+        warmup, window, window_2x, probe, after_s = 1, 4, 10, 3, 1
+    runner = Runner(args.build, tmp, warmup)
     res = {"machine": machine_info(), "deadline_ms": DEADLINE_MS, "kinds": {}}
     try:
         for kind, (_, delay, service_s) in KINDS.items():
@@ -117,10 +133,10 @@ def run(args):
                 try:
                     # Closed loop with a deadline long enough that nothing times out: the
                     # server's own rate, whatever its queue.
-                    cap_run = runner.load(srv, kind, 0, 3, timeout_ms=30_000)
+                    cap_run = runner.load(srv, kind, 0, probe, timeout_ms=30_000)
                     cap = cap_run["ok"] / cap_run["window_s"]
                     light = max(50, cap * 0.1)
-                    unloaded = runner.load(srv, kind, light, 3)
+                    unloaded = runner.load(srv, kind, light, probe)
                 finally:
                     srv.stop()
                 # A fixed limit sized by hand, as a user would: in-flight work for
@@ -141,13 +157,15 @@ def run(args):
                             row["level"] = level
                             if level == 2.0:
                                 # The second right after the load stops, at the light rate.
-                                after = runner.load(srv, kind, light, 1, warmup=0)
+                                after = runner.load(srv, kind, light, after_s, warmup=0)
                                 row["after_p99_us"] = summarize(after)["ok_p99_us"]
                         finally:
                             srv.stop()
                         log(f"  {label:5} {level}x: goodput {row['goodput']:.0f}/s "
-                            f"({row['goodput'] / cap:.0%}), ok P99 {row['ok_p99_us']} us, "
-                            f"refusal P99 {row['refusal_p99_us']} us")
+                            f"({row['goodput'] / cap:.0%}), OK {row['ok_per_s']:.0f}/s "
+                            f"({row['late']} late), ok P99 {row['ok_p99_us']} us, "
+                            f"refusal P99 {row['refusal_p99_us']} us, "
+                            f"{row['expired']} expired in the client")
                         rows.append(row)
                     entry["rows"][label] = rows
                 res["kinds"][kind]["models"][model] = entry
@@ -165,22 +183,28 @@ def markdown(res):
     out = [f"# Goodput under overload ({m['date']}, commit {m['commit']})", "",
            f"{m['cpu']}, {m['cpus']} CPUs, kernel {m['kernel']}. One server worker on CPU "
            f"{SERVER_CPU}, trpc_bench on CPU {CLIENT_CPU}, open loop, caller deadline "
-           f"{res['deadline_ms']} ms. Goodput: OK replies within the deadline per second. "
+           f"{res['deadline_ms']} ms. Goodput: OK replies within the deadline, counted from "
+           "each request's intended send time, per second. OK/s: every OK reply, late OK: "
+           "those past the deadline. Timeouts: calls that timed out, of which expired: requests "
+           "that waited in the load client for a free connection (64 x 8 outstanding at most) "
+           "until their deadline and were not sent. OK P99 from the intended send time. "
            "Latencies in ms.", ""]
     for kind, k in res["kinds"].items():
         for model, e in k["models"].items():
             out += [f"## {kind} handler ({k['delay']}), {model} model", "",
                     f"Capacity {e['capacity_qps']:.0f} QPS; unloaded P99 "
                     f"{fmt_us(e['unloaded_p99_us'])} ms; fixed limit {e['fixed_limit']}.", "",
-                    "| limit | offered | goodput | % of capacity | OK P99 | refused | refusal P99 "
-                    "| timeouts | P99 in the second after |",
-                    "|---|---|---|---|---|---|---|---|---|"]
+                    "| limit | offered | goodput | % of capacity | OK/s | late OK | OK P99 "
+                    "| refused | refusal P99 | timeouts (expired) | P99 in the second after |",
+                    "|---|---|---|---|---|---|---|---|---|---|---|"]
             for label, rows in e["rows"].items():
                 for r in rows:
                     out.append(
                         f"| {label} | {r['level']}x ({r['offered']:.0f}/s) | {r['goodput']:.0f} "
-                        f"| {r['goodput'] / e['capacity_qps']:.0%} | {fmt_us(r['ok_p99_us'])} "
-                        f"| {r['refused']} | {fmt_us(r['refusal_p99_us'])} | {r['timeouts']} "
+                        f"| {r['goodput'] / e['capacity_qps']:.0%} | {r['ok_per_s']:.0f} "
+                        f"| {r['late']} | {fmt_us(r['ok_p99_us'])} "
+                        f"| {r['refused']} | {fmt_us(r['refusal_p99_us'])} "
+                        f"| {r['timeouts']} ({r['expired']}) "
                         f"| {fmt_us(r.get('after_p99_us'))} |"
                         + (" client-bound" if r["client_bottleneck"] else ""))
             out.append("")
@@ -223,7 +247,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--out", default=os.path.join(ROOT, "build/results"))
-    ap.add_argument("--quick", action="store_true", help="shorter runs (a smoke test)")
+    ap.add_argument("--quick", action="store_true", help="shorter runs (3 s windows)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="every step on a tiny budget (0.3 s windows): checks the script runs; "
+                         "the figures mean nothing")
     ap.add_argument("--kinds", default="cpu,sleep", help="handler kinds: cpu,sleep")
     ap.add_argument("--models", default="merge,fiber")
     ap.add_argument("--limits", default="none,fixed,auto")

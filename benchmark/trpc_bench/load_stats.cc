@@ -11,6 +11,9 @@ void LoadStats::Merge(const LoadStats& o) {
   for (const auto& [code, n] : o.errors) errors[code] += n;
   requests += o.requests;
   ok += o.ok;
+  good += o.good;
+  late += o.late;
+  expired += o.expired;
   timeouts += o.timeouts;
   tail_requests += o.tail_requests;
   unsent += o.unsent;

@@ -23,11 +23,16 @@ struct LoadStats {
   // Failed calls by code: framework ret codes ("101" is a client timeout), and "func_ret:N"
   // for a handler's own non-zero code.
   std::map<std::string, uint64_t> errors;
-  uint64_t requests = 0;       // completed, ok or not
+  uint64_t requests = 0;  // completed, ok or not (expired ones included)
   uint64_t ok = 0;
-  uint64_t timeouts = 0;       // errors["101"]
+  // OK replies within the caller's deadline (--timeout) from the intended send time, and the
+  // OK replies after it: good + late == ok.
+  uint64_t good = 0;
+  uint64_t late = 0;
+  uint64_t timeouts = 0;       // errors["101"]: the call's timer, or expired before it was sent
+  uint64_t expired = 0;        // open loop: the deadline passed before a connection was free
   uint64_t tail_requests = 0;  // tagged, completed, ok or not
-  uint64_t unsent = 0;         // planned inside the window but never sent (open loop)
+  uint64_t unsent = 0;         // planned in the window, still waiting at its end (open loop)
   uint64_t slot_waits = 0;     // due but every connection was at --inflight (open loop)
   uint64_t responses = 0;      // response frames received at all (warm-up included)
 

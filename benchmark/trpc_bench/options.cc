@@ -104,7 +104,10 @@ benchmark/trpc_bench/README.md.
   --threads N             threads, each with its own reactor and share of the connections and
                           of the rate (default 1)
   --cpus C,C,...          pin thread i to the i-th CPU of the list (cyclically)
-  --timeout MS            per-call timeout (default 1000)
+  --timeout MS            per-call timeout (default 1000), also the caller's deadline: in
+                          the open loop a reply counts toward goodput only if it is OK within
+                          MS of its intended send time, and a request still unsent MS after
+                          it is dropped as a timeout
   --payload-size BYTES    payload bytes (default 10)
   --payload-file PATH     payload from a file (trpc: UTF-8, as it is a proto3 string)
   --tail-ratio F          tag this fraction of requests (deterministically) so that the server

@@ -101,7 +101,8 @@ void CheckClientHealth(const Options& o, RunResult* r) {
         r->client_cpu_percent, o.threads, cores));
   }
   if (!o.open_loop()) return;
-  bool short_rate = r->qps() < kMinAchievedShare * o.qps;
+  // Expired requests were never sent: the rate the client kept is that of the sent ones.
+  bool short_rate = r->sent_qps() < kMinAchievedShare * o.qps;
   int64_t late_p99 = s.lateness.ValueAtPercentile(99);
   bool late = late_p99 > kMaxLatenessP99Us;
   if (!short_rate && !late) return;
@@ -112,18 +113,19 @@ void CheckClientHealth(const Options& o, RunResult* r) {
   if (planned > 0 && waited > kSlotWaitShare * planned) {
     r->warnings.push_back(fmt::format(
         "{:.1f}% of the requests found every connection at --inflight and waited for one: the "
-        "server (or --connections x --inflight = {}) limits the rate; achieved {:.0f} of {:.0f} "
-        "QPS, {} planned requests never sent, send lateness p99 {} us",
-        100.0 * waited / planned, static_cast<int64_t>(o.connections) * o.inflight, r->qps(), o.qps,
-        s.unsent, late_p99));
+        "server (or --connections x --inflight = {}) limits the rate; sent {:.0f} of {:.0f} "
+        "QPS, {} planned requests expired before a connection was free, {} never sent, send "
+        "lateness p99 {} us",
+        100.0 * waited / planned, static_cast<int64_t>(o.connections) * o.inflight, r->sent_qps(),
+        o.qps, s.expired, s.unsent, late_p99));
     return;
   }
   r->bottleneck = true;
   if (short_rate) {
     r->warnings.push_back(fmt::format(
-        "achieved {:.0f} QPS is below {:.0f}% of the target {:.0f} ({} planned requests never "
-        "sent): the client could not keep up",
-        r->qps(), kMinAchievedShare * 100, o.qps, s.unsent));
+        "sent {:.0f} QPS is below {:.0f}% of the target {:.0f} ({} planned requests expired, {} "
+        "never sent): the client could not keep up",
+        r->sent_qps(), kMinAchievedShare * 100, o.qps, s.expired, s.unsent));
   }
   if (late) {
     r->warnings.push_back(fmt::format(
@@ -176,6 +178,13 @@ void PrintReport(FILE* out, const Options& o, const RunResult& r) {
   fmt::print(out, "\nwindow {:.2f} s: {} requests, {} ok, {:.1f} QPS", r.window_s, s.requests, s.ok,
              r.qps());
   if (o.open_loop()) fmt::print(out, " (target {})", o.qps);
+  fmt::print(out, "\ngoodput {:.1f}/s: {} OK replies within the {} ms deadline", r.goodput(),
+             s.good, o.timeout_ms);
+  if (o.open_loop()) {
+    fmt::print(out,
+               " from the intended send time; {} OK but late, {} expired before they could be sent",
+               s.late, s.expired);
+  }
   fmt::print(out, "\n{:<16} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8}\n", "latency (us)", "count",
              "avg", "p50", "p90", "p99", "p999", "max");
   PrintRow(out, o.open_loop() ? "corrected" : "latency", s.latency);
@@ -223,6 +232,9 @@ std::string ToJson(const Options& o, const RunResult& r) {
       "\n \"window_s\": {:.6f}, \"requests\": {}, \"ok\": {}, \"qps\": {:.1f}, "
       "\"target_qps\": {},",
       r.window_s, s.requests, s.ok, Finite(r.qps()), o.qps);
+  j += fmt::format(
+      "\n \"goodput\": {:.1f}, \"good\": {}, \"late\": {}, \"expired\": {}, \"deadline_ms\": {},",
+      Finite(r.goodput()), s.good, s.late, s.expired, o.timeout_ms);
   j += fmt::format("\n \"latency_us\": {},", LatencyJson(s.latency));
   j += fmt::format("\n \"uncorrected_latency_us\": {},",
                    o.open_loop() ? LatencyJson(s.uncorrected) : "null");

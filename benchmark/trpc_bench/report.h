@@ -20,6 +20,10 @@ struct RunResult {
   std::vector<std::string> warnings;
 
   double qps() const { return window_s > 0 ? stats.requests / window_s : 0; }
+  /// OK replies within the caller's deadline (from the intended send time) per second.
+  double goodput() const { return window_s > 0 ? stats.good / window_s : 0; }
+  /// Requests actually sent per second (expired ones were not).
+  double sent_qps() const { return window_s > 0 ? (stats.requests - stats.expired) / window_s : 0; }
 };
 
 /// Fills `bottleneck` and `warnings` from the figures: the client's CPU, achieved vs target

@@ -59,6 +59,7 @@ Worker::Worker(const Options& o, int index, int connections, uint64_t quota,
   header_.func = o.func;
   header_.authority = o_.target;  // (the options outlive the worker)
   if (o.open_loop()) period_ns_ = 1e9 / o.qps;
+  deadline_ns_ = static_cast<int64_t>(o.timeout_ms) * kNanosPerMilli;
   tail_value_ = o.tail_kind + ":" + std::to_string(o.tail_delay_us);
 }
 
@@ -193,6 +194,14 @@ void Worker::SendDue() {
     if (measured && measured_sent_ >= quota_) {
       StopSending(/*window_ended=*/false);
       return;
+    }
+    if (now - t >= deadline_ns_) {
+      // The caller's deadline passed while the request waited for a connection (or for a
+      // late pacer): its caller has given up, so it is not sent.
+      if (measured) ++measured_sent_;
+      ++next_j_;
+      RecordExpired(measured, now);
+      continue;
     }
     Slot* s = PopFree();
     if (s == nullptr) {
@@ -332,6 +341,13 @@ void Worker::Record(const Slot& s, bool ok, const std::string& code, int64_t now
     return;
   }
   ++stats_.ok;
+  // The caller's view: a reply after its deadline (from the intended send time) is no use to
+  // it, however OK. In the closed loop the call's own timer makes every OK reply timely.
+  if (now_ns - s.intended_ns <= deadline_ns_) {
+    ++stats_.good;
+  } else {
+    ++stats_.late;
+  }
   if (s.tagged) {
     stats_.tail.Record(latency);
     return;
@@ -339,6 +355,19 @@ void Worker::Record(const Slot& s, bool ok, const std::string& code, int64_t now
   stats_.latency.Record(latency);
   interval_.latency.Record(latency);
   if (o_.open_loop()) stats_.uncorrected.Record(NanosToMicros(now_ns - s.sent_ns));
+}
+
+void Worker::RecordExpired(bool measured, int64_t now_ns) {
+  if (!measured) return;
+  last_done_ns_ = std::max(last_done_ns_, now_ns);
+  ++stats_.requests;
+  ++stats_.expired;
+  ++stats_.timeouts;
+  ++stats_.errors[std::to_string(kClientInvokeTimeoutErr)];
+  // The caller gave up at its deadline, whenever the pacer noticed.
+  stats_.error_latency.Record(NanosToMicros(deadline_ns_));
+  ++interval_.requests;
+  ++interval_.errors;
 }
 
 // Makes an idle slot available again: sends on it (closed loop) or queues it (open loop).
@@ -396,8 +425,15 @@ void Worker::StopSending(bool window_ended) {
   if (o_.open_loop() && window_ended) {
     // Requests of the window that were due but never got a free slot: the server (or the
     // client) could not keep up with the plan. Reported, never silently dropped.
+    // Those whose deadline has passed already are expired, as the pacer would have found them.
+    int64_t now = MonotonicNanos();
     for (int64_t t = Intended(next_j_); t < schedule_.measure_end_ns; t = Intended(++next_j_)) {
-      if (t >= schedule_.measure_start_ns) ++stats_.unsent;
+      if (t < schedule_.measure_start_ns) continue;
+      if (now - t >= deadline_ns_) {
+        RecordExpired(/*measured=*/true, now);
+      } else {
+        ++stats_.unsent;
+      }
     }
   }
   MaybeFinish();

@@ -38,7 +38,9 @@ struct Schedule {
 /// Closed loop: a slot sends again as soon as its call completes. Open loop: a pacing timer at
 /// the next request's intended time sends every request that is due on a free slot; when every
 /// slot is busy, due requests wait (in order) for completions, and their latency still counts
-/// from their intended time.
+/// from their intended time. A due request whose deadline (--timeout after its intended time)
+/// has passed is not sent: it is recorded as expired, a timeout. An OK reply counts as good
+/// only within that deadline, else as late.
 ///
 /// Thread contract: Run() on the worker's own thread; Start/SnapshotInterval/Stop from any
 /// thread (they post to the reactor); stats() only after Run() has returned.
@@ -107,6 +109,8 @@ class Worker {
   /// http: "http:<status>").
   bool CheckReply(Slot* s, ChainBuffer&& frame, std::string* code);
   void Record(const Slot& s, bool ok, const std::string& code, int64_t now_ns);
+  /// A request of the plan whose deadline passed before it could be sent: a timeout (101).
+  void RecordExpired(bool measured, int64_t now_ns);
   void Release(Slot* s, int64_t now_ns = 0);
   Slot* PopFree();
   void ArmPacer(int64_t deadline_ns);
@@ -139,6 +143,7 @@ class Worker {
   Phase phase_ = Phase::kConnected;
   Schedule schedule_;
   double period_ns_ = 0;            // of the global plan: 1e9 / qps
+  int64_t deadline_ns_ = 0;         // the caller's deadline: --timeout from the intended time
   uint64_t next_j_ = 0;             // this thread's next request of the plan (open loop)
   uint64_t waited_j_ = UINT64_MAX;  // the last request counted in slot_waits
   uint64_t sends_ = 0;              // every send, warm-up included (picks the tagged ones)

@@ -393,9 +393,50 @@ TEST_F(TrpcBenchTest, OpenLoopKeepsTheTargetRate) {
   EXPECT_FALSE(j.at("uncorrected_latency_us").is_null());
   EXPECT_TRUE(j.at("tail").is_null());
   EXPECT_FALSE(j.at("spectrum").array.empty());
+  // Under capacity every OK reply is within the deadline: goodput is the OK rate.
+  EXPECT_EQ(j.num("late"), 0) << run.output;
+  EXPECT_EQ(j.num("expired"), 0) << run.output;
+  EXPECT_EQ(j.num("good"), j.num("ok"));
+  EXPECT_NEAR(j.num("goodput"), j.num("ok") / j.num("window_s"), 0.1);
+  EXPECT_EQ(j.num("deadline_ms"), 1000);
   // The server's own count: 3.5 s of the plan at 5000/s.
   double served = static_cast<double>(g_calls.load() - calls_before);
   EXPECT_NEAR(served, 17500, 175);
+}
+
+// Offered twice what the server can answer, the excess queues in the client (4 connections,
+// one call each, while each call holds the only worker 2 ms: at most 500/s). A request waits
+// for a connection until its deadline (50 ms from its intended send time), and then expires
+// unsent; those sent come back OK but mostly after their deadline. Goodput counts only the
+// timely ones, so it falls below the OK rate; the counts add up to the plan.
+TEST_F(TrpcBenchTest, GoodputCountsOnlyRepliesWithinTheDeadline) {
+  BenchRun run =
+      RunBench(Args({"--qps", "1000", "--duration", "2", "--warmup", "0", "--connections", "4",
+                     "--timeout", "50", "--tail-ratio", "1", "--tail-delay", "2ms"}),
+               30);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const Json& j = run.json;
+  std::printf(
+      "2x capacity: %.0f requests, %.0f ok (%.0f late), goodput %.1f/s, %.0f expired, %.0f "
+      "unsent, tagged P99 %.0f us\n",
+      j.num("requests"), j.num("ok"), j.num("late"), j.num("goodput"), j.num("expired"),
+      j.num("unsent"), j.num("tail.latency_us.p99"));
+  double ok_rate = j.num("ok") / j.num("window_s");
+  EXPECT_GT(j.num("ok"), 0) << run.output;
+  EXPECT_GT(j.num("late"), 0) << run.output;
+  EXPECT_LT(j.num("goodput"), ok_rate) << run.output;
+  EXPECT_EQ(j.num("good") + j.num("late"), j.num("ok"));
+  EXPECT_NEAR(j.num("goodput"), j.num("good") / j.num("window_s"), 0.1);
+  // Requests that expired unsent are timeouts, counted once each; every request of the plan is
+  // accounted for.
+  EXPECT_GT(j.num("expired"), 0) << run.output;
+  EXPECT_GE(j.num("timeouts"), j.num("expired"));
+  EXPECT_EQ(j.num("errors.101"), j.num("timeouts"));
+  EXPECT_EQ(j.num("ok") + j.num("timeouts"), j.num("requests")) << run.output;
+  EXPECT_EQ(j.num("requests") + j.num("unsent"), 2000) << run.output;
+  // Latency still counts from the intended send time: the late replies show in the P99.
+  EXPECT_GT(j.num("tail.latency_us.p99"), 50'000) << run.output;
+  EXPECT_NE(run.output.find("OK but late"), std::string::npos) << run.output;
 }
 
 // One 100 ms stall of the server's only worker during an open-loop run on one connection: the
@@ -482,6 +523,7 @@ TEST_F(TrpcBenchTest, RequestsLimitStopsAfterN) {
   EXPECT_EQ(closed.json.num("requests"), 500);
   EXPECT_EQ(closed.json.num("ok"), 500);
   EXPECT_EQ(closed.json.num("settings.requests_limit"), 500);
+  EXPECT_EQ(closed.json.num("good"), 500);  // closed loop: the call's timer is the deadline
   EXPECT_TRUE(closed.json.at("uncorrected_latency_us").is_null());
   // No warm-up: the server saw exactly those.
   EXPECT_EQ(g_calls.load() - calls_before, 500u);
