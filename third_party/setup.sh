@@ -3,14 +3,17 @@
 # Idempotent: prints nothing and touches nothing when everything is present.
 # Usage: third_party/setup.sh [--with-clang] [--with-bench] [--with-test-tools]
 #   --with-clang       clang-14 and its runtimes (fuzz targets only)
-#   --with-bench       python3 and gnuplot (the seed-table script and its plot), wrk and nginx
-#                      (benchmark/http_bench.sh, client_efficiency.sh), valgrind
-#                      (benchmark/callgrind_per_request.sh)
+#   --with-bench       python3 and gnuplot (the seed-table script and its plot), gRPC C++ (the
+#                      table's grpc++ row), wrk and nginx (benchmark/http_bench.sh,
+#                      client_efficiency.sh), valgrind (benchmark/callgrind_per_request.sh)
 #   --with-test-tools  the outside programs some tests drive: curl (HTTP interop), promtool
 #                      (checks /metrics), google-pprof (reads the admin CPU profile), gRPC C++
 #                      and its interop protos (the grpc++ interop peers), python3-grpcio and
 #                      h2load (gRPC interop), etcd (the naming tests start their own); those tests
-#                      skip, saying so, when one is missing
+#                      skip, saying so, when one is missing (ctest reports them skipped), and fail
+#                      under CI=true
+# gRPC C++ is in both sets, and CMake looks for it at every configure (TRPC_BUILD_GRPC_PEER=AUTO),
+# so the two README commands build the same tests in either order.
 set -euo pipefail
 
 pkgs=(libboost-context-dev libprotobuf-dev protobuf-compiler libprotoc-dev
@@ -19,7 +22,8 @@ pkgs=(libboost-context-dev libprotobuf-dev protobuf-compiler libprotoc-dev
 for arg in "$@"; do
   case "$arg" in
     --with-clang) pkgs+=(clang-14 libclang-rt-14-dev) ;;
-    --with-bench) pkgs+=(python3 gnuplot-nox wrk nginx-light valgrind) ;;
+    --with-bench) pkgs+=(python3 gnuplot-nox libgrpc++-dev protobuf-compiler-grpc wrk nginx-light
+                          valgrind) ;;
     --with-test-tools) pkgs+=(curl prometheus google-perftools libgrpc++-dev protobuf-compiler-grpc
                               grpc-proto python3-grpcio nghttp2-client etcd-server etcd-client) ;;
     *) echo "usage: $0 [--with-clang] [--with-bench] [--with-test-tools]" >&2; exit 2 ;;

@@ -19,13 +19,13 @@ TEST(StatusTest, FrameworkError) {
   Status s(kServerNoFuncErr, "no such method");
   EXPECT_FALSE(s.OK());
   EXPECT_EQ(s.GetFrameworkRetCode(), kServerNoFuncErr);
-  EXPECT_EQ(s.ToString(), "ret: 12 (no_func), func_ret: 0, msg: no such method");
+  EXPECT_EQ(s.ToString(), "framework error 12 (no_func): no such method");
 }
 
 TEST(StatusTest, FuncErrorAloneIsNotOk) {
   Status s(0, 7, "handler said no");
   EXPECT_FALSE(s.OK());
-  EXPECT_EQ(s.ToString(), "ret: 0 (success), func_ret: 7, msg: handler said no");
+  EXPECT_EQ(s.ToString(), "application error 7: handler said no");
 }
 
 TEST(StatusTest, NamedFactoriesSayWhichCodeTheySet) {
@@ -34,6 +34,10 @@ TEST(StatusTest, NamedFactoriesSayWhichCodeTheySet) {
   EXPECT_EQ(app.GetFrameworkRetCode(), 0);
   EXPECT_EQ(app.GetFuncRetCode(), -404);
   EXPECT_EQ(app.ErrorMessage(), "no such user");
+  EXPECT_EQ(app.ToString(), "application error -404: no such user");
+  EXPECT_EQ(Status::AppError(5, "").ToString(), "application error 5");
+  EXPECT_EQ(Status(kServerSystemErr, 5, "both").ToString(),
+            "framework error 31 (server_system), application code 5: both");
   Status fw = Status::FrameworkError(kServerOverloadErr, "busy");
   EXPECT_EQ(fw.GetFrameworkRetCode(), kServerOverloadErr);
   EXPECT_EQ(fw.GetFuncRetCode(), 0);
@@ -58,7 +62,7 @@ TEST(StatusTest, Setters) {
   s.SetFrameworkRetCode(kClientInvokeTimeoutErr);
   s.SetErrorMessage("deadline exceeded");
   EXPECT_FALSE(s.OK());
-  EXPECT_EQ(s.ToString(), "ret: 101 (invoke_timeout), func_ret: 0, msg: deadline exceeded");
+  EXPECT_EQ(s.ToString(), "framework error 101 (invoke_timeout): deadline exceeded");
   s.SetFrameworkRetCode(kSuccess);
   EXPECT_TRUE(s.OK());
   EXPECT_EQ(s.ToString(), "OK");  // the message alone does not make an error
@@ -73,7 +77,7 @@ TEST(StatusTest, RetCodeNames) {
   EXPECT_EQ(RetCodeName(kClientNetworkErr), "network");
   EXPECT_EQ(RetCodeName(kUnknownErr), "unknown");
   EXPECT_EQ(RetCodeName(12345), "unknown");
-  EXPECT_EQ(Status(12345, "x").ToString(), "ret: 12345 (unknown), func_ret: 0, msg: x");
+  EXPECT_EQ(Status(12345, "x").ToString(), "framework error 12345 (unknown): x");
 }
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include "trpc/fiber/fiber.h"
 #include "trpc/runtime/runtime.h"
 #include "trpc/server/http/http_service.h"
+#include "trpc/server/make_client_context.h"
 #include "trpc/server/server.h"
 #include "trpc/server/server_filter.h"
 
@@ -322,6 +323,52 @@ TEST_F(ForwardE2eTest, MergedModelRepliesOnTheThreadThatReadTheRequest) {
       EXPECT_EQ(info.at("recv-thread"), info.at("send-thread"));
     }
   }
+}
+
+// A synchronous handler that calls the backend through the generated synchronous SayHello.
+class SyncCaller final : public helloworld::Greeter {
+ public:
+  Status SayHello(ServerContextPtr ctx, const HelloRequest* req, HelloReply* rsp) override {
+    auto greeter = GetTrpcClient()->GetProxy<GreeterServiceProxy>("trpc.test.helloworld.Greeter");
+    if (greeter == nullptr) return Status(kServerSystemErr, "no proxy");
+    return greeter->SayHello(MakeClientContext(ctx, greeter), *req, rsp);
+  }
+};
+
+// In the merged model a synchronous downstream call from a worker is refused (31), and the
+// refusal names the generated method to call instead; in the fiber model it just parks.
+TEST_F(ForwardE2eTest, SynchronousDownstreamCallFromAMergeWorkerNamesTheAsyncMethod) {
+  Config config;
+  std::string err;
+  ASSERT_TRUE(
+      LoadConfigFromString("server:\n  service:\n    - name: sync_caller\n"
+                           "      ip: 127.0.0.1\n      port: 0\n",
+                           "sync.yaml", &config, &err))
+      << err;
+  Server server(config.server);
+  server.RegisterService("sync_caller", std::make_shared<SyncCaller>());
+  ASSERT_TRUE(server.Start(&err)) << err;
+  NetAddress addr;
+  ASSERT_TRUE(server.GetAddress("sync_caller", &addr));
+  ClientServiceConfig c;
+  c.name = "sync_caller_client";
+  c.target = addr.ToString();
+  c.timeout = 5000;
+  auto proxy = GetTrpcClient()->GetProxy<GreeterServiceProxy>(c.name, c, &err);
+  ASSERT_NE(proxy, nullptr) << err;
+  HelloRequest req;
+  req.set_msg("sync");
+  HelloReply rsp;
+  Status st = proxy->SayHello(MakeClientContext(), req, &rsp);
+  if (FiberModel()) {
+    ASSERT_TRUE(st.OK()) << st.ToString();
+    EXPECT_EQ(rsp.msg(), "Hello, sync");
+  } else {
+    EXPECT_EQ(st.GetFrameworkRetCode(), kServerSystemErr) << st.ToString();
+    EXPECT_NE(st.ErrorMessage().find("GreeterServiceProxy::AsyncSayHello"), std::string::npos)
+        << st.ErrorMessage();
+  }
+  server.Stop();
 }
 
 TEST_F(ForwardE2eTest, TransInfoFlowsEndToEnd) {

@@ -446,7 +446,7 @@ TEST_F(HttpClientE2eTest, ServerClosingMidPipelineFailsOnlyItsCalls) {
       std::vector<std::string> got = CallMany(proxy.get(), 40, fmt::format("m{}-", round));
       for (int i = 0; i < 40; ++i) {
         if (got[i].starts_with("error ")) {
-          EXPECT_NE(got[i].find("ret: 141"), std::string::npos) << got[i];
+          EXPECT_NE(got[i].find("framework error 141"), std::string::npos) << got[i];
           ++lost;
         } else {
           EXPECT_EQ(got[i], fmt::format("Hello, m{}-{}", round, i));

@@ -22,6 +22,7 @@
 #include "fmt/format.h"
 #include "grpc/testing/test.trpc.pb.h"
 #include "test/common/child_server.h"
+#include "test/common/peer.h"
 #include "test/grpc_interop/trpc_interop_service.h"
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
@@ -251,13 +252,13 @@ TEST_F(GrpcInteropTest, OurClientAgainstOurServer) { RunOurClientCases(grpc_addr
 
 TEST_F(GrpcInteropTest, OurClientAgainstGrpcppServer) {
   if (peer_addr_.empty())
-    GTEST_SKIP() << "skipped: grpcpp_interop_server not built (libgrpc++-dev)";
+    TRPC_SKIP_WITHOUT_PEER("grpcpp_interop_server not built (Debian: libgrpc++-dev)");
   RunOurClientCases(peer_addr_);
 }
 
 TEST_F(GrpcInteropTest, GrpcppClientAgainstOurServer) {
 #ifndef GRPCPP_INTEROP_CLIENT_PATH
-  GTEST_SKIP() << "skipped: grpcpp_interop_client not built (libgrpc++-dev)";
+  TRPC_SKIP_WITHOUT_PEER("grpcpp_interop_client not built (Debian: libgrpc++-dev)");
 #else
   std::string out;
   int rc = RunShell(
@@ -270,7 +271,7 @@ TEST_F(GrpcInteropTest, GrpcppClientAgainstOurServer) {
 TEST_F(GrpcInteropTest, GrpcioClientAgainstOurServer) {
   std::string probe;
   if (RunShell("/usr/bin/python3 -c 'import grpc'", &probe) != 0) {
-    GTEST_SKIP() << "skipped: python3-grpcio not installed";
+    TRPC_SKIP_WITHOUT_PEER("python3-grpcio not installed");
   }
   std::string out;
   int rc = RunShell(
@@ -282,7 +283,8 @@ TEST_F(GrpcInteropTest, GrpcioClientAgainstOurServer) {
 
 TEST_F(GrpcInteropTest, H2loadGetsGrpcStatusOk) {
   std::string probe;
-  if (RunShell("command -v h2load", &probe) != 0) GTEST_SKIP() << "skipped: h2load not installed";
+  if (RunShell("command -v h2load", &probe) != 0)
+    TRPC_SKIP_WITHOUT_PEER("h2load not installed (Debian: nghttp2-client)");
   // EmptyCall's request: an uncompressed message of 0 bytes.
   std::string frame_path = ::testing::TempDir() + "grpc_empty_frame.bin";
   std::ofstream(frame_path, std::ios::binary).write("\0\0\0\0\0", 5);

@@ -26,6 +26,7 @@
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "test/common/child_server.h"
 #include "test/common/hedging_check.h"
+#include "test/common/peer.h"
 #include "test/naming/etcd/etcd_process.h"
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
@@ -84,7 +85,8 @@ class NamingE2eTest : public ::testing::Test {
   static void TearDownTestSuite() { runtime::Stop(); }
 
   void SetUp() override {
-    if (!EtcdProcess::Installed()) GTEST_SKIP() << "etcd not installed";
+    if (!EtcdProcess::Installed())
+      TRPC_SKIP_WITHOUT_PEER("etcd not installed (Debian: etcd-server)");
     ASSERT_TRUE(etcd_.Start()) << "etcd did not start";
     PluginOptions o;
     o.values = {{"endpoints", etcd_.endpoint()}, {"ttl", "2"}, {"backoff_max", "300"}};

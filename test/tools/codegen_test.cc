@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "test/tools/codegen/services.trpc.pb.h"
+#include "test/tools/codegen/streaming.trpc.pb.h"
 #include "trpc/base/logging.h"
 #include "trpc/config/config.h"
 #include "trpc/runtime/runtime.h"
@@ -57,6 +58,24 @@ TEST(CodegenTest, ServerClassesRegisterEveryMethodUnderItsWireName) {
   EXPECT_NE(counter.FindMethod("/trpc.test.codegen.Counter/Add"), nullptr);
   EXPECT_NE(async_counter.FindMethod("/trpc.test.codegen.Counter/Add"), nullptr);
   EXPECT_EQ(counter.FindMethod("/trpc.test.codegen.Greeter/SayHello"), nullptr);
+}
+
+// streaming.proto, generated with skip_streaming (trpc_proto_library's OPTIONS): its unary method
+// is there, its three streaming ones are not.
+TEST(CodegenTest, SkipStreamingKeepsTheUnaryMethodsOnly) {
+  streaming::Chat chat;
+  EXPECT_NE(chat.FindMethod("/trpc.test.codegen.streaming.Chat/Say"), nullptr);
+  for (const char* left_out : {"Listen", "Upload", "Talk"}) {
+    EXPECT_EQ(chat.FindMethod(std::string("/trpc.test.codegen.streaming.Chat/") + left_out),
+              nullptr)
+        << left_out;
+  }
+  streaming::Line line;
+  streaming::Line reply;
+  EXPECT_EQ(chat.Say(nullptr, &line, &reply).GetFrameworkRetCode(), kServerNoFuncErr);
+  static_assert(std::is_same_v<decltype(std::declval<streaming::ChatServiceProxy&>().AsyncSay(
+                                   ClientContextPtr(), std::declval<const streaming::Line&>())),
+                               Future<streaming::Line>>);
 }
 
 TEST(CodegenTest, DefaultHandlersAnswerNotImplemented) {

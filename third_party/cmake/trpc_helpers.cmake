@@ -2,7 +2,8 @@
 #
 #   trpc_cc_library(NAME n SRCS a.cc ... [DEPS d ...] [PUBLIC_DEPS ...])
 #   trpc_cc_binary(NAME n SRCS ... [DEPS ...])
-#   trpc_cc_test(NAME n SRCS ... [DEPS ...] [TIMEOUT s] [LABELS l ...])
+#   trpc_cc_test(NAME n SRCS ... [DEPS ...] [TIMEOUT s] [LABELS l ...] [FIBER_ENV VAR])
+#   trpc_missing_peer_test(NAME n WHY text)
 #   trpc_cc_benchmark(NAME n SRCS ... [DEPS ...])
 #   trpc_cc_fuzz(NAME n SRCS ... [DEPS ...] [CORPUS dir])
 #
@@ -41,16 +42,37 @@ function(trpc_cc_binary)
 endfunction()
 
 function(trpc_cc_test)
-  cmake_parse_arguments(A "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(A "" "NAME;TIMEOUT;FIBER_ENV" "SRCS;DEPS;LABELS" ${ARGN})
   add_executable(${A_NAME} ${A_SRCS})
   _trpc_common(${A_NAME})
-  target_link_libraries(${A_NAME} PRIVATE ${A_DEPS} GTest::gmock GTest::gtest_main)
+  # trpc_test_main (test/common/test_main.cc): gtest's main, exiting 77 when cases skipped for a
+  # missing peer program, which ctest then reports as skipped, not passed.
+  target_link_libraries(${A_NAME} PRIVATE ${A_DEPS} GTest::gmock trpc_test_main)
   _trpc_link_malloc(${A_NAME})
   if(NOT A_TIMEOUT)
     set(A_TIMEOUT 120)
   endif()
   add_test(NAME ${A_NAME} COMMAND ${A_NAME})
-  set_tests_properties(${A_NAME} PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "${A_LABELS}")
+  set(tests ${A_NAME})
+  # FIBER_ENV VAR: the same binary again as ${NAME}_fiber, with VAR=fiber in its environment.
+  if(A_FIBER_ENV)
+    add_test(NAME ${A_NAME}_fiber COMMAND ${A_NAME})
+    set_tests_properties(${A_NAME}_fiber PROPERTIES ENVIRONMENT ${A_FIBER_ENV}=fiber)
+    list(APPEND tests ${A_NAME}_fiber)
+  endif()
+  set_tests_properties(${tests} PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "${A_LABELS}"
+                       SKIP_RETURN_CODE 77)
+endfunction()
+
+# trpc_missing_peer_test(NAME n WHY text): stands in for test n when a peer program it needs was
+# not found at configure time: reported by ctest as skipped, or failed under CI=true, so a missing
+# peer never passes quietly.
+function(trpc_missing_peer_test)
+  cmake_parse_arguments(A "" "NAME;WHY" "" ${ARGN})
+  add_test(NAME ${A_NAME}
+           COMMAND sh -c [[echo "peer missing: $1"; case "$CI" in true|1) exit 1;; esac; exit 77]]
+                   sh "${A_WHY}")
+  set_tests_properties(${A_NAME} PROPERTIES SKIP_RETURN_CODE 77)
 endfunction()
 
 function(trpc_cc_benchmark)

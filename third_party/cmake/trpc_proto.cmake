@@ -1,4 +1,5 @@
-# trpc_proto_library(NAME n PROTOS a.proto ... [DEPS lib ...] [IMPORT_DIRS dir ...])
+# trpc_proto_library(NAME n PROTOS a.proto ... [DEPS lib ...] [IMPORT_DIRS dir ...]
+#                    [OPTIONS opt ...])
 #
 # One static library from .proto files: protoc's foo.pb.cc and protoc-gen-trpc's foo.trpc.pb.cc
 # for each, linked to protobuf, to DEPS and, when the files define services, to the framework
@@ -16,6 +17,9 @@
 # so code includes "x/y/foo.trpc.pb.h" and other protos `import "x/y/foo.proto"`. Protos of
 # proto libraries in DEPS can be imported that way too (their roots are searched); IMPORT_DIRS
 # adds further roots for imports only (their files must be compiled by some other library).
+#
+# OPTIONS go to protoc-gen-trpc (--trpc_out=opt1,opt2:DIR). The one it knows: skip_streaming
+# (streaming methods are left out of the generated code instead of failing the build).
 
 include_guard(GLOBAL)
 
@@ -34,7 +38,7 @@ function(_trpc_proto_has_service file out)
 endfunction()
 
 function(trpc_proto_library)
-  cmake_parse_arguments(A "" "NAME" "PROTOS;DEPS;IMPORT_DIRS" ${ARGN})
+  cmake_parse_arguments(A "" "NAME" "PROTOS;DEPS;IMPORT_DIRS;OPTIONS" ${ARGN})
   if(NOT A_NAME OR NOT A_PROTOS)
     message(FATAL_ERROR "trpc_proto_library: NAME and PROTOS are required")
   endif()
@@ -88,12 +92,19 @@ function(trpc_proto_library)
   endforeach()
   list(APPEND proto_files ${abs_protos})
 
+  # The plug-in's options, comma-separated before the output folder.
+  set(trpc_out "${out_root}")
+  if(A_OPTIONS)
+    list(JOIN A_OPTIONS "," plugin_options)
+    set(trpc_out "${plugin_options}:${out_root}")
+  endif()
+
   # One protoc run for the whole library, both generators at once.
   add_custom_command(
     OUTPUT ${outputs}
     COMMAND protobuf::protoc
             "--plugin=protoc-gen-trpc=$<TARGET_FILE:trpc::protoc-gen-trpc>"
-            "--cpp_out=${out_root}" "--trpc_out=${out_root}" ${import_args} ${abs_protos}
+            "--cpp_out=${out_root}" "--trpc_out=${trpc_out}" ${import_args} ${abs_protos}
     DEPENDS ${proto_files} protobuf::protoc trpc::protoc-gen-trpc
     COMMENT "protoc + protoc-gen-trpc: ${A_NAME}"
     VERBATIM)

@@ -66,8 +66,16 @@ bool IsFrameworkRetCode(int32_t ret) {
 
 std::string Status::ToString() const {
   if (OK()) return "OK";
-  return fmt::format("ret: {} ({}), func_ret: {}, msg: {}", ret_, RetCodeName(ret_), func_ret_,
-                     msg_);
+  std::string out;
+  if (ret_ != 0) {
+    out = fmt::format("framework error {} ({})", ret_, RetCodeName(ret_));
+    if (func_ret_ != 0) out += fmt::format(", application code {}", func_ret_);
+  } else {
+    // ret 0 with a func_ret: the handler's own error (Status::AppError), not the framework's.
+    out = fmt::format("application error {}", func_ret_);
+  }
+  if (!msg_.empty()) out += fmt::format(": {}", msg_);
+  return out;
 }
 
 }  // namespace trpc

@@ -79,7 +79,8 @@ class Status {
   void SetFuncRetCode(int32_t func_ret) { func_ret_ = func_ret; }
   void SetErrorMessage(std::string msg) { msg_ = std::move(msg); }
 
-  /// "ret: 12 (no_func), func_ret: 0, msg: ..." or "OK".
+  /// "OK", "framework error 12 (no_func): msg", "application error 5: msg" (AppError), or
+  /// "framework error 31 (server_system), application code 5: msg" when both are set.
   std::string ToString() const;
 
  private:

@@ -11,6 +11,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "fmt/format.h"
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/base/suggest.h"
@@ -1117,15 +1118,25 @@ void ServiceProxy::AsyncInvokeFrame(const ClientContextPtr& ctx, RpcRequest&& re
 Status ServiceProxy::UnaryInvoke(const ClientContextPtr& ctx,
                                  const google::protobuf::MessageLite& req,
                                  google::protobuf::MessageLite* rsp) {
-  return WaitFor(ctx, "AsyncUnaryInvoke",
+  return UnaryInvoke(ctx, req, rsp, "AsyncUnaryInvoke");
+}
+
+Status ServiceProxy::UnaryInvoke(const ClientContextPtr& ctx,
+                                 const google::protobuf::MessageLite& req,
+                                 google::protobuf::MessageLite* rsp, std::string_view async_name) {
+  return WaitFor(ctx, async_name,
                  [&](Done done) { AsyncUnaryInvoke(ctx, req, rsp, std::move(done)); });
 }
 
 bool ServiceProxy::MayBlock(const ClientContextPtr& ctx, std::string_view async_name) {
   if (impl_->model()->MayBlockCurrentThread()) return true;
-  ctx->SetStatus(Status(
-      kServerSystemErr,
-      "a synchronous call would block a merge worker thread; use " + std::string(async_name)));
+  std::string why = fmt::format(
+      "a synchronous call to {} would block a merge worker thread (merged thread model); call "
+      "{} instead (it returns a Future), or run the server in the fiber model",
+      config().name, async_name);
+  // Logged as well: the caller may drop the status, and the fix is in the code, not the peer.
+  TRPC_LOG_EVERY_MS(log::Level::kError, 10000, "{}", why);
+  ctx->SetStatus(Status(kServerSystemErr, std::move(why)));
   return false;
 }
 

@@ -55,6 +55,10 @@ class ServiceProxy {
   /// ret 31 on a thread that must not block (a merge worker): use AsyncUnaryInvoke there.
   Status UnaryInvoke(const ClientContextPtr& ctx, const google::protobuf::MessageLite& req,
                      google::protobuf::MessageLite* rsp);
+  /// The same, for a generated proxy's synchronous `Method(...)`: the refusal names
+  /// `async_name`, the generated method to call instead ("GreeterServiceProxy::AsyncSayHello").
+  Status UnaryInvoke(const ClientContextPtr& ctx, const google::protobuf::MessageLite& req,
+                     google::protobuf::MessageLite* rsp, std::string_view async_name);
   /// The waiting half of any synchronous call (UnaryInvoke, http::HttpCall): refused with ret
   /// 31 where blocking is not allowed (the message names `async_name`, the call to use there);
   /// otherwise runs `start(done)`, which begins the asynchronous call and makes it call

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "test/common/peer.h"
 #include "test/naming/etcd/etcd_process.h"
 #include "trpc/client/selector.h"
 #include "trpc/naming/etcd/detail/etcd_registry.h"
@@ -95,7 +96,8 @@ PluginOptions Opts(const std::string& endpoints, std::map<std::string, std::stri
 class EtcdNamingTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!EtcdProcess::Installed()) GTEST_SKIP() << "etcd not installed";
+    if (!EtcdProcess::Installed())
+      TRPC_SKIP_WITHOUT_PEER("etcd not installed (Debian: etcd-server)");
     ASSERT_TRUE(etcd_.Start()) << "etcd did not start; see " << etcd_.dir() << "/etcd.log";
   }
 

@@ -47,6 +47,7 @@ std::string Namespace(const pb::FileDescriptor* file) {
 Vars MethodVars(const pb::MethodDescriptor* method) {
   return {
       {"method", method->name()},
+      {"proxy", method->service()->name() + "ServiceProxy"},
       {"wire", "/" + method->service()->full_name() + "/" + method->name()},
       {"req", pb::compiler::cpp::QualifiedClassName(method->input_type())},
       {"rsp", pb::compiler::cpp::QualifiedClassName(method->output_type())},
@@ -391,7 +392,9 @@ void PrintProxyClassDefs(Printer* p, const pb::ServiceDescriptor* service) {
     PrintList(p, 0, "::trpc::Status " + cls + "::" + m["method"], ProxyParams(m, true), " {");
     p->Print(m,
              "  context->SetFuncName(\"$wire$\");\n"
-             "  return ::trpc::ServiceProxy::UnaryInvoke(context, request, response);\n"
+             "  // A refusal (merge worker) names the asynchronous method to call instead.\n"
+             "  return ::trpc::ServiceProxy::UnaryInvoke(context, request, response,\n"
+             "                                           \"$proxy$::Async$method$\");\n"
              "}\n\n");
     PrintList(p, 0, "::trpc::Future<" + m["rsp"] + "> " + cls + "::Async" + m["method"],
               ProxyParams(m, false), " {");
@@ -431,10 +434,20 @@ void PrintSource(Printer* p, const pb::FileDescriptor* file) {
 
 bool TrpcGenerator::Generate(const pb::FileDescriptor* file, const std::string& parameter,
                              pb::compiler::GeneratorContext* context, std::string* error) const {
-  g_skip_streaming = parameter == "skip_streaming";
-  if (!parameter.empty() && !g_skip_streaming) {
-    *error = "protoc-gen-trpc: unknown option '" + parameter + "' (known: skip_streaming)";
-    return false;
+  // Options come comma-separated (protoc joins --trpc_opt values with ',').
+  g_skip_streaming = false;
+  for (size_t start = 0; start < parameter.size();) {
+    size_t end = std::min(parameter.find(',', start), parameter.size());
+    std::string option = parameter.substr(start, end - start);
+    if (option.empty()) {
+      // "a,,b" or a trailing comma: nothing to set.
+    } else if (option == "skip_streaming") {
+      g_skip_streaming = true;
+    } else {
+      *error = "protoc-gen-trpc: unknown option '" + option + "' (known: skip_streaming)";
+      return false;
+    }
+    start = end + 1;
   }
   if (!Check(file, error)) return false;
   {
