@@ -5,8 +5,10 @@
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -150,10 +152,34 @@ TEST_P(GrpcEchoServerTest, ExitsZeroOnSigtermUnderLoad) {
 
 TEST(GrpcEchoServerArgsTest, RejectsBadArguments) {
   for (const char* args : {"--mode foo", "--threads 0", "--mode cq --threads 257",
-                           "--mode callback --threads 2", "--threads 2", "--bogus"}) {
+                           "--mode callback --threads 257", "--threads -1", "--bogus"}) {
     std::string cmd = std::string(GRPC_ECHO_SERVER_PATH) + " --port 0 " + args + " 2>/dev/null";
     int status = std::system(cmd.c_str());
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << args << ": " << status;
+  }
+}
+
+// In callback mode --threads N confines the server to N of the CPUs it may use: gRPC's own
+// threads, whatever their number, share those.
+TEST(GrpcEchoServerArgsTest, CallbackThreadsConfineTheCpus) {
+  cpu_set_t mine;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  const int allowed = CPU_COUNT(&mine);
+  for (int threads : {1, 2, 256}) {
+    ChildServer server;
+    std::string addr = server.Start({GRPC_ECHO_SERVER_PATH, "--port", "0", "--mode", "callback",
+                                     "--threads", std::to_string(threads)});
+    ASSERT_FALSE(addr.empty());
+    cpu_set_t its;
+    ASSERT_EQ(sched_getaffinity(server.pid(), sizeof(its), &its), 0);
+    EXPECT_EQ(CPU_COUNT(&its), std::min(threads, allowed)) << "--threads " << threads;
+    HelloRequest req;
+    req.set_msg("confined");
+    HelloReply rsp;
+    grpc::ClientContext ctx;
+    Deadline(&ctx);
+    ASSERT_TRUE(Connect(addr)->SayHello(&ctx, req, &rsp).ok());
+    EXPECT_EQ(rsp.msg(), "confined");
   }
 }
 
