@@ -128,7 +128,8 @@ to_us() {
 # (p99_us is 0 where wrk prints 0, as it does with pipelining.) The server's CPU (all its
 # processes) is read from /proc just before wrk starts and just after it ends (wrk has no
 # warm-up of its own: the caller runs a short wrk first). The client's CPU is read from wrk's own
-# /proc/PID/stat between 0.5 s after its start and 0.5 s before its end (steady state only).
+# /proc/PID/stat between 0.5 s after its start and 0.5 s before its end (steady state only; in
+# a run shorter than 2 s, a smoke run's: between 0.25 s and 0.75 s).
 run_wrk() {
   local cpu=$1 port=$2 conns=$3 depth=$4 secs=$5 spid=$6
   local script=()
@@ -140,13 +141,15 @@ run_wrk() {
   timeout $((secs + 30)) taskset -c "$cpu" wrk -t1 -c"$conns" -d"${secs}s" --timeout 10s --latency \
     "${script[@]}" "http://127.0.0.1:$port/" -- "$depth" >"$out" 2>&1 &
   wpid=$!
-  sleep 0.5
+  local long=0
+  [ "$secs" -ge 2 ] && long=1
+  if [ "$long" = 1 ]; then sleep 0.5; else sleep 0.25; fi
   # $! is timeout's pid; wrk is its child.
   local child
   child=$(pgrep -P "$wpid" | head -1)
   c0=$(cpu_ticks "$child")
   t0=$(now)
-  sleep "$(awk -v s="$secs" 'BEGIN { print (s > 1.5 ? s - 1 : 0.5) }')"
+  if [ "$long" = 1 ]; then sleep "$((secs - 1))"; else sleep 0.5; fi
   c1=$(cpu_ticks "$child")
   t1=$(now)
   wait "$wpid" || true
