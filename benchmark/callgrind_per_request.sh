@@ -7,24 +7,35 @@
 # completed: start-up and shutdown are not counted, so the figure does not depend on how many
 # requests the (slowed-down) server answered.
 #
-#   benchmark/callgrind_per_request.sh [--build DIR] [--seconds S] [--only trpc|http]
+#   benchmark/callgrind_per_request.sh [--build DIR] [--seconds S] [--only trpc|http] [--smoke]
 #
 # Prints one markdown table. Installs what it needs (valgrind, wrk) through third_party/setup.sh.
+# --smoke runs two rows only, 1 s each (trpc, merged model, depth 1; http, fiber model, depth 16:
+# every step of the script once), installs nothing, and says so in a line before the table:
+# a check that the script works, whose figures mean nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build=build
 seconds=8
 only=""
+smoke=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    *) echo "usage: $0 [--build DIR] [--seconds S] [--only trpc|http]" >&2; exit 2 ;;
+    --smoke) smoke=1; seconds=1; shift ;;
+    *) echo "usage: $0 [--build DIR] [--seconds S] [--only trpc|http] [--smoke]" >&2; exit 2 ;;
   esac
 done
-third_party/setup.sh --with-bench
+if [ "$smoke" = 1 ]; then
+  for tool in valgrind callgrind_control wrk; do
+    command -v "$tool" >/dev/null || { echo "$0: $tool is missing" >&2; exit 1; }
+  done
+else
+  third_party/setup.sh --with-bench
+fi
 # wait_port, free_port and stop_server, shared with the HTTP benchmark.
 source benchmark/http/pinned_runs.sh
 
@@ -74,14 +85,22 @@ run_one() {
   echo "$ir $requests"
 }
 
-echo "| server | model | depth | requests | instructions per request |"
-echo "|---|---|---|---|---|"
+rows=()
 for kind in trpc http; do
   [ -n "$only" ] && [ "$only" != "$kind" ] && continue
   for model in merge fiber; do
-    for depth in 1 16; do
-      read -r ir requests < <(run_one "$kind" "$model" "$depth")
-      echo "| $kind | $model | $depth | $requests | $((ir / requests)) |"
-    done
+    for depth in 1 16; do rows+=("$kind $model $depth"); done
   done
+done
+if [ "$smoke" = 1 ]; then
+  rows=("trpc merge 1" "http fiber 16")
+  echo "Smoke run (--smoke): every step once on a tiny budget; the figures mean nothing."
+  echo
+fi
+echo "| server | model | depth | requests | instructions per request |"
+echo "|---|---|---|---|---|"
+for row in "${rows[@]}"; do
+  read -r kind model depth <<<"$row"
+  read -r ir requests < <(run_one "$kind" "$model" "$depth")
+  echo "| $kind | $model | $depth | $requests | $((ir / requests)) |"
 done

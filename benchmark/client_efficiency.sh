@@ -17,7 +17,11 @@
 # per request. Writes benchmark/results/client_efficiency.md.
 #
 #   benchmark/client_efficiency.sh [--build DIR] [--duration S] [--warmup S] [--pairs N]
-#                                  [--depths "1 16"] [--protocol trpc|http] [--out FILE]
+#                                  [--depths "1 16"] [--protocol trpc|http] [--out FILE] [--smoke]
+#
+# --smoke runs every step on a tiny budget (one pair per depth of 1 s runs without warm-up) to
+# check the script works; its figures mean nothing, and it writes to BUILD/results unless --out
+# says where.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,6 +35,7 @@ OUT=""
 PROTOCOL=trpc
 CONNECTIONS=100
 PAYLOAD=10
+SMOKE=0
 # shellcheck source=benchmark/http/pinned_runs.sh
 source "$HTTP_DIR/pinned_runs.sh"
 
@@ -43,13 +48,20 @@ while [ $# -gt 0 ]; do
     --depths) DEPTHS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --protocol) PROTOCOL=$2; shift 2 ;;
+    --smoke) SMOKE=1; shift ;;
     *) usage ;;
   esac
 done
-[ "$DURATION" -ge 2 ] && [ "$PAIRS" -ge 1 ] && [ "$WARMUP" -ge 1 ] || usage
+RESULTS=$ROOT/benchmark/results
+if [ "$SMOKE" = 1 ]; then
+  DURATION=1 WARMUP=0 PAIRS=1
+  RESULTS=$BUILD/results
+else
+  [ "$DURATION" -ge 2 ] && [ "$PAIRS" -ge 1 ] && [ "$WARMUP" -ge 1 ] || usage
+fi
 case $PROTOCOL in
-  trpc) OUT=${OUT:-$ROOT/benchmark/results/client_efficiency.md} ;;
-  http) OUT=${OUT:-$ROOT/benchmark/results/client_efficiency_http.md} ;;
+  trpc) OUT=${OUT:-$RESULTS/client_efficiency.md} ;;
+  http) OUT=${OUT:-$RESULTS/client_efficiency_http.md} ;;
   *) usage ;;
 esac
 
@@ -78,10 +90,12 @@ print(f"qps={r['qps']:.0f} p99_us={r['latency_us']['p99']} requests={r['requests
 EOF
 }
 
-# B: one wrk run after a WARMUP-second wrk run that is not counted.
+# B: one wrk run after a WARMUP-second wrk run that is not counted (none with --smoke).
 run_wrk_warm() {
   local port=$1 depth=$2 spid=$3
-  run_wrk "$CLIENT_CPU" "$port" "$CONNECTIONS" "$depth" "$WARMUP" "$spid" >/dev/null
+  if [ "$WARMUP" != 0 ]; then
+    run_wrk "$CLIENT_CPU" "$port" "$CONNECTIONS" "$depth" "$WARMUP" "$spid" >/dev/null
+  fi
   run_wrk "$CLIENT_CPU" "$port" "$CONNECTIONS" "$depth" "$DURATION" "$spid"
 }
 
@@ -111,6 +125,11 @@ MD="$TMP/report.md"
   echo
   echo "Written by \`benchmark/client_efficiency.sh\` (docs/benchmark.md explains it)."
   echo
+  if [ "$SMOKE" = 1 ]; then
+    echo "**Smoke run (\`--smoke\`): every step on a tiny budget, to check the script works;" \
+      "the figures mean nothing.**"
+    echo
+  fi
   machine_md
   echo "- Settings: client on CPU $CLIENT_CPU, server on CPU $SERVER_CPU (\`taskset\`);" \
     "$CONNECTIONS connections; closed loop; $PAIRS alternating pairs (A B A B ...) per depth;" \

@@ -1,28 +1,41 @@
 #!/usr/bin/env bash
 # End-to-end echo figure: helloworld_server (1 worker, merge or fiber model) pinned to one CPU,
 # trpc_bench (closed loop) pinned to another, on loopback. Prints the settings with the figures.
-#   benchmark/echo_e2e.sh [--model merge|fiber] [--connections N] [--duration S]
-#                         [--server-cpu C] [--client-cpu C]
+#   benchmark/echo_e2e.sh [--model merge|fiber] [--connections N] [--duration S] [--warmup S]
+#                         [--server-cpu C] [--client-cpu C] [--build DIR] [--smoke]
+# --smoke: 0.2 s after 0.05 s of warm-up, to check the script works (the figures mean nothing).
+# Without --build, builds what it needs into build/ when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 model=merge
 connections=100
 duration=10
+warmup=1
 server_cpu=1
 client_cpu=0
+build=build
+build_given=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) model=$2; shift 2 ;;
     --connections) connections=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
+    --warmup) warmup=$2; shift 2 ;;
     --server-cpu) server_cpu=$2; shift 2 ;;
     --client-cpu) client_cpu=$2; shift 2 ;;
+    --build) build=$2; build_given=1; shift 2 ;;
+    --smoke) duration=0.2; warmup=0.05; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
 
-build=build
+for b in examples/helloworld/helloworld_server benchmark/trpc_bench/trpc_bench; do
+  if [ ! -x "$build/$b" ] && [ "$build_given" = 1 ]; then
+    echo "missing $build/$b: cmake --build $build --target $(basename "$b")" >&2
+    exit 1
+  fi
+done
 [ -x $build/examples/helloworld/helloworld_server ] && [ -x $build/benchmark/trpc_bench/trpc_bench ] || {
   third_party/setup.sh
   cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -65,5 +78,5 @@ echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(n
 echo "server: helloworld_server, $model model, 1 worker, pinned to CPU $server_cpu"
 echo "client: trpc_bench closed loop, 1 thread, pinned to CPU $client_cpu"
 taskset -c "$client_cpu" $build/benchmark/trpc_bench/trpc_bench --target 127.0.0.1:$port \
-  --connections "$connections" --inflight 1 --payload-size 10 --duration "$duration" --warmup 1 \
-  --server-pid $server
+  --connections "$connections" --inflight 1 --payload-size 10 --duration "$duration" \
+  --warmup "$warmup" --server-pid $server

@@ -24,7 +24,11 @@
 #
 #   benchmark/http_bench.sh [--build DIR] [--duration S] [--warmup S] [--rounds N]
 #       [--connections "1 10 100 1000"] [--servers "raw_http nginx http_hello_merge http_hello_fiber"]
-#       [--c10k N] [--out-dir DIR]
+#       [--c10k N] [--out-dir DIR] [--smoke]
+#
+# --smoke runs every step on a tiny budget (one round of 1 s wrk runs without warm-up, 10
+# connections and the pipelined setting, 50 idle connections for C10K) to check the script
+# works; its figures mean nothing, and it writes to BUILD/results unless --out-dir says where.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,7 +42,8 @@ PIPELINE_CONNECTIONS=100
 PIPELINE_DEPTH=16
 SERVERS="raw_http nginx http_hello_merge http_hello_fiber"
 C10K=10000
-OUT_DIR="$ROOT/benchmark/results"
+OUT_DIR=""
+SMOKE=0
 # shellcheck source=benchmark/http/pinned_runs.sh
 source "$HTTP_DIR/pinned_runs.sh"
 
@@ -52,10 +57,17 @@ while [ $# -gt 0 ]; do
     --servers) SERVERS=$2; shift 2 ;;
     --c10k) C10K=$2; shift 2 ;;
     --out-dir) OUT_DIR=$2; shift 2 ;;
+    --smoke) SMOKE=1; shift ;;
     *) usage ;;
   esac
 done
-[ "$DURATION" -ge 2 ] && [ "$WARMUP" -ge 1 ] && [ "$ROUNDS" -ge 1 ] || usage
+if [ "$SMOKE" = 1 ]; then
+  DURATION=1 WARMUP=0 ROUNDS=1 CONNECTIONS=10 C10K=50
+  OUT_DIR=${OUT_DIR:-$BUILD/results}
+else
+  [ "$DURATION" -ge 2 ] && [ "$WARMUP" -ge 1 ] && [ "$ROUNDS" -ge 1 ] || usage
+  OUT_DIR=${OUT_DIR:-$ROOT/benchmark/results}
+fi
 begin_runs http_bench
 # 1000 connections, and C10K: the idle connections plus the load's, in wrk, the helper and the
 # servers (which inherit this limit).
@@ -169,9 +181,11 @@ SETTINGS=()
 for c in $CONNECTIONS; do SETTINGS+=("$c 1"); done
 SETTINGS+=("$PIPELINE_CONNECTIONS $PIPELINE_DEPTH")
 
-measure() {  # server connections depth: a warm-up run, then the measured one
+measure() {  # server connections depth: a warm-up run (unless --smoke), then the measured one
   local s=$1 c=$2 d=$3
-  run_wrk "$CLIENT_CPU" "${PORT[$s]}" "$c" "$d" "$WARMUP" "${PIDS[$s]}" >/dev/null
+  if [ "$WARMUP" != 0 ]; then
+    run_wrk "$CLIENT_CPU" "${PORT[$s]}" "$c" "$d" "$WARMUP" "${PIDS[$s]}" >/dev/null
+  fi
   run_wrk "$CLIENT_CPU" "${PORT[$s]}" "$c" "$d" "$DURATION" "${PIDS[$s]}"
 }
 
@@ -250,11 +264,11 @@ mkdir -p "$OUT_DIR"
 echo "- Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$MACHINE"
 for s in "${RUNNING[@]}"; do echo "$s ${DESCRIPTION[$s]}"; done >"$TMP/servers.txt"
 python3 - "$RUNS" "$C10K_RUNS" "$MACHINE" "$TMP/servers.txt" "$INCIDENTS" "$OUT_DIR" \
-  "$DURATION" "$WARMUP" "$ROUNDS" "$CLIENT_CPU" "$SERVER_CPU" "$C10K" <<'EOF'
+  "$DURATION" "$WARMUP" "$ROUNDS" "$CLIENT_CPU" "$SERVER_CPU" "$C10K" "$SMOKE" <<'EOF'
 import json, statistics, sys
 
 runs_path, c10k_path, machine_path, servers_path, incidents_path, out_dir = sys.argv[1:7]
-duration, warmup, rounds, client_cpu, server_cpu, c10k = map(int, sys.argv[7:13])
+duration, warmup, rounds, client_cpu, server_cpu, c10k, smoke = map(int, sys.argv[7:14])
 incidents = open(incidents_path).read().splitlines()
 
 
@@ -306,7 +320,11 @@ for c, d in settings:
 machine_lines = open(machine_path).read().strip().splitlines()
 machine = {l[2:].partition(": ")[0].lower(): l[2:].partition(": ")[2] for l in machine_lines}
 md = ["# HTTP benchmark: wrk against our HTTP servers and their peers", "",
-      "Written by `benchmark/http_bench.sh` (docs/benchmark.md explains it).", "", *machine_lines,
+      "Written by `benchmark/http_bench.sh` (docs/benchmark.md explains it).", ""]
+if smoke:
+    md += ["**Smoke run (`--smoke`): every step on a tiny budget, to check the script works; the "
+           "figures mean nothing.**", ""]
+md += [*machine_lines,
       f"- Settings: loopback; server on CPU {server_cpu}, one `wrk -t1` on CPU {client_cpu} "
       f"(`taskset`); each run `wrk -d{warmup}s` not counted, then `wrk -d{duration}s --latency`; "
       f"{rounds} rounds, each running every setting on every server in turn; medians over the "
@@ -409,6 +427,7 @@ with open(f"{out_dir}/http_latest.md", "w") as f:
     f.write("\n".join(md))
 result = {"machine": machine, "servers": servers,
           "settings": {"duration_s": duration, "warmup_s": warmup, "rounds": rounds,
+                       "smoke": bool(smoke),
                        "client_cpu": client_cpu, "server_cpu": server_cpu, "wrk_threads": 1,
                        "pipeline_depth": 16, "c10k_idle_connections": c10k},
           "summary": summary, "runs": runs, "c10k": c10k_runs, "incidents": incidents}

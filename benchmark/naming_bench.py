@@ -9,10 +9,12 @@ their medians, and the difference. Needs a Release build (build/) and etcd (thir
 --with-test-tools). Server processes on CPU 1, trpc_bench on CPU 0, as the seed table.
 
   benchmark/naming_bench.py [--rounds 3] [--duration 5] [--build build]
-                            [--baseline-build DIR]
+                            [--baseline-build DIR] [--smoke]
 
 --baseline-build adds a third kind of round: the forward server of another build (an older
 commit's, for the per-call cost of a change) with the direct target, against the same backend.
+--smoke runs every step on a tiny budget (one round of 0.2 s runs) to check the script works;
+its figures mean nothing.
 """
 import argparse
 import json
@@ -50,10 +52,17 @@ def wait_line(proc, needle, seconds=15):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--duration", type=int, default=5)
+    ap.add_argument("--duration", type=float, default=5)
     ap.add_argument("--build", default="build")
     ap.add_argument("--baseline-build", default="")
+    ap.add_argument("--smoke", action="store_true",
+                    help="every step on a tiny budget (1 round of 0.2 s runs): checks the script "
+                         "works; the figures mean nothing")
     a = ap.parse_args()
+    warmup = 1
+    if a.smoke:
+        a.rounds, a.duration, warmup = 1, 0.2, 0.05
+        print("smoke run: every step on a tiny budget; the figures mean nothing", flush=True)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     build = os.path.join(root, a.build)
     etcd_bin = shutil.which("etcd")
@@ -139,8 +148,9 @@ plugins:
                     out = subprocess.run(
                         [f"{build}/benchmark/trpc_bench/trpc_bench", "--target", f"127.0.0.1:{port}",
                          "--func", "/trpc.test.forward.Forward/Route", "--connections", "8",
-                         "--inflight", "4", "--duration", str(a.duration), "--warmup", "1",
-                         "--cpus", "0", "--server-pid", str(fwd.pid), "--json", "-", "--quiet"],
+                         "--inflight", "4", "--duration", str(a.duration),
+                         "--warmup", str(warmup), "--cpus", "0", "--server-pid", str(fwd.pid),
+                         "--json", "-", "--quiet"],
                         capture_output=True, text=True, check=True).stdout
                     j = json.loads(out)
                     qps = j["requests"] / j["window_s"] if j.get("window_s") else 0

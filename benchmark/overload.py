@@ -14,8 +14,8 @@ the P99 of a light probe in the second right after the load stops, against the u
   benchmark/overload.py [--build DIR] [--out DIR] [--quick | --smoke]
 
 Writes overload.md, overload.json and overload.png to --out (default build/results; the
-committed copies in benchmark/results/ are updated by hand from there). Takes ~13 minutes here
-(--quick ~6). --smoke runs every step on a tiny budget (0.3 s windows) to check the script
+committed copies in benchmark/results/ are updated by hand from there). Takes ~8 minutes here
+(--quick ~5). --smoke runs every step on a tiny budget (0.3 s windows) to check the script
 works; its figures mean nothing. docs/overload.md explains the limiters and shows the table.
 """
 
@@ -29,8 +29,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from seed_table import (CLIENT_CPU, ROOT, SERVER_CPU, Server, free_port, log,  # noqa: E402
-                        machine_info, thread_model_yaml)
+from seed_table import (CLIENT_CPU, ROOT, SERVER_CPU, SMOKE_NOTE, Server,  # noqa: E402
+                        free_port, log, machine_info, thread_model_yaml)
 
 DEADLINE_MS = 100
 LEVELS = [0.5, 1.0, 1.5, 2.0, 3.0]
@@ -122,7 +122,8 @@ def run(args):
     else:
         warmup, window, window_2x, probe, after_s = 1, 4, 10, 3, 1
     runner = Runner(args.build, tmp, warmup)
-    res = {"machine": machine_info(), "deadline_ms": DEADLINE_MS, "kinds": {}}
+    res = {"machine": machine_info(), "deadline_ms": DEADLINE_MS, "smoke": args.smoke,
+           "kinds": {}}
     try:
         for kind, (_, delay, service_s) in KINDS.items():
             if kind not in args.kinds:
@@ -189,6 +190,8 @@ def markdown(res):
            "that waited in the load client for a free connection (64 x 8 outstanding at most) "
            "until their deadline and were not sent. OK P99 from the intended send time. "
            "Latencies in ms.", ""]
+    if res.get("smoke"):
+        out += [SMOKE_NOTE, ""]
     for kind, k in res["kinds"].items():
         for model, e in k["models"].items():
             out += [f"## {kind} handler ({k['delay']}), {model} model", "",

@@ -12,9 +12,13 @@ on CPUs 0-7, the client on the rest). Results go to build/results/latest.{md,jso
 the long-tail latency CDFs); --publish also updates the committed benchmark/results/latest.*.
 docs/benchmark.md explains the method.
 
-  benchmark/seed_table.py [--build DIR] [--quick] [--out DIR] [--publish]
+  benchmark/seed_table.py [--build DIR] [--quick | --smoke] [--out DIR] [--publish]
                           [--server-cpus 0-7] [--client-cpus 8-15] [--workers N]
                           [--client-threads N] [--tail-rounds N] [--dry-run]
+
+--dry-run prints every command and server YAML without running anything; --smoke runs every
+step with the real binaries on a tiny budget (0.2 s per load run, one round, one open-loop step)
+to check that the script works end to end: its figures mean nothing.
 """
 
 import argparse
@@ -49,6 +53,9 @@ TAIL_DELAY = "5ms"
 TAIL_BOUND_PCT = 20.0  # the long-tail claims are judged against a 20% P99 rise
 CONNECTIONS_PER_THREAD = 100
 NOISE_LIMIT_PCT = 10.0  # baseline drift between start and end that makes figures indicative
+# The line a --smoke run's report starts with (this script's and the others that import it).
+SMOKE_NOTE = ("**Smoke run (`--smoke`): every step on a tiny budget, to check the script "
+              "works; the figures mean nothing.**")
 
 
 def parse_cpus(spec):
@@ -219,9 +226,10 @@ def echo_server_path(build):
 
 
 class Bench:
-    def __init__(self, build, quick, tmp, shape=None, dry_run=False):
+    def __init__(self, build, quick, tmp, shape=None, dry_run=False, smoke=False):
         self.build = build
         self.quick = quick
+        self.smoke = smoke
         self.tmp = tmp
         self.shape = shape or Shape([SERVER_CPU], [CLIENT_CPU], 1, 1)
         self.record = [] if dry_run else None  # the commands a dry run would run
@@ -232,7 +240,8 @@ class Bench:
             "baseline": os.path.join(build, "benchmark/baseline/raw_echo_server"),
             "grpc": os.path.join(build, "benchmark/baseline/grpc_echo_server"),
         }
-        self.duration = 2 if quick else 3
+        self.duration = 0.2 if smoke else 2 if quick else 3
+        self.warmup = 0.05 if smoke else 1
         self.runs = []  # every trpc_bench run, for the JSON
 
     def write(self, name, text):
@@ -274,7 +283,7 @@ class Bench:
         cmd = [self.bin["trpc_bench"], "--target", f"127.0.0.1:{server.port}",
                "--protocol", protocol, "--connections", str(connections),
                "--inflight", str(inflight), "--threads", str(threads),
-               "--duration", str(duration or self.duration), "--warmup", "1",
+               "--duration", str(duration or self.duration), "--warmup", str(self.warmup),
                "--payload-size", "10", "--timeout", "5000", "--quiet", "--json", out]
         if cpus:
             cmd = ["taskset", "-c", cpus] + cmd + [
@@ -310,7 +319,9 @@ class Bench:
         closed = self.load(server, f"{label} closed loop", func=func, pid=pid, protocol=protocol)
         ceiling = closed["qps"]
         steps = [1.0, 0.9, 0.8, 0.65, 0.5]
-        if self.quick:
+        if self.smoke:
+            steps = [0.5]
+        elif self.quick:
             steps = [0.9, 0.6]
         for f in steps:
             rate = int(ceiling * f)
@@ -422,7 +433,7 @@ TAIL_CLAIMS = {("fiber", "sleep"): "le", ("merge", "sleep"): "gt",
 def run(args):
     tmp = tempfile.mkdtemp(prefix="seed_table.")
     shape = args.shape
-    b = Bench(args.build, args.quick, tmp, shape, args.dry_run)
+    b = Bench(args.build, args.quick, tmp, shape, args.dry_run, args.smoke)
     scpus = cpu_list(shape.server_cpus)
     ccpus = cpu_list(shape.client_cpus)
     W = shape.workers
@@ -430,7 +441,8 @@ def run(args):
            "settings": {"shape": shape.as_dict(), "server_cpu": scpus, "client_cpu": ccpus,
                         "connections": CONNECTIONS_PER_THREAD * shape.client_threads,
                         "inflight": 1, "payload_bytes": 10,
-                        "duration_s": b.duration, "warmup_s": 1, "p999_limit_us": P999_LIMIT_US,
+                        "duration_s": b.duration, "warmup_s": b.warmup,
+                        "p999_limit_us": P999_LIMIT_US, "smoke": args.smoke,
                         "tail_qps": TAIL_QPS, "tail_ratio": TAIL_RATIO, "tail_delay": TAIL_DELAY,
                         "tail_bound_pct": TAIL_BOUND_PCT},
            "pure": {}, "grpc": {}, "forward": {}, "longtail": {}, "scaling": {}, "noise": {}}
@@ -452,7 +464,7 @@ def run(args):
         # figure is the median of its rounds: this machine drifts by tens of percent within
         # minutes. The baseline's first round is also the noise guard's start.
         common = int(0.6 * min(r["qps"] for r in maxima.values()))
-        rounds = 1 if args.quick else 3
+        rounds = 1 if args.quick or args.smoke else 3
         cpu = {name: [] for name in maxima}
         for i in range(rounds):
             for kind, model in kinds:
@@ -517,8 +529,8 @@ def run(args):
         lt_client = "shape" if shape.longtail_pinned else None
         log(f"== long tail ({lw} workers, {TAIL_QPS} QPS, {TAIL_RATIO * 100:.0f}% tagged "
             f"{TAIL_DELAY})")
-        lt_duration = 2
-        lt_rounds = args.tail_rounds or (3 if args.quick else 9)
+        lt_duration = b.duration if args.smoke else 2
+        lt_rounds = args.tail_rounds or (1 if args.smoke else 3 if args.quick else 9)
         res["settings"]["tail_rounds"] = lt_rounds
         res["settings"]["tail_duration_s"] = lt_duration
         for model in ("merge", "fiber"):
@@ -608,9 +620,11 @@ def markdown(res):
            f"Shape: server on CPUs {sh['server_cpus']} ({sh['workers']} worker(s)); load client "
            f"(`trpc_bench`) on CPUs {sh['client_cpus']} ({sh['client_threads']} thread(s)); "
            f"{s['connections']} connections, 1 request in flight each, {s['payload_bytes']}-byte "
-           f"body; {s['duration_s']} s per run after 1 s warm-up. Latencies in ms, measured by "
-           "the caller from the intended send time (open loop, coordinated-omission corrected).",
-           ""]
+           f"body; {s['duration_s']} s per run after {s['warmup_s']} s warm-up. Latencies in ms, "
+           "measured by the caller from the intended send time (open loop, coordinated-omission "
+           "corrected).", ""]
+    if s.get("smoke"):
+        out += [SMOKE_NOTE, ""]
     n = res.get("noise", {})
     if n:
         line = (f"Noise guard: the baseline's server CPU per request was {n['baseline_start']:.2f} "
@@ -761,7 +775,10 @@ def main():
                     help="where the table goes (default: <build>/results, untracked)")
     ap.add_argument("--publish", action="store_true",
                     help="also update the committed benchmark/results/latest.* and plot")
-    ap.add_argument("--quick", action="store_true", help="shorter runs (a smoke test)")
+    ap.add_argument("--quick", action="store_true", help="shorter runs, fewer rounds")
+    ap.add_argument("--smoke", action="store_true",
+                    help="every step on a tiny budget (0.2 s runs, one round): checks the script "
+                         "works; the figures mean nothing")
     ap.add_argument("--server-cpus", help="CPUs of the servers, e.g. 0-7 (default: by machine)")
     ap.add_argument("--client-cpus", help="CPUs of the load client, e.g. 8-15")
     ap.add_argument("--workers", type=int, help="server workers (default: one per server CPU)")
