@@ -2,7 +2,8 @@
 """benchmark/seed_table.py's machine-shape settings, checked without running anything: a dry run
 with the anchor's 16-core setting (servers on CPUs 0-7 with 8 workers, the load client on 8-15
 with 8 threads) must pin and size every command accordingly, and the default shape of a 2-core
-machine must be today's (server on CPU 1, client on CPU 0, 1 worker)."""
+machine must be today's (server on CPU 1, client on CPU 0, 1 worker). The script's real run,
+on a tiny budget, is seed_table_smoke_test (script_smoke_test.py)."""
 
 import os
 import re
