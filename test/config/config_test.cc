@@ -674,8 +674,8 @@ TEST(ConfigErrorTest, OutputUntouchedOnFailure) {
   EXPECT_FALSE(LoadConfigFromString("bogus: 1\n", "t.yaml", &config, nullptr));
 }
 
-// Every ```yaml block of docs/config.md: the full example loads, and so does the merge variant
-// spliced into it.
+// Every ```yaml block of docs/config.md: the one of "Ports for scripts and tests" and the full
+// example load, and so does the merge variant spliced into the latter.
 std::vector<std::string> DocYamlBlocks() {
   std::ifstream in(std::string(TRPC_SOURCE_DIR) + "/docs/config.md");
   std::vector<std::string> blocks;
@@ -696,7 +696,12 @@ std::vector<std::string> DocYamlBlocks() {
 
 TEST(ConfigDocsTest, ExamplesLoad) {
   std::vector<std::string> blocks = DocYamlBlocks();
-  ASSERT_EQ(blocks.size(), 2u);
+  ASSERT_EQ(blocks.size(), 3u);
+  Config ports = MustLoad(blocks[0]);
+  EXPECT_TRUE(ports.server.admin_port_auto);
+  EXPECT_EQ(ports.server.listen_file, "run/listen.txt");
+  EXPECT_EQ(ports.server.service.at(0).port, 0);
+  blocks.erase(blocks.begin());
   Config fiber = MustLoad(blocks[0]);
   ASSERT_EQ(fiber.global.threadmodel.fiber.size(), 1u);
   EXPECT_EQ(fiber.global.threadmodel.fiber[0].concurrency_hint, 2u);
