@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Service discovery through etcd, end to end (examples/naming/README.md):
-#   1. starts etcd on free loopback ports with a temporary data dir;
-#   2. starts three naming_server instances (weights 100, 200, 300) that register in etcd;
+#   1. starts etcd on free loopback ports below the kernel's ephemeral range, with a temporary
+#      data dir;
+#   2. starts three naming_server instances (weights 100, 200, 300) on ports the kernel picks
+#      (`port: 0`; each tells its address in its listen file); they register in etcd;
 #   3. runs naming_client: calls spread 1:2:3 by weight, and one hash key -> one instance;
 #   4. SIGTERMs the weight-300 instance while a client is calling (no call fails), then runs the
 #      client again: two instances answer.
@@ -23,7 +25,7 @@ while [ $# -gt 0 ]; do
     --build-dir) build=$2; shift 2 ;;
     --no-build) do_build=0; shift ;;
     --count) count=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -99,75 +101,107 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# Sets $port to a loopback TCP port nothing listens on and this run has not taken yet.
+# (c) etcd. It cannot report the ports it got, so it is given two: below the kernel's ephemeral
+# range, which outgoing connections (and their TIME_WAITs) never take, that nothing listens on
+# now. Another process may still take one first: etcd then fails to bind, and starts again on
+# two others.
+read -r ephemeral_low _ </proc/sys/net/ipv4/ip_local_port_range || ephemeral_low=32768
+port_lo=10000
+[ "$ephemeral_low" -gt $((port_lo + 1000)) ] || port_lo=1024
 taken=" "
-free_port() {
+# Sets $port to a loopback TCP port in [port_lo, ephemeral_low) that nothing listens on and this
+# run has not taken yet.
+low_port() {
   for _ in $(seq 1 200); do
-    port=$((20000 + RANDOM % 40000))
+    port=$((port_lo + (RANDOM * 32768 + RANDOM) % (ephemeral_low - port_lo)))
     case "$taken" in *" $port "*) continue ;; esac
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
       taken="$taken$port "
       return 0
     fi
   done
-  fail "no free loopback port found"
+  fail "no free loopback port found below $ephemeral_low"
 }
+etcdctl_() { etcdctl --endpoints "$endpoints" --dial-timeout 1s --command-timeout 2s "$@"; }
 
-# (c) etcd.
 if [ -n "${ETCD_ENDPOINTS:-}" ]; then
   endpoints=$ETCD_ENDPOINTS
   step "using etcd at $endpoints"
+  healthy=0
+  for _ in $(seq 1 20); do  # up to 10 s
+    if etcdctl_ endpoint health >/dev/null 2>&1; then healthy=1; break; fi
+    sleep 0.5
+  done
+  [ "$healthy" = 1 ] || fail "etcd at $endpoints not healthy within 10 s"
 else
-  free_port; client_port=$port
-  free_port; peer_port=$port
-  endpoints=127.0.0.1:$client_port
-  step "starting etcd on $endpoints (data in $tmp/etcd)"
-  etcd --name naming-example --data-dir "$tmp/etcd" \
-    --listen-client-urls "http://127.0.0.1:$client_port" \
-    --advertise-client-urls "http://127.0.0.1:$client_port" \
-    --listen-peer-urls "http://127.0.0.1:$peer_port" \
-    --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
-    --initial-cluster "naming-example=http://127.0.0.1:$peer_port" \
-    >"$tmp/etcd.log" 2>&1 &
-  etcd_pid=$!
+  healthy=0
+  for attempt in 1 2 3 4 5; do
+    low_port; client_port=$port
+    low_port; peer_port=$port
+    endpoints=127.0.0.1:$client_port
+    step "starting etcd on $endpoints (peer port $peer_port, data in $tmp/etcd)"
+    rm -rf "$tmp/etcd"
+    etcd --name naming-example --data-dir "$tmp/etcd" \
+      --listen-client-urls "http://127.0.0.1:$client_port" \
+      --advertise-client-urls "http://127.0.0.1:$client_port" \
+      --listen-peer-urls "http://127.0.0.1:$peer_port" \
+      --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+      --initial-cluster "naming-example=http://127.0.0.1:$peer_port" \
+      >"$tmp/etcd.log" 2>&1 &
+    etcd_pid=$!
+    for _ in $(seq 1 40); do  # up to 10 s
+      kill -0 "$etcd_pid" 2>/dev/null || break
+      if etcdctl_ endpoint health >/dev/null 2>&1; then healthy=1; break; fi
+      sleep 0.25
+    done
+    [ "$healthy" = 1 ] && break
+    kill -0 "$etcd_pid" 2>/dev/null && fail "etcd at $endpoints not healthy within 10 s"
+    wait "$etcd_pid" || true
+    etcd_pid=
+    grep -qi "address already in use" "$tmp/etcd.log" || fail "etcd exited at start"
+    echo "etcd could not bind port $client_port or $peer_port (another process took it):" \
+      "try $attempt of 5"
+  done
+  [ "$healthy" = 1 ] || fail "etcd could not bind its ports in 5 tries"
 fi
-etcdctl_() { etcdctl --endpoints "$endpoints" --dial-timeout 1s --command-timeout 2s "$@"; }
-healthy=0
-for _ in $(seq 1 20); do  # up to 10 s
-  if [ -n "$etcd_pid" ] && ! kill -0 "$etcd_pid" 2>/dev/null; then fail "etcd exited"; fi
-  if etcdctl_ endpoint health >/dev/null 2>&1; then healthy=1; break; fi
-  sleep 0.5
-done
-[ "$healthy" = 1 ] || fail "etcd at $endpoints not healthy within 10 s"
 echo "etcd is healthy"
 
-# The concrete YAMLs: the ports chosen here, the etcd endpoints.
+# The concrete YAMLs: the etcd endpoints.
 set_endpoints() { sed "s|endpoints: \"[^\"]*\"|endpoints: \"$endpoints\"|" "$@"; }
 set_endpoints "$here/client.yaml" >"$tmp/client.yaml"
 
-# (d) Three servers.
+# (d) Three servers, each on a port the kernel picks (`port: 0`). A server writes its listen
+# file ("<service> <ip>:<port>") once it listens and is registered, and prints "naming_server
+# ready" once its replies name that address: both are waited for, then the file is read.
 weights=(100 200 300)
-ports=()
+addrs=()
 for i in 0 1 2; do
-  free_port; ports[i]=$port
-  sed -e "s/@PORT@/${ports[i]}/" -e "s/@WEIGHT@/${weights[i]}/" "$here/server.yaml.in" |
-    set_endpoints >"$tmp/server$((i + 1)).yaml"
+  n=$((i + 1))
+  sed -e "s|@LISTEN_FILE@|$tmp/server$n.listen|" -e "s/@WEIGHT@/${weights[i]}/" \
+    "$here/server.yaml.in" | set_endpoints >"$tmp/server$n.yaml"
 done
-step "starting three servers: 127.0.0.1:${ports[0]} (weight 100)," \
-  "127.0.0.1:${ports[1]} (weight 200), 127.0.0.1:${ports[2]} (weight 300)"
+step "starting three servers (weights 100, 200, 300) on ports the kernel picks"
 for i in 0 1 2; do
-  "$server_bin" --config "$tmp/server$((i + 1)).yaml" >"$tmp/server$((i + 1)).log" 2>&1 &
+  n=$((i + 1))
+  "$server_bin" --config "$tmp/server$n.yaml" >"$tmp/server$n.log" 2>&1 &
   server_pids[i]=$!
 done
 for i in 0 1 2; do
+  n=$((i + 1))
   ready=0
   for _ in $(seq 1 100); do  # up to 10 s
-    if grep -q "naming_server ready" "$tmp/server$((i + 1)).log"; then ready=1; break; fi
-    kill -0 "${server_pids[i]}" 2>/dev/null || fail "server $((i + 1)) exited at start"
+    if [ -s "$tmp/server$n.listen" ] && grep -q "naming_server ready" "$tmp/server$n.log"; then
+      ready=1
+      break
+    fi
+    kill -0 "${server_pids[i]}" 2>/dev/null || fail "server $n exited at start"
     sleep 0.1
   done
-  [ "$ready" = 1 ] || fail "server $((i + 1)) not ready within 10 s"
+  [ "$ready" = 1 ] || fail "server $n not ready within 10 s"
+  addrs[i]=$(awk '$1 == "trpc.test.helloworld.Greeter" { print $2 }' "$tmp/server$n.listen")
+  [ -n "${addrs[i]}" ] || fail "server $n: no Greeter line in its listen file"
 done
+echo "listening: ${addrs[0]} (weight 100), ${addrs[1]} (weight 200), ${addrs[2]} (weight 300)"
 key_prefix=/trpc/default/trpc.test.helloworld.Greeter/
 echo "registered (etcdctl --endpoints $endpoints get --prefix $key_prefix):"
 etcdctl_ get --prefix "$key_prefix" | paste - - | sed 's/^/  /'
@@ -181,7 +215,7 @@ client --count "$count" --expect-instances 3 --hash-keys "$hash_keys" ||
   fail "the client with three instances"
 
 # (f) One server stops gracefully while a client calls.
-step "client: 100 calls 20 ms apart; meanwhile server 3 (127.0.0.1:${ports[2]}) gets SIGTERM"
+step "client: 100 calls 20 ms apart; meanwhile server 3 (${addrs[2]}) gets SIGTERM"
 timeout 60 "$client_bin" --config "$tmp/client.yaml" --count 100 --interval-ms 20 \
   >"$tmp/client_during_stop.log" 2>&1 &
 client_pid=$!
@@ -195,7 +229,8 @@ done
 [ "$stopped" = 1 ] || fail "server 3 did not stop within 10 s of SIGTERM"
 wait "${server_pids[2]}" || fail "server 3 exited with status $?"
 unset 'server_pids[2]'
-echo "server 3 stopped"
+[ ! -e "$tmp/server3.listen" ] || fail "server 3 stopped but left its listen file"
+echo "server 3 stopped (and removed its listen file)"
 client_rc=0
 wait "$client_pid" || client_rc=$?
 client_pid=

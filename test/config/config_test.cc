@@ -161,7 +161,10 @@ TEST(ConfigTest, DocumentedDefaults) {
   EXPECT_EQ(c.global.threadmodel.merge[0].io_thread_num, 1u);
   EXPECT_TRUE(c.global.threadmodel.fiber.empty());
   EXPECT_EQ(c.server.admin_port, 0);
+  EXPECT_FALSE(c.server.admin_port_auto);
+  EXPECT_FALSE(c.server.admin_enabled());
   EXPECT_EQ(c.server.admin_ip, "127.0.0.1");
+  EXPECT_EQ(c.server.listen_file, "");
   EXPECT_EQ(c.plugins.log.level, "info");
 
   FiberThreadModelConfig f =
@@ -671,8 +674,8 @@ TEST(ConfigErrorTest, OutputUntouchedOnFailure) {
   EXPECT_FALSE(LoadConfigFromString("bogus: 1\n", "t.yaml", &config, nullptr));
 }
 
-// Every ```yaml block of docs/config.md: the full example loads, and so does the merge variant
-// spliced into it.
+// Every ```yaml block of docs/config.md: the one of "Ports for scripts and tests" and the full
+// example load, and so does the merge variant spliced into the latter.
 std::vector<std::string> DocYamlBlocks() {
   std::ifstream in(std::string(TRPC_SOURCE_DIR) + "/docs/config.md");
   std::vector<std::string> blocks;
@@ -693,7 +696,12 @@ std::vector<std::string> DocYamlBlocks() {
 
 TEST(ConfigDocsTest, ExamplesLoad) {
   std::vector<std::string> blocks = DocYamlBlocks();
-  ASSERT_EQ(blocks.size(), 2u);
+  ASSERT_EQ(blocks.size(), 3u);
+  Config ports = MustLoad(blocks[0]);
+  EXPECT_TRUE(ports.server.admin_port_auto);
+  EXPECT_EQ(ports.server.listen_file, "run/listen.txt");
+  EXPECT_EQ(ports.server.service.at(0).port, 0);
+  blocks.erase(blocks.begin());
   Config fiber = MustLoad(blocks[0]);
   ASSERT_EQ(fiber.global.threadmodel.fiber.size(), 1u);
   EXPECT_EQ(fiber.global.threadmodel.fiber[0].concurrency_hint, 2u);
@@ -887,6 +895,65 @@ TEST(ConfigTest, ParkedBound) {
   EXPECT_EQ(LoadError("server:\n  max_parked_requests: -3\n"),
             "t.yaml:2: server.max_parked_requests: expected an integer in 0..4294967295, got "
             "'-3'");
+}
+
+// server.admin_port: a port, 0 (none) or `auto` (a port the kernel picks).
+TEST(ConfigTest, AdminPortAuto) {
+  Config c = MustLoad("server:\n  admin_port: auto\n");
+  EXPECT_TRUE(c.server.admin_port_auto);
+  EXPECT_EQ(c.server.admin_port, 0);
+  EXPECT_TRUE(c.server.admin_enabled());  // counts as something to serve
+  c = MustLoad("server: {admin_port: 'auto'}\n");
+  EXPECT_TRUE(c.server.admin_port_auto);
+  c = MustLoad("server:\n  admin_port: 8080\n");
+  EXPECT_FALSE(c.server.admin_port_auto);
+  EXPECT_EQ(c.server.admin_port, 8080);
+  EXPECT_TRUE(c.server.admin_enabled());
+  c = MustLoad(OneService("").replace(0, 8, "server:\n  admin_port: 0\n"));
+  EXPECT_FALSE(c.server.admin_enabled());
+  // An automatic port never collides with a service's, even one on port 0.
+  c = MustLoad(
+      "server:\n  admin_port: auto\n  service:\n    - {name: a, ip: 127.0.0.1, port: 0}\n");
+  EXPECT_TRUE(c.server.admin_port_auto);
+}
+
+TEST(ConfigErrorTest, BadAdminPort) {
+  EXPECT_EQ(LoadError("server:\n  admin_port: automatic\n"),
+            "t.yaml:2: server.admin_port: expected an integer in 0..65535 or 'auto', got "
+            "'automatic'");
+  EXPECT_EQ(LoadError("server:\n  admin_port: -1\n"),
+            "t.yaml:2: server.admin_port: expected an integer in 0..65535 or 'auto', got '-1'");
+  EXPECT_EQ(LoadError("server:\n  admin_port: 65536\n"),
+            "t.yaml:2: server.admin_port: expected an integer in 0..65535, got '65536'");
+  EXPECT_EQ(LoadError("server:\n  admin_port: [auto]\n"),
+            "t.yaml:2: server.admin_port: expected a string, got a list");
+}
+
+TEST(ConfigTest, ListenFile) {
+  Config c = MustLoad(OneService("").replace(0, 8, "server:\n  listen_file: run/listen.txt\n"));
+  EXPECT_EQ(c.server.listen_file, "run/listen.txt");
+  EXPECT_EQ(c.server.listen_file_origin, "t.yaml:2");
+  c = MustLoad("server:\n  admin_port: auto\n  listen_file: '/tmp/a b/listen'\n");
+  EXPECT_EQ(c.server.listen_file, "/tmp/a b/listen");
+  EXPECT_EQ(c.server.listen_file_origin, "t.yaml:3");
+  c = MustLoad(OneService("").replace(0, 8, "server:\n  listen_file: ''\n"));  // none
+  EXPECT_EQ(c.server.listen_file, "");
+  EXPECT_EQ(c.server.listen_file_origin, "");
+}
+
+TEST(ConfigErrorTest, BadListenFile) {
+  EXPECT_EQ(LoadError("server:\n  admin_port: auto\n  listen_file: /tmp/\n"),
+            "t.yaml:3: server.listen_file: expected a file path, got a directory '/tmp/'");
+  EXPECT_EQ(LoadError("server:\n  admin_port: auto\n  listen_file: \"a\\nb\"\n"),
+            "t.yaml:3: server.listen_file: expected a file path, got one with control "
+            "characters");
+  EXPECT_EQ(LoadError("server:\n  admin_port: auto\n  listen_file: {a: 1}\n"),
+            "t.yaml:3: server.listen_file: expected a string, got a mapping");
+  EXPECT_EQ(LoadError("server:\n  admin_port: auto\n  listen_fle: x\n"),
+            "t.yaml:3: unknown key 'listen_fle' in server (did you mean 'listen_file'?)");
+  // A listen file alone serves nothing.
+  EXPECT_THAT(LoadError("server:\n  listen_file: x\n"),
+              StartsWith("t.yaml:2: server: no service configured"));
 }
 
 }  // namespace

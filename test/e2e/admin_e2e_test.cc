@@ -829,7 +829,8 @@ TEST_F(AdminE2eTest, AnAdminIpBeyondLoopbackIsWarnedAbout) {
   }
 }
 
-// server.admin_port from the config (rather than EnableAdmin); 0 there means no admin service.
+// server.admin_port from the config (rather than EnableAdmin); 0 there means no admin service,
+// `auto` one on a port the kernel picks.
 TEST_F(AdminE2eTest, AdminPortFromConfig) {
   server_->Stop();
   ServerConfig sc = config_->server;
@@ -852,6 +853,16 @@ TEST_F(AdminE2eTest, AdminPortFromConfig) {
   StartServer(sc, /*ephemeral_admin=*/false);
   ASSERT_TRUE(admin::GetAdminAddress(*server_, &addr));
   EXPECT_EQ(addr.port(), sc.admin_port);
+  EXPECT_EQ(Http(addr, "GET", "/version").status, 200);
+  server_->Stop();
+
+  // `admin_port: auto`: a port the kernel picks.
+  sc.admin_port = 0;
+  sc.admin_port_auto = true;
+  StartServer(sc, /*ephemeral_admin=*/false);
+  ASSERT_TRUE(admin::GetAdminAddress(*server_, &addr));
+  EXPECT_NE(addr.port(), 0);
+  EXPECT_EQ(addr.ip(), "127.0.0.1");
   EXPECT_EQ(Http(addr, "GET", "/version").status, 200);
 }
 

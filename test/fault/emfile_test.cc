@@ -71,12 +71,10 @@ TEST_F(EmfileTest, ServesEstablishedConnectionsWithoutSpinningAndAcceptsAgainWhe
 #endif
   ChildServer server;
   server.set_nofile_limit(kNofile);
-  FaultServerOptions o;
-  uint16_t admin_port = FreePort();
-  ASSERT_NE(admin_port, 0);
-  o.server_yaml = fmt::format("  admin_port: {}\n", admin_port);
-  std::string addr = StartFaultServer(&server, o);
+  std::string admin;
+  std::string addr = StartFaultServer(&server, {}, &admin);
   ASSERT_FALSE(addr.empty());
+  ASSERT_FALSE(admin.empty());
 
   // Connections made before the descriptors run out.
   std::vector<std::shared_ptr<GreeterServiceProxy>> established;
@@ -128,7 +126,7 @@ TEST_F(EmfileTest, ServesEstablishedConnectionsWithoutSpinningAndAcceptsAgainWhe
   EXPECT_LT(MonotonicNanos() - start, kNanosPerSecond) << "accepting resumed too late";
 
   // The pauses are counted where an operator sees them.
-  std::string metrics = HttpGet(fmt::format("127.0.0.1:{}", admin_port), "/metrics");
+  std::string metrics = HttpGet(admin, "/metrics");
   const std::string sample =
       "trpc_server_accept_backoffs_total{service=\"trpc.test.helloworld.Greeter\"} ";
   size_t at = metrics.find(sample);

@@ -3,9 +3,7 @@
 // What the fault tests share: fault_server started as a child process with a config written for
 // the test, and a client runtime (one merge worker) with proxies to it.
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,6 +16,7 @@
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "fmt/format.h"
 #include "test/common/child_server.h"
+#include "test/common/listen_file.h"
 #include "trpc/base/net_address.h"
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
@@ -47,8 +46,10 @@ struct FaultServerOptions {
 
 #ifdef FAULT_SERVER_PATH
 // Writes the config, starts fault_server and returns its "IP:PORT" ("" with a failure if it did
-// not start).
-inline std::string StartFaultServer(ChildServer* server, const FaultServerOptions& o = {}) {
+// not start). With `admin_addr`, the server also serves the admin service on a port the kernel
+// picks (`admin_port: auto`), whose "IP:PORT" `*admin_addr` gets from the server's listen file.
+inline std::string StartFaultServer(ChildServer* server, const FaultServerOptions& o = {},
+                                    std::string* admin_addr = nullptr) {
   std::string threadmodel =
       o.model == "fiber"
           ? fmt::format("    fiber:\n      - instance_name: fault\n        concurrency_hint: {}\n",
@@ -60,9 +61,12 @@ inline std::string StartFaultServer(ChildServer* server, const FaultServerOption
   static int configs_written = 0;
   std::string path =
       fmt::format("{}fault_server_{}_{}.yaml", ::testing::TempDir(), getpid(), ++configs_written);
+  std::string listen_file = path + ".listen";
+  std::string admin_yaml =
+      admin_addr != nullptr ? "  admin_port: auto\n  listen_file: " + listen_file + "\n" : "";
   std::ofstream(path) << "global:\n  threadmodel:\n"
                       << threadmodel << "server:\n"
-                      << o.server_yaml << R"(  service:
+                      << admin_yaml << o.server_yaml << R"(  service:
     - name: trpc.test.helloworld.Greeter
       ip: 127.0.0.1
       port: 0
@@ -70,6 +74,11 @@ inline std::string StartFaultServer(ChildServer* server, const FaultServerOption
                       << "plugins:\n  log:\n    level: " << o.log_level << "\n";
   std::string addr = server->Start({FAULT_SERVER_PATH, "--config", path});
   std::remove(path.c_str());
+  if (admin_addr != nullptr && !addr.empty()) {
+    // Written before the server says it is ready; removed by the server when it stops.
+    *admin_addr = trpc::testing::ListenAddress(listen_file, "admin");
+    EXPECT_NE(*admin_addr, "") << "no admin line in " << listen_file;
+  }
   return addr;
 }
 #endif  // FAULT_SERVER_PATH
@@ -96,22 +105,6 @@ inline int RawConnect(const std::string& addr) {
     return -1;
   }
   return fd;
-}
-
-// A loopback port nobody listens on now (the kernel's pick; free again when this returns).
-inline uint16_t FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  uint16_t port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  close(fd);
-  return port;
 }
 
 // The body of GET `path` from the HTTP server at `addr` ("IP:PORT"; "" if it could not be

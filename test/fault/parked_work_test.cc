@@ -180,13 +180,12 @@ TEST_F(ParkedWorkTest, DefaultSettingsSurviveTwoHundredConnectionsOfParkedCalls)
   constexpr uint32_t kPerConn = 1024;
   ChildServer server;
   FaultServerOptions o;
-  uint16_t admin_port = FreePort();
-  ASSERT_NE(admin_port, 0);
-  std::string admin = fmt::format("127.0.0.1:{}", admin_port);
-  o.server_yaml = fmt::format("  admin_port: {}\n  max_buffered_bytes: 67108864\n", admin_port);
+  o.server_yaml = "  max_buffered_bytes: 67108864\n";
   o.service_yaml = "      timeout: 60000\n";
-  std::string addr = StartFaultServer(&server, o);
+  std::string admin;
+  std::string addr = StartFaultServer(&server, o, &admin);
   ASSERT_FALSE(addr.empty());
+  ASSERT_FALSE(admin.empty());
   auto probe = Proxy(addr);
   double idle_p99 = ProbeP99Ms(probe.get(), "ping", 200);
   const std::string greeter = "{service=\"trpc.test.helloworld.Greeter\"";

@@ -7,8 +7,10 @@
 #      its echo_roundtrip program, a server and a client of a generated service over loopback;
 #   3. compiles pkg_config_main.cc with nothing but `pkg-config --cflags --libs trpc` and runs it;
 #   4. the quick start of docs/getting_started.md: writes the files it shows to a folder and runs
-#      its command block as written (HOME is set so that its "$HOME/trpc" is B; the YAML files'
-#      port becomes a free one), expecting "Hello, world" from every server_*.yaml.
+#      its command block as written (HOME is set so that its "$HOME/trpc" is B), expecting
+#      "Hello, world" from every server_*.yaml. So that nothing races for the YAML files' port,
+#      the servers listen on port 0 and write the port they got to a listen file, and each
+#      client run is pointed at that port.
 #
 #   install_test.sh BUILD_DIR OUTSIDE_PROJECT CXX [COMPILER_LAUNCHER]
 set -euo pipefail
@@ -128,34 +130,41 @@ extract_quickstart() {
     }' "$1"
 }
 
-# A TCP port of 127.0.0.1 that nothing listens on (below the kernel's ephemeral range).
-free_port() {
-  local p
-  for p in $(shuf -i 20000-32000 -n 100); do
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-      echo "$p"
-      return 0
-    fi
-  done
-  echo "no free port found" >&2
-  return 1
-}
-
 echo "== docs/getting_started.md: its files, and its run block as written"
 quickstart=$tmp/quickstart
 mkdir "$quickstart"
 extract_quickstart "$src/docs/getting_started.md" "$quickstart" "$tmp/quickstart_run.sh"
 (cd "$quickstart" && ls)
-# The port of the YAML files, which must agree, becomes a free one: other runs of this test may
-# share the machine.
+# Other runs of this test may share the machine, so the servers do not take the YAML files' port
+# (which must agree): they listen on port 0 and write the port they got to server.addr
+# (server.listen_file, written before the server logs that it started, which the block waits
+# for). Each client run of the block then uses client_run.yaml: client.yaml with that port.
 doc_port=$(sed -n 's/^ *port: *\([0-9][0-9]*\) *$/\1/p' "$quickstart"/*.yaml | sort -u)
 if [ "$(echo "$doc_port" | wc -w)" -ne 1 ]; then
   echo "the quick start's YAML files name servers on ports '$doc_port', not one port"
   exit 1
 fi
-port=$(free_port)
-sed -i "s/\\b$doc_port\\b/$port/g" "$quickstart"/*.yaml
-echo "(port $doc_port -> $port)"
+for f in "$quickstart"/server_*.yaml; do
+  sed -i -e "s/^\( *port:\) *$doc_port *\$/\1 0/" -e 's/^server:$/server:\n  listen_file: server.addr/' "$f"
+  if ! grep -q '^  listen_file: server.addr$' "$f" || grep -q "$doc_port" "$f"; then
+    echo "$(basename "$f"): no 'server:' line, or port $doc_port left: update install_test.sh"
+    exit 1
+  fi
+done
+client_run='build/hello_client client.yaml'
+if ! grep -q "^ *$client_run\$" "$tmp/quickstart_run.sh"; then
+  echo "the quick start's run block has no line '$client_run': update install_test.sh"
+  exit 1
+fi
+{
+  echo "# install_test.sh: client_run.yaml is client.yaml with the port the server wrote to server.addr."
+  echo "point_client() {"
+  echo "  sed \"s/:$doc_port\\\$/:\$(sed -n 's/^.*:\\([0-9]*\\)\$/\\1/p' server.addr)/\" client.yaml >client_run.yaml"
+  echo "}"
+  sed "s|^\( *\)$client_run\$|\1point_client\n\1build/hello_client client_run.yaml|" "$tmp/quickstart_run.sh"
+} >"$tmp/quickstart_run.sh.new"
+mv "$tmp/quickstart_run.sh.new" "$tmp/quickstart_run.sh"
+echo "(servers on port 0; the client's port $doc_port -> the one in server.addr)"
 quickstart_env=(HOME="$tmp/home" CXX="$cxx" CMAKE_BUILD_PARALLEL_LEVEL=2)
 # The launcher keeps the real HOME: the compiler cache finds its configuration there.
 [ -n "$launcher" ] && quickstart_env+=(CMAKE_CXX_COMPILER_LAUNCHER="env;HOME=$HOME;$launcher")

@@ -234,8 +234,8 @@ namespace trpc::admin {
 
 bool EnableAdmin(Server* server) {
   const ServerConfig& c = server->config();
-  if (c.admin_port == 0) return true;
-  return EnableAdmin(server, c.admin_ip, c.admin_port);
+  if (!c.admin_enabled()) return true;
+  return EnableAdmin(server, c.admin_ip, c.admin_port_auto ? 0 : c.admin_port);
 }
 
 bool EnableAdmin(Server* server, std::string ip, uint16_t port) {

@@ -172,19 +172,51 @@ void ReadBufferBound(MapReader& r, uint64_t* limit, uint32_t* timeout) {
   r.Uint("buffered_bytes_timeout", kBufferedBytesTimeoutRule, timeout);
 }
 
+// A number accepted by `rule`, or `auto` (sets *is_auto and leaves *value).
+template <typename T>
+void ReadUintOrAuto(MapReader& r, std::string_view key, const UintRule& rule, T* value,
+                    bool* is_auto) {
+  std::string text;
+  r.String(key, &text);
+  if (text == "auto") {
+    *is_auto = true;
+  } else if (!text.empty() && text.find_first_not_of("0123456789") != std::string::npos) {
+    r.FailValue(key, fmt::format("expected an integer in {}..{} or 'auto', got '{}'", rule.lo,
+                                 rule.hi, text));
+  } else {
+    r.Uint(key, rule, value);
+  }
+}
+
+// server.listen_file: a path the server writes at start-up; whether it can be written is
+// found out then (the file system may differ between loading and starting).
+void ReadListenFile(MapReader& r, const std::string& file, ServerConfig* server) {
+  r.String("listen_file", &server->listen_file);
+  if (!r.ok() || server->listen_file.empty()) return;
+  server->listen_file_origin = fmt::format("{}:{}", file, r.ValueLine("listen_file"));
+  const std::string& path = server->listen_file;
+  if (std::any_of(path.begin(), path.end(),
+                  [](char c) { return std::iscntrl(static_cast<unsigned char>(c)) != 0; })) {
+    r.FailValue("listen_file", "expected a file path, got one with control characters");
+  } else if (path.back() == '/') {
+    r.FailValue("listen_file", fmt::format("expected a file path, got a directory '{}'", path));
+  }
+}
+
 void ReadServer(const MapReader& root, const std::string& file, const InstanceNames& instances,
                 ServerConfig* out) {
-  MapReader r = root.Map(
-      "server", {"app", "server", "admin_port", "admin_ip", "admin_allowed_hosts",
-                 "stop_max_wait_time", "max_buffered_bytes", "buffered_bytes_timeout", "filter",
-                 "service", "registry_name", "deregister_wait", "max_parked_requests"});
+  MapReader r =
+      root.Map("server", {"app", "server", "admin_port", "admin_ip", "admin_allowed_hosts",
+                          "stop_max_wait_time", "max_buffered_bytes", "buffered_bytes_timeout",
+                          "filter", "service", "registry_name", "deregister_wait",
+                          "max_parked_requests", "listen_file"});
   ServerConfig server;
   if (!r.empty()) server.origin = fmt::format("{}:{}", file, r.line());
   if (r.Has("filter")) server.filter_origin = fmt::format("{}:{}", file, r.ValueLine("filter"));
   r.StringList("filter", &server.filter);
   r.String("app", &server.app);
   r.String("server", &server.server);
-  r.Uint("admin_port", kPortRule, &server.admin_port);
+  ReadUintOrAuto(r, "admin_port", kPortRule, &server.admin_port, &server.admin_port_auto);
   ReadIp(r, "admin_ip", &server.admin_ip);
   r.StringList("admin_allowed_hosts", &server.admin_allowed_hosts);
   for (std::string& host : server.admin_allowed_hosts) {
@@ -205,6 +237,7 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
   r.Uint("max_parked_requests", kMaxParkedRequestsRule, &server.max_parked_requests);
   r.String("registry_name", &server.registry_name);
   r.Uint("deregister_wait", kDeregisterWaitRule, &server.deregister_wait);
+  ReadListenFile(r, file, &server);
 
   std::vector<Listener> listeners;
   CheckListener(r, "admin_port", {server.admin_ip, server.admin_port, "server.admin_port"},
@@ -238,19 +271,8 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
         s.Uint("timeout", kServiceTimeoutRule, &svc.timeout);
         s.Uint("max_pending_write_bytes", kMaxPendingWriteBytesRule, &svc.max_pending_write_bytes);
         s.Uint("max_pending_requests", kMaxPendingRequestsRule, &svc.max_pending_requests);
-        // A number, or `auto`.
-        std::string concurrency;
-        s.String("max_concurrency", &concurrency);
-        if (concurrency == "auto") {
-          svc.max_concurrency_auto = true;
-        } else if (!concurrency.empty() &&
-                   concurrency.find_first_not_of("0123456789") != std::string::npos) {
-          s.FailValue("max_concurrency",
-                      fmt::format("expected an integer in {}..{} or 'auto', got '{}'",
-                                  kMaxConcurrencyRule.lo, kMaxConcurrencyRule.hi, concurrency));
-        } else {
-          s.Uint("max_concurrency", kMaxConcurrencyRule, &svc.max_concurrency);
-        }
+        ReadUintOrAuto(s, "max_concurrency", kMaxConcurrencyRule, &svc.max_concurrency,
+                       &svc.max_concurrency_auto);
         s.String("threadmodel_instance_name", &svc.threadmodel_instance_name);
         if (s.ok() && !svc.threadmodel_instance_name.empty() &&
             instances.find(svc.threadmodel_instance_name) == instances.end()) {
@@ -273,7 +295,7 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
   // A section that configures a server must give it something to serve, or the process starts,
   // says it is ready, and serves nothing. A program that serves nothing (a client) leaves the
   // section out; one that only wants the admin service sets admin_port.
-  if (r.ok() && !r.empty() && server.service.empty() && server.admin_port == 0) {
+  if (r.ok() && !r.empty() && server.service.empty() && !server.admin_enabled()) {
     r.FailMap(
         "no service configured: list them under 'service' (or leave the section out in a "
         "program that serves nothing)");

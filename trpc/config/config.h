@@ -103,7 +103,8 @@ struct ServiceConfig {
 struct ServerConfig {
   std::string app;
   std::string server;
-  uint16_t admin_port = 0;  // 0 = no admin service.
+  uint16_t admin_port = 0;       // 0 = no admin service (unless admin_port_auto).
+  bool admin_port_auto = false;  // `admin_port: auto`: on a port the kernel picks.
   std::string admin_ip = "127.0.0.1";
   /// Host names the admin service answers besides localhost and numeric addresses (lower
   /// case; "*" = any); other Host headers get 403 (docs/admin.md).
@@ -124,12 +125,19 @@ struct ServerConfig {
   /// ms between deregistering at a graceful stop and closing the listeners, so that callers
   /// learn of it before connections go; 0..60000.
   uint32_t deregister_wait = 1000;
+  /// Once every listener is bound, the server writes "<service> <ip>:<port>" per listener
+  /// ("admin <ip>:<port>" for the admin service) to this file, and removes it at Stop(), so
+  /// that scripts can use port 0 (docs/config.md, "Ports for scripts and tests"); "" = none.
+  std::string listen_file;
+  std::string listen_file_origin;  // "file:line" of listen_file, for errors at start-up.
   std::vector<ServiceConfig> service;
   std::string filter_origin;  // "file:line" of server.filter, for errors found after loading.
   /// "file:line" of the server section when it has keys, for errors found after loading (a
   /// program registered services the section does not list); "" when there is none.
   std::string origin;
 
+  /// Whether an admin service is asked for (a port, or `auto`).
+  bool admin_enabled() const { return admin_port != 0 || admin_port_auto; }
   bool operator==(const ServerConfig&) const = default;
 };
 

@@ -14,6 +14,7 @@
 #include "trpc/codec/codec.h"
 #include "trpc/runtime/merge_thread_model.h"
 #include "trpc/runtime/runtime.h"
+#include "trpc/server/detail/listen_file.h"
 #include "trpc/server/detail/parked_work.h"
 #include "trpc/server/detail/service_adapter.h"
 #include "trpc/transport/buffer_budget.h"
@@ -70,11 +71,47 @@ bool Server::Start(std::string* err) {
   // Before the first listener opens: every request admitted counts.
   detail::ParkedWork::Instance().SetLimit(
       config_.max_parked_requests != 0 ? config_.max_parked_requests : DefaultParkedLimit(config_));
-  if (!StartServices(err) || !StartSideServices(err) || !RegisterInstances(err)) {
+  // A file left by a run that did not stop cleanly must not pass for this run's.
+  if (!config_.listen_file.empty() && !detail::RemoveListenFile(config_.listen_file, err)) {
+    *err = ListenFileError(*err);
+    return false;
+  }
+  if (!StartServices(err) || !StartSideServices(err) || !RegisterInstances(err) ||
+      !WriteListenFile(err)) {
     Stop();  // what did start must not keep listening
     return false;
   }
   readiness_.store(Readiness::kServing, std::memory_order_release);
+  return true;
+}
+
+std::string Server::ListenFileError(const std::string& why) const {
+  std::string at = !config_.listen_file_origin.empty() ? config_.listen_file_origin + ": "
+                   : !config_.origin.empty()           ? config_.origin + ": "
+                                                       : "";
+  return at + "server.listen_file: " + why;
+}
+
+bool Server::WriteListenFile(std::string* err) {
+  if (config_.listen_file.empty()) return true;
+  // The configured services in the config's order, then the side services (the admin last).
+  detail::Listeners listeners;
+  for (const ServiceConfig& sc : config_.service) {
+    if (const detail::ServiceAdapter* a = GetAdapter(sc.name)) {
+      listeners.emplace_back(sc.name, a->address());
+    }
+  }
+  for (const RunningSide& r : sides_) {
+    if (!r.adapter) continue;
+    const std::string& name = r.side.config.name;
+    listeners.emplace_back(name == kAdminServiceName ? "admin" : name, r.adapter->address());
+  }
+  if (!detail::WriteListenFile(config_.listen_file, detail::FormatListenFile(listeners), err)) {
+    *err = ListenFileError(*err);
+    return false;
+  }
+  listen_file_written_ = true;
+  TRPC_LOG_INFO("listen file {} written ({} listeners)", config_.listen_file, listeners.size());
   return true;
 }
 
@@ -100,7 +137,7 @@ bool Server::HasSideService(const std::string& name) const {
 }
 
 bool Server::StartSideServices(std::string* err) {
-  if (config_.admin_port != 0 && !HasSideService(kAdminServiceName)) {
+  if (config_.admin_enabled() && !HasSideService(kAdminServiceName)) {
     *err =
         "server.admin_port is set but the admin service was not added: call "
         "trpc::admin::EnableAdmin(&server) before Start() (TrpcApp does)";
@@ -357,6 +394,14 @@ void Server::Stop() {
     NoteStopped(std::move(adapter));
   }
   adapters_.clear();
+  // Last, once the listeners are closed: a script that sees the file gone may reuse the ports.
+  if (listen_file_written_) {
+    listen_file_written_ = false;
+    std::string why;
+    if (!detail::RemoveListenFile(config_.listen_file, &why)) {
+      TRPC_LOG_WARN("server.listen_file: {}", why);
+    }
+  }
 }
 
 bool Server::GetAddress(const std::string& name, NetAddress* out) const {

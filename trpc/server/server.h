@@ -59,13 +59,16 @@ class Server {
   bool RegisterService(const std::string& name, ServicePtr service);
   /// Starts every configured service. Fails (with "file:line: ..." of the service's config entry
   /// when known) if one has no implementation, names an unknown protocol or thread model, or
-  /// cannot listen, or (at config().origin) if services are registered but none is configured;
-  /// then nothing is left listening.
+  /// cannot listen, or (at config().origin) if services are registered but none is configured,
+  /// or the listen file (server.listen_file) cannot be written; then nothing is left listening.
+  /// The listen file, if any, is written last, once every listener (side services included)
+  /// is bound and the services are registered (detail/listen_file.h).
   bool Start(std::string* err);
   /// Stops accepting, lets in-flight calls finish and their replies go out, then closes all
   /// connections. Bounded by stop_max_wait_time: the calls still in handlers then are answered
   /// with kServerSystemErr ("server stopped before the handler finished") and their late
-  /// replies dropped (docs/config.md). Idempotent. Must run before the runtime stops.
+  /// replies dropped (docs/config.md). Removes the listen file once the listeners are closed.
+  /// Idempotent. Must run before the runtime stops.
   void Stop();
   /// What the last Stop() met at its limit. `calls_cut`: calls answered with kServerSystemErr
   /// because their handlers had not finished. `workers_stuck`: workers that did not come back
@@ -107,6 +110,10 @@ class Server {
   // waits deregister_wait so that callers learn of it while the listeners still serve.
   bool RegisterInstances(std::string* err);
   void DeregisterInstances();
+  // server.listen_file: every listener's bound address, once all listen.
+  bool WriteListenFile(std::string* err);
+  // "file:line: server.listen_file: <why>".
+  std::string ListenFileError(const std::string& why) const;
   void StopSideServices();
   // Adds a stopped adapter's outcome to stop_outcome_; frees it unless it must be kept.
   void NoteStopped(std::unique_ptr<detail::ServiceAdapter> adapter);
@@ -131,6 +138,7 @@ class Server {
   StopOutcome stop_outcome_;
   std::shared_ptr<Registry> registry_;
   std::vector<RegistryInstance> registered_;
+  bool listen_file_written_ = false;  // by this Start(): Stop() removes it
 };
 
 }  // namespace trpc

@@ -317,5 +317,24 @@ TEST_F(EtcdNamingTest, FactoriesKnowEtcd) {
   RegistryFactory::SetOptions({});
 }
 
+// etcd_process.h: etcd's ports are chosen for it, so one may be taken before etcd binds it; the
+// first start then moves to two others.
+TEST(EtcdProcessTest, FirstStartMovesToOtherPortsWhenOneIsTaken) {
+  if (!EtcdProcess::Installed()) GTEST_SKIP() << "etcd not installed";
+  EtcdProcess etcd;
+  const uint16_t taken = etcd.client_port();
+  ASSERT_NE(taken, 0);
+  // Bound, not listening: etcd's bind fails, and a connection would be refused.
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(taken);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  EXPECT_TRUE(etcd.Start()) << "see " << etcd.dir() << "/etcd.log";
+  EXPECT_NE(etcd.client_port(), taken);
+  ::close(fd);
+}
+
 }  // namespace
 }  // namespace trpc::naming::etcd::detail

@@ -10,11 +10,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,6 +32,12 @@ namespace trpc::testing {
 /// data dir in a temp folder removed at the end. It can be SIGKILLed and started again on the
 /// same ports and data dir. Tests call Installed() first and GTEST_SKIP() without it.
 ///
+/// etcd cannot bind port 0 and say which port it got, so its ports are chosen here: below the
+/// kernel's ephemeral range (/proc/sys/net/ipv4/ip_local_port_range), which outgoing
+/// connections and their TIME_WAITs never take, and free when chosen. Another process may
+/// still take one before etcd binds it: the first Start() then picks two others and tries
+/// again.
+///
 /// Thread contract: one test thread; not thread-safe.
 class EtcdProcess {
  public:
@@ -37,9 +47,7 @@ class EtcdProcess {
   EtcdProcess() {
     char tmpl[] = "/tmp/trpc_etcd_test_XXXXXX";
     dir_ = ::mkdtemp(tmpl) ? tmpl : "";
-    client_port_ = FreePort();
-    peer_port_ = FreePort();
-    while (peer_port_ == client_port_) peer_port_ = FreePort();
+    PickPorts();
   }
   ~EtcdProcess() {
     Kill();
@@ -51,42 +59,22 @@ class EtcdProcess {
   EtcdProcess(const EtcdProcess&) = delete;
   EtcdProcess& operator=(const EtcdProcess&) = delete;
 
-  /// Starts etcd and waits (up to `wait_ms`) until it answers; false if it did not.
+  /// Starts etcd and waits (up to `wait_ms`) until it answers; false if it did not. The first
+  /// start moves to other ports when one was taken (up to kStartTries times); a restart keeps
+  /// them, since the test's clients know them.
   bool Start(int wait_ms = 10000) {
     if (pid_ > 0 || dir_.empty()) return false;
-    const std::string client = "http://127.0.0.1:" + std::to_string(client_port_);
-    const std::string peer = "http://127.0.0.1:" + std::to_string(peer_port_);
-    const std::string data = dir_ + "/data";
-    const std::string log = dir_ + "/etcd.log";
-    const std::string cluster = "default=" + peer;
-    // Everything the child needs is ready before fork: between fork and exec it only makes
-    // async-signal-safe calls (this process has threads).
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
+    for (int tries = 1;; ++tries) {
+      const StartResult result = StartOnce(wait_ms);
+      if (result == StartResult::kAnswers) {
+        started_ = true;
+        return true;
       }
-      ::execl(kBinary, kBinary, "--name", "default", "--data-dir", data.c_str(),
-              "--listen-client-urls", client.c_str(), "--advertise-client-urls", client.c_str(),
-              "--listen-peer-urls", peer.c_str(), "--initial-advertise-peer-urls", peer.c_str(),
-              "--initial-cluster", cluster.c_str(), "--log-level", "warn",
-              static_cast<char*>(nullptr));
-      ::_exit(127);
+      if (result != StartResult::kPortTaken || started_ || tries == kStartTries) return false;
+      std::error_code ec;
+      std::filesystem::remove_all(dir_ + "/data", ec);
+      PickPorts();
     }
-    if (pid_ < 0) return false;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
-    while (std::chrono::steady_clock::now() < until) {
-      if (Answers()) return true;
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {  // it died at start
-        pid_ = -1;
-        return false;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
   }
 
   /// SIGKILL, and waits for the process to be gone.
@@ -123,32 +111,96 @@ class EtcdProcess {
   }
 
  private:
+  static constexpr int kStartTries = 5;
+  enum class StartResult { kAnswers, kPortTaken, kFailed };
+
+  StartResult StartOnce(int wait_ms) {
+    const std::string client = "http://127.0.0.1:" + std::to_string(client_port_);
+    const std::string peer = "http://127.0.0.1:" + std::to_string(peer_port_);
+    const std::string data = dir_ + "/data";
+    const std::string log = dir_ + "/etcd.log";
+    const std::string cluster = "default=" + peer;
+    std::error_code ec;
+    const uintmax_t log_before =
+        std::filesystem::exists(log, ec) ? std::filesystem::file_size(log, ec) : 0;
+    // Everything the child needs is ready before fork: between fork and exec it only makes
+    // async-signal-safe calls (this process has threads).
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+      }
+      ::execl(kBinary, kBinary, "--name", "default", "--data-dir", data.c_str(),
+              "--listen-client-urls", client.c_str(), "--advertise-client-urls", client.c_str(),
+              "--listen-peer-urls", peer.c_str(), "--initial-advertise-peer-urls", peer.c_str(),
+              "--initial-cluster", cluster.c_str(), "--log-level", "warn",
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    if (pid_ < 0) return StartResult::kFailed;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+    while (std::chrono::steady_clock::now() < until) {
+      if (Answers()) return StartResult::kAnswers;
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {  // it died at start
+        pid_ = -1;
+        return LogSince(log, log_before).find("address already in use") != std::string::npos
+                   ? StartResult::kPortTaken
+                   : StartResult::kFailed;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return StartResult::kFailed;
+  }
+
   bool Answers() const {
     std::string body;
     return Post("/v3/kv/range", "{\"key\":\"AA==\"}", &body) == 200;
   }
 
-  // A port free now: bind to 0, read it, close. (Racy in theory; loopback tests accept it.)
-  static uint16_t FreePort() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = 0;
-    uint16_t port = 0;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
-      socklen_t len = sizeof(a);
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-      port = ntohs(a.sin_port);
+  // What `log` holds past its first `offset` bytes.
+  static std::string LogSince(const std::string& log, uintmax_t offset) {
+    std::ifstream in(log);
+    in.seekg(static_cast<std::streamoff>(offset));
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+
+  // Two different ports below the ephemeral range that nothing has bound now.
+  void PickPorts() {
+    client_port_ = LowFreePort(0);
+    peer_port_ = LowFreePort(client_port_);
+  }
+
+  // A loopback port in [10000, the ephemeral range's start) ([1024, ...) if that start is
+  // lower than 11000) that a bind() finds free, other than `other`; 0 if none was found.
+  static uint16_t LowFreePort(uint16_t other) {
+    unsigned ephemeral_low = 32768;
+    std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_low;
+    const unsigned lo = ephemeral_low > 11000 ? 10000 : 1024;
+    static std::mt19937 rng{std::random_device{}()};
+    std::uniform_int_distribution<unsigned> pick(lo, std::max(lo, ephemeral_low - 1));
+    for (int i = 0; i < 200; ++i) {
+      const auto port = static_cast<uint16_t>(pick(rng));
+      if (port == other) continue;
+      const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      a.sin_port = htons(port);
+      const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+      ::close(fd);
+      if (free) return port;
     }
-    ::close(fd);
-    return port;
+    return 0;
   }
 
   std::string dir_;
   uint16_t client_port_ = 0;
   uint16_t peer_port_ = 0;
   pid_t pid_ = -1;
+  bool started_ = false;  // once: restarts keep the ports
 };
 
 /// A loopback TCP proxy to `target` that a test can cut: while blocked, it drops the
