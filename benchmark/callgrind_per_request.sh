@@ -36,35 +36,39 @@ if [ "$smoke" = 1 ]; then
 else
   third_party/setup.sh --with-bench
 fi
-# wait_port, free_port and stop_server, shared with the HTTP benchmark.
+# wait_listen_file, listen_port and stop_server, shared with the HTTP benchmark.
 source benchmark/http/pinned_runs.sh
 
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 
-# The one-worker YAML of `model` (the committed templates), listening on `port`.
+# The one-worker YAML of `model` (the committed templates), on port 0 with a listen file.
 one_worker_yaml() {
-  local template=$1 port=$2 out=$3
-  sed -E "s/port: [0-9]+/port: $port/; s/level: info/level: warn/" "$template" >"$out"
+  local template=$1 listen=$2 out=$3
+  sed -E -e "s/port: [0-9]+/port: 0/; s/level: info/level: warn/" \
+    -e "s#^server:\$#server:\n  listen_file: $listen#" "$template" >"$out"
 }
 
 # run_one KIND MODEL DEPTH: prints "Ir requests".
 run_one() {
-  local kind=$1 model=$2 depth=$3 port yaml server out requests
-  port=$(free_port)
+  local kind=$1 model=$2 depth=$3 port yaml server out requests service
+  local listen=$work/listen.txt
+  rm -f "$listen"
   yaml=$work/$kind-$model.yaml
   out=$work/callgrind.$kind.$model.$depth
   if [ "$kind" = trpc ]; then
-    one_worker_yaml "examples/echo/server_$model.yaml" "$port" "$yaml"
-    server=$build/examples/echo/echo_server
+    one_worker_yaml "examples/echo/server_$model.yaml" "$listen" "$yaml"
+    server=$build/examples/echo/echo_server service=trpc.test.helloworld.Greeter
   else
-    one_worker_yaml "examples/http_hello/server_$model.yaml" "$port" "$yaml"
-    server=$build/examples/http_hello/http_hello_server
+    one_worker_yaml "examples/http_hello/server_$model.yaml" "$listen" "$yaml"
+    server=$build/examples/http_hello/http_hello_server service=trpc.test.http_hello.Http
   fi
   valgrind --tool=callgrind --callgrind-out-file="$out" "$server" --config "$yaml" \
     >"$work/server.log" 2>&1 &
   local pid=$!
-  wait_port "$port" "$pid" || { echo "$0: $server did not listen on $port" >&2; exit 1; }
+  # Under valgrind a server takes seconds to start: 30 s at most.
+  wait_listen_file "$listen" "$pid" 300 || { echo "$0: $server did not start" >&2; exit 1; }
+  port=$(listen_port "$listen" "$service")
   callgrind_control -z "$pid" >/dev/null
   if [ "$kind" = trpc ]; then
     "$build/benchmark/trpc_bench/trpc_bench" --target "127.0.0.1:$port" --connections 10 \

@@ -42,9 +42,10 @@ done
   cmake --build $build --target helloworld_server trpc_bench
 }
 
+source benchmark/http/pinned_runs.sh  # wait_listen_file, listen_port
 tmp=$(mktemp -d)
-trap 'kill $server 2>/dev/null || true; rm -rf "$tmp"' EXIT
-port=$((20000 + RANDOM % 20000))
+server=""
+trap 'if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; fi; rm -rf "$tmp"' EXIT
 case "$model" in
   merge) threadmodel="    default:
       - instance_name: bench
@@ -60,20 +61,20 @@ global:
   threadmodel:
 $threadmodel
 server:
+  listen_file: $tmp/listen.txt
   service:
     - name: trpc.test.helloworld.Greeter
       ip: 127.0.0.1
-      port: $port
+      port: 0
 plugins:
   log:
     level: warn
 YAML
 taskset -c "$server_cpu" $build/examples/helloworld/helloworld_server --config "$tmp/server.yaml" >/dev/null &
 server=$!
-for _ in $(seq 1 100); do
-  (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break
-  sleep 0.05
-done
+# The server listens on a port the kernel picks and says which in its listen file.
+wait_listen_file "$tmp/listen.txt" "$server" || { echo "helloworld_server did not start" >&2; exit 1; }
+port=$(listen_port "$tmp/listen.txt" trpc.test.helloworld.Greeter)
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs; commit $(git rev-parse --short HEAD)"
 echo "server: helloworld_server, $model model, 1 worker, pinned to CPU $server_cpu"
 echo "client: trpc_bench closed loop, 1 thread, pinned to CPU $client_cpu"

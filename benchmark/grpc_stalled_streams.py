@@ -7,13 +7,15 @@ trpc_server_buffered_bytes gauge (admin port) and how many streams it refused (R
   benchmark/grpc_stalled_streams.py [--server build/examples/helloworld/helloworld_server]
       [--conns 2000] [--streams 100] [--bound 67108864] [--hold 3] [--smoke]
 
-Loopback only; the server binds port 0 and the script reads the port from its log. --smoke runs
+Loopback only; the server binds port 0 (its admin service too: admin_port auto) and the script
+reads both ports from its server.listen_file. --smoke runs
 every step on a tiny budget (20 connections x 10 streams, held 0.3 s) to check the script works;
 its figures mean nothing."""
 
 import argparse
 import os
 import re
+import shutil
 import socket
 import struct
 import subprocess
@@ -72,10 +74,8 @@ def main():
         a.conns, a.streams, a.hold = 20, 10, 0.3
         print("smoke run: every step on a tiny budget; the figures mean nothing")
 
-    admin = socket.socket()
-    admin.bind(("127.0.0.1", 0))
-    admin_port = admin.getsockname()[1]
-    admin.close()
+    work = tempfile.mkdtemp(prefix="grpc_stalled_streams.")
+    listen_file = os.path.join(work, "listen.txt")
     yaml = f"""global:
   threadmodel:
     fiber:
@@ -84,7 +84,8 @@ def main():
 server:
   app: test
   server: stalled
-  admin_port: {admin_port}
+  admin_port: auto
+  listen_file: {listen_file}
   max_buffered_bytes: {a.bound}
   service:
     - name: greeter_grpc
@@ -96,20 +97,22 @@ plugins:
   log:
     level: info
 """
-    cfg = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
-    cfg.write(yaml)
-    cfg.close()
-    log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
-    srv = subprocess.Popen([a.server, "--config", cfg.name], stdout=log, stderr=subprocess.STDOUT)
+    cfg = os.path.join(work, "server.yaml")
+    with open(cfg, "w") as f:
+        f.write(yaml)
+    log = os.path.join(work, "server.log")
+    with open(log, "w") as out:
+        srv = subprocess.Popen([a.server, "--config", cfg], stdout=out, stderr=subprocess.STDOUT)
     try:
-        port = None
+        # The listen file appears whole once every listener is up (docs/config.md).
         for _ in range(100):
-            time.sleep(0.1)
-            m = re.search(r"greeter_grpc listening on 127\.0\.0\.1:(\d+)", open(log.name).read())
-            if m:
-                port = int(m.group(1))
+            if os.path.exists(listen_file) or srv.poll() is not None:
                 break
-        assert port, open(log.name).read()
+            time.sleep(0.1)
+        assert os.path.exists(listen_file), open(log).read()
+        with open(listen_file) as f:
+            ports = {name: int(addr.rsplit(":", 1)[1]) for name, addr in map(str.split, f)}
+        port, admin_port = ports["greeter_grpc"], ports["admin"]
         time.sleep(0.5)
         rss0 = rss_kib(srv.pid)
         head = request_headers()
@@ -157,8 +160,7 @@ plugins:
     finally:
         srv.terminate()
         srv.wait(timeout=10)
-        os.unlink(cfg.name)
-        os.unlink(log.name)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -94,7 +94,7 @@ start_nginx() {
   local bin port dir="$TMP/nginx"
   bin=$(command -v nginx || echo /usr/sbin/nginx)
   [ -x "$bin" ] || { log "nginx is missing (apt-get install nginx-light): skipped"; return 1; }
-  port=$(free_port)
+  port=$(free_port)  # nginx cannot report a port it picked
   mkdir -p "$dir"
   sed "s#@DIR@#$dir#g; s#@PORT@#$port#g; s#@CONNECTIONS@#$((C10K + 4096))#g" \
     "$HTTP_DIR/nginx.conf.in" >"$dir/nginx.conf"
@@ -116,8 +116,9 @@ start_nginx() {
 }
 
 # ---- The framework's HTTP server, examples/http_hello, once per thread model (one worker on
-# SERVER_CPU; the YAML differs only in global.threadmodel). GET / answers "{}".
-http_hello_yaml() {  # model port
+# SERVER_CPU; the YAML differs only in global.threadmodel). GET / answers "{}". It listens on
+# port 0 and says which port in its listen file.
+http_hello_yaml() {  # model listen_file
   local tm
   if [ "$1" = merge ]; then
     tm="    default:
@@ -136,11 +137,12 @@ $tm
 server:
   app: bench
   server: http_hello
+  listen_file: $2
   service:
     - name: trpc.test.http_hello.Http
       protocol: http
       ip: 127.0.0.1
-      port: $2
+      port: 0
       max_conn_num: 100000
       idle_time: 600000
 plugins:
@@ -149,18 +151,19 @@ plugins:
 EOF
 }
 start_http_hello_model() {  # model
-  local name="http_hello_$1" bin="$BUILD/examples/http_hello/http_hello_server" port
+  local name="http_hello_$1" bin="$BUILD/examples/http_hello/http_hello_server"
+  local listen="$TMP/$name.listen"
   [ -x "$bin" ] || { log "missing $bin: cmake --build $BUILD --target http_hello_server"; return 1; }
-  port=$(free_port)
-  http_hello_yaml "$1" "$port" >"$TMP/$name.yaml"
+  http_hello_yaml "$1" "$listen" >"$TMP/$name.yaml"
+  rm -f "$listen"
   taskset -c "$SERVER_CPU" "$bin" --config "$TMP/$name.yaml" >"$TMP/$name.out" 2>&1 &
   local pid=$!
   SERVER_PIDS+=("$pid")
-  if ! wait_port "$port" "$pid"; then
+  if ! wait_listen_file "$listen" "$pid"; then
     log "$name did not start: $(cat "$TMP/$name.out")"
     return 1
   fi
-  PORT[$name]=$port PIDS[$name]=$pid
+  PORT[$name]=$(listen_port "$listen" trpc.test.http_hello.Http) PIDS[$name]=$pid
   DESCRIPTION[$name]="examples/http_hello/http_hello_server, $1 model, 1 worker, GET / -> {}"
 }
 start_http_hello_merge() { start_http_hello_model merge; }

@@ -29,6 +29,9 @@ import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from seed_table import read_listen_file  # noqa: E402
+
 
 def free_port():
     s = socket.socket()
@@ -71,7 +74,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="naming_bench.")
     procs = []
     try:
-        cport, pport = free_port(), free_port()
+        cport, pport = free_port(), free_port()  # etcd cannot report ports it picked
         etcd = subprocess.Popen(
             [etcd_bin, "--data-dir", f"{tmp}/etcd", "--name", "default",
              "--listen-client-urls", f"http://127.0.0.1:{cport}",
@@ -109,9 +112,10 @@ plugins:
         procs.append(echo)
         echo_addr = wait_line(echo, "ready on").split("ready on ")[1]
 
-        def forward_yaml(mode, port):
+        def forward_yaml(mode, port, listen_file):
             sel = (f"target: {echo_addr}" if mode == "direct" else
                    "target: trpc.test.helloworld.Greeter, selector_name: etcd")
+            listen = f"  listen_file: {listen_file}\n" if listen_file else ""
             path = f"{tmp}/forward_{mode}.yaml"
             with open(path, "w") as f:
                 f.write(f"""global:
@@ -119,7 +123,7 @@ plugins:
     default:
       - {{instance_name: m, io_handle_type: merge, io_thread_num: 1}}
 server:
-  service:
+{listen}  service:
     - {{name: trpc.test.forward.Forward, ip: 127.0.0.1, port: {port}}}
 client:
   service:
@@ -136,15 +140,24 @@ plugins:
         results = {m: [] for m in modes}
         for r in range(a.rounds):
             for mode in modes:
-                port = free_port()
+                # Port 0 and the port from server.listen_file, except for another build's
+                # server, which may predate that key: it gets a free port chosen for it.
+                port, listen_file = 0, f"{tmp}/listen_forward.txt"
+                if mode == "baseline":
+                    port, listen_file = free_port(), None
+                elif os.path.exists(listen_file):
+                    os.unlink(listen_file)
                 fwd_build = os.path.abspath(a.baseline_build) if mode == "baseline" else build
                 yaml_mode = "direct" if mode == "baseline" else mode
                 fwd = subprocess.Popen(["taskset", "-c", "1",
                                         f"{fwd_build}/examples/forward/forward_server",
-                                        "--config", forward_yaml(yaml_mode, port)],
+                                        "--config", forward_yaml(yaml_mode, port, listen_file)],
                                        stdout=subprocess.PIPE, text=True)
                 try:
-                    wait_line(fwd, "ready")
+                    if listen_file:
+                        port = read_listen_file(listen_file, fwd)["trpc.test.forward.Forward"][1]
+                    else:
+                        wait_line(fwd, "ready")
                     out = subprocess.run(
                         [f"{build}/benchmark/trpc_bench/trpc_bench", "--target", f"127.0.0.1:{port}",
                          "--func", "/trpc.test.forward.Forward/Route", "--connections", "8",

@@ -30,7 +30,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from seed_table import (CLIENT_CPU, ROOT, SERVER_CPU, SMOKE_NOTE, Server,  # noqa: E402
-                        free_port, log, machine_info, thread_model_yaml)
+                        log, machine_info, thread_model_yaml)
 
 DEADLINE_MS = 100
 LEVELS = [0.5, 1.0, 1.5, 2.0, 3.0]
@@ -41,15 +41,16 @@ KINDS = {
 }
 
 
-def server_yaml(model, port, limit):
+def server_yaml(model, listen_file, limit):
     extra = f"      max_concurrency: {limit}\n" if limit != "none" else ""
     return thread_model_yaml(model, 1) + f"""server:
   app: bench
   server: overload
+  listen_file: {listen_file}
   service:
     - name: trpc.test.helloworld.Greeter
       ip: 127.0.0.1
-      port: {port}
+      port: 0
       timeout: 60000
       max_conn_num: 100000
 {extra}plugins:
@@ -64,12 +65,12 @@ class Runner:
         self.warmup = warmup
 
     def start(self, model, limit):
-        port = free_port()
         path = os.path.join(self.tmp, f"{model}_{limit}.yaml")
+        listen_file = os.path.join(self.tmp, "listen.txt")
         with open(path, "w") as f:
-            f.write(server_yaml(model, port, limit))
+            f.write(server_yaml(model, listen_file, limit))
         argv = [os.path.join(self.build, "examples/echo/echo_server"), "--config", path]
-        return Server(argv, port, str(SERVER_CPU), f"{model}/{limit}")
+        return Server(argv, str(SERVER_CPU), f"{model}/{limit}", listen_file=listen_file)
 
     def load(self, server, kind, qps, seconds, warmup=None, connections=64, inflight=8,
              timeout_ms=DEADLINE_MS):

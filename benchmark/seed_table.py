@@ -27,11 +27,12 @@ import json
 import math
 import os
 import random
+import re
+import select
 import statistics
 import urllib.request
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -125,23 +126,45 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# How long a server may take to start listening.
+START_TIMEOUT_S = 10.0
 
 
-def wait_listening(port, proc, timeout_s=10.0):
+def read_listen_file(path, proc, timeout_s=START_TIMEOUT_S):
+    """The addresses a framework server listens on, from its server.listen_file (written whole
+    once every listener is up, docs/config.md): {service name or "admin": (ip, port)}."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode} before listening on {port}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on port {port} after {timeout_s} s")
+            err = proc.stderr.read().decode(errors="replace")[-2000:] if proc.stderr else ""
+            raise RuntimeError(f"server exited with {proc.returncode} before listening: {err}")
+        if os.path.exists(path):
+            with open(path) as f:
+                lines = [l.split() for l in f if l.strip()]
+            return {name: (addr.rsplit(":", 1)[0], int(addr.rsplit(":", 1)[1]))
+                    for name, addr in lines}
+        time.sleep(0.02)
+    raise RuntimeError(f"no {path} after {timeout_s} s: the server did not start")
+
+
+def read_ready_line(proc, timeout_s=START_TIMEOUT_S):
+    """The port of a server that prints "... ready on IP:PORT" on stdout (benchmark/baseline's,
+    started with --port 0)."""
+    deadline = time.monotonic() + timeout_s
+    line = b""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.1)
+        if ready:
+            chunk = os.read(proc.stdout.fileno(), 4096)
+            if not chunk:
+                break  # it exited
+            line += chunk
+            m = re.search(rb" ready on [^\s]*:(\d+)\n", line)
+            if m:
+                return int(m.group(1))
+    proc.poll()
+    raise RuntimeError(f"server (exit status {proc.returncode}) printed no ready line: "
+                       f"{line.decode(errors='replace')[-500:]}")
 
 
 def thread_model_yaml(model, workers):
@@ -152,16 +175,17 @@ def thread_model_yaml(model, workers):
             f"        io_handle_type: merge\n        io_thread_num: {workers}\n")
 
 
-def echo_yaml(model, workers, port, protocol="trpc", admin_port=0):
-    admin = f"  admin_port: {admin_port}\n" if admin_port else ""
+def echo_yaml(model, workers, listen_file, protocol="trpc", admin=False):
+    admin_port = "  admin_port: auto\n" if admin else ""
     return thread_model_yaml(model, workers) + f"""server:
   app: bench
   server: echo
-{admin}  service:
+  listen_file: {listen_file}
+{admin_port}  service:
     - name: trpc.test.helloworld.Greeter
       protocol: {protocol}
       ip: 127.0.0.1
-      port: {port}
+      port: 0
       timeout: 60000
       max_conn_num: 100000
 plugins:
@@ -169,7 +193,7 @@ plugins:
 """
 
 
-def forward_yaml(model, workers, port, backend_port):
+def forward_yaml(model, workers, listen_file, backend_port):
     callees = "".join(f"""    - name: {name}
       target: 127.0.0.1:{backend_port}
       timeout: 60000
@@ -177,10 +201,11 @@ def forward_yaml(model, workers, port, backend_port):
     return thread_model_yaml(model, workers) + f"""server:
   app: bench
   server: forward
+  listen_file: {listen_file}
   service:
     - name: trpc.test.forward.Forward
       ip: 127.0.0.1
-      port: {port}
+      port: 0
       timeout: 60000
       max_conn_num: 100000
 client:
@@ -191,20 +216,30 @@ client:
 
 
 class Server:
-    """A server process, pinned, stopped with SIGTERM. With `record` (a list), nothing starts:
-    the command is appended to it (a dry run)."""
+    """A server process, pinned, stopped with SIGTERM. Its ports are the kernel's picks: a
+    framework server (`listen_file`: the server.listen_file of its YAML) says them in that file,
+    benchmark/baseline's servers (started with --port 0) in their ready line. With `record` (a
+    list), nothing starts: the command is appended to it (a dry run; the ports stay 0)."""
 
-    def __init__(self, argv, port, cpus, name, record=None, admin_port=0):
+    def __init__(self, argv, cpus, name, record=None, listen_file=None):
         self.name = name
-        self.port = port
-        self.admin_port = admin_port
+        self.port = 0
+        self.admin_port = 0
         self.proc = None
         cmd = ["taskset", "-c", cpus] + argv if cpus else argv
         if record is not None:
             record.append({"server": name, "cmd": cmd})
             return
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        wait_listening(port, self.proc)
+        if listen_file:
+            if os.path.exists(listen_file):
+                os.unlink(listen_file)  # not one an earlier server left
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            addrs = read_listen_file(listen_file, self.proc)
+            self.port = next(port for name, (_, port) in addrs.items() if name != "admin")
+            self.admin_port = addrs.get("admin", (None, 0))[1]
+        else:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            self.port = read_ready_line(self.proc)
 
     @property
     def pid(self):
@@ -243,6 +278,7 @@ class Bench:
         self.duration = 0.2 if smoke else 2 if quick else 3
         self.warmup = 0.05 if smoke else 1
         self.runs = []  # every trpc_bench run, for the JSON
+        self.started = 0  # servers started (names their YAML and listen files)
 
     def write(self, name, text):
         path = os.path.join(self.tmp, name)
@@ -252,23 +288,25 @@ class Bench:
 
     def start(self, kind, model=None, workers=1, cpus=None, backend_port=None, protocol="trpc",
               extra=(), admin=False):
-        port = free_port()
-        admin_port = free_port() if admin else 0
+        self.started += 1
+        listen_file = os.path.join(self.tmp, f"listen_{self.started}.txt")
         yaml = None
         if kind == "baseline":
-            argv = [self.bin["baseline"], "--port", str(port), "--threads", str(workers)]
+            argv = [self.bin["baseline"], "--port", "0", "--threads", str(workers)]
         elif kind == "grpc":
-            argv = [self.bin["grpc"], "--port", str(port), "--threads", str(workers)] + list(extra)
+            argv = [self.bin["grpc"], "--port", "0", "--threads", str(workers)] + list(extra)
         elif kind == "echo":
-            yaml = echo_yaml(model, workers, port, protocol, admin_port)
-            argv = [self.bin["echo"], "--config", self.write(f"echo_{model}_{port}.yaml", yaml)]
+            yaml = echo_yaml(model, workers, listen_file, protocol, admin)
+            argv = [self.bin["echo"], "--config",
+                    self.write(f"echo_{model}_{self.started}.yaml", yaml)]
         else:
-            yaml = forward_yaml(model, workers, port, backend_port)
-            argv = [self.bin["forward"], "--config", self.write(f"fwd_{model}_{port}.yaml", yaml)]
+            yaml = forward_yaml(model, workers, listen_file, backend_port)
+            argv = [self.bin["forward"], "--config",
+                    self.write(f"fwd_{model}_{self.started}.yaml", yaml)]
         name = f"{kind}:{model}" if model else kind
         if self.record is not None:
             self.record.append({"yaml": yaml, "for": name}) if yaml else None
-        return Server(argv, port, cpus, name, self.record, admin_port)
+        return Server(argv, cpus, name, self.record, listen_file if yaml else None)
 
     def load(self, server, label, func=None, qps=0, duration=None, connections=None,
              tail_ratio=0.0, tail_kind="sleep", pid=None, cpus="shape",

@@ -18,7 +18,7 @@
 # to check the script works: its figures mean nothing, and it exits 0 whatever the verdict.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source benchmark/http/pinned_runs.sh  # wait_port, free_port, stop_server
+source benchmark/http/pinned_runs.sh  # wait_listen_file, listen_port
 
 build=build
 minutes=30
@@ -50,9 +50,7 @@ cleanup() {
 trap cleanup EXIT
 
 bench=$build/benchmark/trpc_bench/trpc_bench
-trpc_port=$(free_port)
-admin_port=$(free_port)
-http_port=$(free_port)
+# Both servers on port 0 (the admin service too: auto); their listen files say which ports.
 cat > "$tmp/echo.yaml" <<EOF
 global:
   threadmodel:
@@ -62,11 +60,12 @@ global:
 server:
   app: soak
   server: echo
-  admin_port: $admin_port
+  admin_port: auto
+  listen_file: $tmp/echo.listen
   service:
     - name: trpc.test.helloworld.Greeter
       ip: 127.0.0.1
-      port: $trpc_port
+      port: 0
       timeout: 5000
 plugins:
   log:
@@ -82,11 +81,12 @@ global:
 server:
   app: soak
   server: http
+  listen_file: $tmp/http.listen
   service:
     - name: trpc.test.http_hello.Http
       protocol: http
       ip: 127.0.0.1
-      port: $http_port
+      port: 0
 plugins:
   log:
     level: error
@@ -95,8 +95,11 @@ taskset -c 1 "$build/examples/echo/echo_server" --config "$tmp/echo.yaml" >/dev/
 echo_pid=$!; pids+=("$echo_pid")
 taskset -c 1 "$build/examples/http_hello/http_hello_server" --config "$tmp/http.yaml" >/dev/null &
 http_pid=$!; pids+=("$http_pid")
-wait_port "$trpc_port" "$echo_pid"
-wait_port "$http_port" "$http_pid"
+wait_listen_file "$tmp/echo.listen" "$echo_pid" || { echo "echo_server did not start" >&2; exit 1; }
+wait_listen_file "$tmp/http.listen" "$http_pid" || { echo "http_hello did not start" >&2; exit 1; }
+trpc_port=$(listen_port "$tmp/echo.listen" trpc.test.helloworld.Greeter)
+admin_port=$(listen_port "$tmp/echo.listen" admin)
+http_port=$(listen_port "$tmp/http.listen" trpc.test.http_hello.Http)
 
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 fds() { ls "/proc/$1/fd" | wc -l; }

@@ -1,6 +1,7 @@
-# Shell functions shared by benchmark/client_efficiency.sh and benchmark/http_bench.sh (sourced,
-# not run): start a server pinned to a CPU and wait for its port, run wrk pinned and read its
-# figures, read a process's CPU time, describe the machine. Every wait is bounded.
+# Shell functions shared by benchmark/client_efficiency.sh and benchmark/http_bench.sh, and some by
+# the other benchmark scripts (sourced, not run): start a server pinned to a CPU and learn its port
+# (the kernel's pick), run wrk pinned and read its figures, read a process's CPU time, describe the
+# machine. Every wait is bounded.
 #
 # The caller sources it first, parses its options, then calls begin_runs.
 
@@ -71,8 +72,24 @@ start_server() {
   return 1
 }
 
+# wait_listen_file FILE PID [TENTHS]: waits (TENTHS/10 s at most, default 10 s) for the
+# server.listen_file of a framework server started on port 0 (written whole once every listener is
+# up; docs/config.md). Fails if PID ends first. The caller removes an old FILE before the start.
+wait_listen_file() {
+  local i
+  for i in $(seq "${3:-100}"); do
+    [ -s "$1" ] && return 0
+    kill -0 "$2" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
+# listen_port FILE NAME: the port of service NAME ("admin": the admin service) in a listen file.
+listen_port() { awk -v n="$2" '$1 == n {sub(/.*:/, "", $2); print $2}' "$1"; }
+
 # wait_port PORT PID: waits (10 s at most) until something accepts on 127.0.0.1:PORT, for servers
-# that print no ready line (nginx).
+# that print no ready line and write no listen file (nginx).
 wait_port() {
   local i
   for i in $(seq 100); do
@@ -107,7 +124,8 @@ stop_servers() {
   SERVER_PIDS=()
 }
 
-# A free loopback port (the kernel's pick for a socket bound to port 0, then released).
+# A free loopback port (the kernel's pick for a socket bound to port 0, then released), for a
+# program that cannot say which port it bound (nginx). Our servers take port 0 and say it.
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
 print(s.getsockname()[1])'
