@@ -56,8 +56,10 @@ class Smoke:
     def run(self, argv):
         """Runs a script from the checkout's root; returns its stdout. Fails on a non-zero exit."""
         print("+ " + " ".join(argv), flush=True)
+        # No __pycache__ left in the checkout by the scripts that import seed_table.py.
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
         try:
-            p = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True,
+            p = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True,
                                timeout=RUN_LIMIT_S)
         except subprocess.TimeoutExpired as e:
             raise Failure(f"still running after {RUN_LIMIT_S} s: {e.stderr or ''}")
