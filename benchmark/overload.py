@@ -14,7 +14,7 @@ the P99 of a light probe in the second right after the load stops, against the u
   benchmark/overload.py [--build DIR] [--out DIR] [--quick | --smoke]
 
 Writes overload.md, overload.json and overload.png to --out (default build/results; the
-committed copies in benchmark/results/ are updated by hand from there). Takes ~8 minutes here
+committed copies in benchmark/results/ are updated by hand from there). Takes ~7 minutes here
 (--quick ~5). --smoke runs every step on a tiny budget (0.3 s windows) to check the script
 works; its figures mean nothing. docs/overload.md explains the limiters and shows the table.
 """
@@ -190,7 +190,9 @@ def markdown(res):
            "those past the deadline. Timeouts: calls that timed out, of which expired: requests "
            "that waited in the load client for a free connection (64 x 8 outstanding at most) "
            "until their deadline and were not sent. OK P99 from the intended send time. "
-           "Latencies in ms.", ""]
+           "Latencies in ms. A * after the offered rate: the load client flagged that run as "
+           "possibly limited by itself (its CPU, a sent rate short of the plan, or its sends' "
+           "lateness P99; trpc_bench's client.bottleneck).", ""]
     if res.get("smoke"):
         out += [SMOKE_NOTE, ""]
     for kind, k in res["kinds"].items():
@@ -203,14 +205,15 @@ def markdown(res):
                     "|---|---|---|---|---|---|---|---|---|---|---|"]
             for label, rows in e["rows"].items():
                 for r in rows:
+                    flag = "*" if r["client_bottleneck"] else ""
                     out.append(
-                        f"| {label} | {r['level']}x ({r['offered']:.0f}/s) | {r['goodput']:.0f} "
+                        f"| {label} | {r['level']}x ({r['offered']:.0f}/s){flag} "
+                        f"| {r['goodput']:.0f} "
                         f"| {r['goodput'] / e['capacity_qps']:.0%} | {r['ok_per_s']:.0f} "
                         f"| {r['late']} | {fmt_us(r['ok_p99_us'])} "
                         f"| {r['refused']} | {fmt_us(r['refusal_p99_us'])} "
                         f"| {r['timeouts']} ({r['expired']}) "
-                        f"| {fmt_us(r.get('after_p99_us'))} |"
-                        + (" client-bound" if r["client_bottleneck"] else ""))
+                        f"| {fmt_us(r.get('after_p99_us'))} |")
             out.append("")
     return "\n".join(out) + "\n"
 
