@@ -45,8 +45,8 @@ static_assert(std::is_base_of_v<Service, Greeter> && std::is_base_of_v<Service, 
 TEST(CodegenTest, ServerClassesRegisterEveryMethodUnderItsWireName) {
   Greeter greeter;
   AsyncGreeter async_greeter;
-  for (const Service* s : {static_cast<const Service*>(&greeter),
-                           static_cast<const Service*>(&async_greeter)}) {
+  for (const Service* s :
+       {static_cast<const Service*>(&greeter), static_cast<const Service*>(&async_greeter)}) {
     EXPECT_NE(s->FindMethod("/trpc.test.codegen.Greeter/SayHello"), nullptr);
     EXPECT_NE(s->FindMethod("/trpc.test.codegen.Greeter/Ping"), nullptr);
     EXPECT_EQ(s->FindMethod("/trpc.test.codegen.Counter/Add"), nullptr);

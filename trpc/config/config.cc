@@ -47,7 +47,7 @@ constexpr UintRule kClientMaxConnNumRule{0, 1024};
 constexpr UintRule kPipelineDepthRule{1, 1024};
 constexpr UintRule kStopMaxWaitTimeRule{0, 600000};
 constexpr UintRule kMaxConcurrencyRule{0, 1u << 20};
-constexpr UintRule kMaxBufferedBytesRule{0, UINT64_MAX};  // 0, or >= kMinBufferedBytes
+constexpr UintRule kMaxBufferedBytesRule{0, UINT64_MAX};   // 0, or >= kMinBufferedBytes
 constexpr UintRule kMaxParkedRequestsRule{0, UINT32_MAX};  // 0 = automatic
 constexpr uint64_t kMinBufferedBytes = 1u << 20;
 constexpr UintRule kBufferedBytesTimeoutRule{1, kU32Max};
