@@ -20,8 +20,12 @@ import socket
 import struct
 import subprocess
 import tempfile
+import sys
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from seed_table import read_listen_file  # noqa: E402
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
@@ -105,14 +109,12 @@ plugins:
         srv = subprocess.Popen([a.server, "--config", cfg], stdout=out, stderr=subprocess.STDOUT)
     try:
         # The listen file appears whole once every listener is up (docs/config.md).
-        for _ in range(100):
-            if os.path.exists(listen_file) or srv.poll() is not None:
-                break
-            time.sleep(0.1)
-        assert os.path.exists(listen_file), open(log).read()
-        with open(listen_file) as f:
-            ports = {name: int(addr.rsplit(":", 1)[1]) for name, addr in map(str.split, f)}
-        port, admin_port = ports["greeter_grpc"], ports["admin"]
+        try:
+            addrs = read_listen_file(listen_file, srv)
+        except RuntimeError as e:
+            with open(log) as f:
+                raise RuntimeError(f"{e}; its log:\n{f.read()[-2000:]}") from None
+        port, admin_port = addrs["greeter_grpc"][1], addrs["admin"][1]
         time.sleep(0.5)
         rss0 = rss_kib(srv.pid)
         head = request_headers()
