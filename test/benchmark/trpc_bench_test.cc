@@ -306,6 +306,16 @@ BenchRun RunBench(std::vector<std::string> args, int time_limit_s) {
   return run;
 }
 
+// An open loop plans every request of its window: each was sent or is counted unsent. A few may
+// stay unsent when the machine stalls the client for longer than its connections can absorb
+// (send lateness P99 of ~100 ms was seen on a loaded 2-core CI machine, leaving 0.7% unsent);
+// the rate itself is checked by the caller.
+void ExpectAlmostAllSent(const Json& j, double planned) {
+  EXPECT_NEAR(j.num("requests") + j.num("unsent"), planned, 1);
+  EXPECT_LE(j.num("unsent"), planned * 0.02)
+      << "send lateness p99 " << j.num("client.send_lateness_us.p99") << " us";
+}
+
 class TrpcBenchTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -388,7 +398,7 @@ TEST_F(TrpcBenchTest, OpenLoopKeepsTheTargetRate) {
   EXPECT_EQ(j.num("target_qps"), 5000);
   EXPECT_NEAR(j.num("window_s"), 3.0, 0.01);
   EXPECT_EQ(j.num("requests"), j.num("ok")) << run.output;
-  EXPECT_EQ(j.num("unsent"), 0);
+  ExpectAlmostAllSent(j, 15'000);
   EXPECT_TRUE(j.at("errors").object.empty()) << run.output;
   EXPECT_FALSE(j.at("uncorrected_latency_us").is_null());
   EXPECT_TRUE(j.at("tail").is_null());
@@ -683,7 +693,7 @@ TEST_F(TrpcBenchTest, HttpAgainstRawHttpServer) {
               open.json.num("latency_us.p99"));
   EXPECT_NEAR(open.json.num("qps"), 3000, 30) << open.output;
   EXPECT_EQ(open.json.num("requests"), open.json.num("ok"));
-  EXPECT_EQ(open.json.num("unsent"), 0);
+  ExpectAlmostAllSent(open.json, 6'000);
 }
 
 TEST_F(TrpcBenchTest, BadUsageExitsWith2AndNoServerExitsWith1) {

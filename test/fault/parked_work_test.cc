@@ -22,8 +22,10 @@ namespace {
 class ParkedWorkTest : public FaultTest {};
 
 // What "within 10x of idle" allows at least: an idle probe on loopback answers in tens of
-// microseconds, below the scheduling noise of a loaded 2-core machine.
-constexpr double kProbeFloorMs = 5.0;
+// microseconds, far below the scheduling noise of a 2-core CI machine running two tests at once
+// (a P99 of 5.8 ms was seen there). This is a check that the server is not stalled behind the
+// parked calls (a stall lasts their 2-4 s), not a latency target: those are benchmarks'.
+constexpr double kProbeFloorMs = 50.0;
 
 // A call that parks for `us`: asleep in its fiber (fiber), or replied later (merge, where a
 // sleep would block the worker instead).
