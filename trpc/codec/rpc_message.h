@@ -27,7 +27,10 @@ inline constexpr uint32_t kContentTypeJson = 2;
 inline constexpr uint32_t kContentTypeNoop = 4;
 
 /// A decoded request, independent of the protocol that carried it.
-struct RpcRequest {
+/// Everything of a request but its bytes and its protocol part. Copyable, so that a client's
+/// next attempt of a call copies all of it in one assignment: a field added here cannot be
+/// left out of a retry or a hedge.
+struct RpcRequestHead {
   uint32_t version = 0;
   uint32_t call_type = 0;  // 0 unary, 1 one-way (no response is sent)
   uint32_t request_id = 0;
@@ -42,15 +45,18 @@ struct RpcRequest {
   /// The reply carries trans_info back to the caller (trpc's rule). Protocols whose peers do not
   /// expect their own metadata back (gRPC) clear it: the reply then has only the handler's.
   bool echo_trans_info = true;
-  ChainBuffer body;
-  ChainBuffer attachment;
-  std::unique_ptr<ProtocolMessage> protocol;  // null for protocols that need none
   /// Client side: compress the message (1 = gzip), for protocols that compress messages
   /// (gRPC's grpc-encoding); the others send it as it is. ClientContext::SetReqCompressType.
   uint32_t compress_type = 0;
   /// Client side: the backend the request goes to, "ip:port" (HTTP's Host); empty when not
   /// known. Borrowed from the caller: valid during EncodeRequest only.
   std::string_view authority;
+};
+
+struct RpcRequest : RpcRequestHead {
+  ChainBuffer body;
+  ChainBuffer attachment;
+  std::unique_ptr<ProtocolMessage> protocol;  // null for protocols that need none
 };
 
 /// A response, independent of the protocol that carries it.

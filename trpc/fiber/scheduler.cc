@@ -11,7 +11,6 @@
 #include "trpc/fiber/detail/stack.h"
 #include "trpc/fiber/detail/stack_overflow.h"
 #include "trpc/fiber/detail/worker.h"
-#include "trpc/fiber/fiber.h"
 
 namespace trpc::fiber {
 
@@ -28,48 +27,53 @@ constexpr size_t kPooledStacksPerWorker = 256;
 
 }  // namespace
 
-Scheduler::Scheduler(SchedulerOptions options) : options_(std::move(options)) {
-  if (options_.concurrency == 0) options_.concurrency = UsableCpuCount();
-  if (options_.scheduling_group_size == 0 || options_.scheduling_group_size > 64) {
+detail::SchedulerCore::SchedulerCore(SchedulerOptions o) : options(std::move(o)) {}
+detail::SchedulerCore::~SchedulerCore() = default;
+
+Scheduler::Scheduler(SchedulerOptions options) : core_(std::move(options)) {
+  if (core_.options.concurrency == 0) core_.options.concurrency = UsableCpuCount();
+  if (core_.options.scheduling_group_size == 0 || core_.options.scheduling_group_size > 64) {
     // Equal groups of at most 64 (the parked-worker mask is one word).
-    size_t groups = (options_.concurrency + 63) / 64;
-    options_.scheduling_group_size = (options_.concurrency + groups - 1) / groups;
+    size_t groups = (core_.options.concurrency + 63) / 64;
+    core_.options.scheduling_group_size = (core_.options.concurrency + groups - 1) / groups;
   }
-  if (options_.work_stealing_ratio == 0) options_.work_stealing_ratio = 1;
-  oversubscribed_ = options_.concurrency > UsableCpuCount();
+  if (core_.options.work_stealing_ratio == 0) core_.options.work_stealing_ratio = 1;
+  core_.oversubscribed = core_.options.concurrency > UsableCpuCount();
 }
 
 Scheduler::~Scheduler() {
   Stop();
-  workers_.clear();
-  groups_.clear();  // the workers' stack caches go back to stacks_, so before it
+  core_.workers.clear();
+  core_.groups.clear();  // the workers' stack caches go back to stacks_, so before it
   stacks_.reset();
 }
 
 bool Scheduler::Start(std::string* err) {
   if (started_) return true;
-  TRPC_CHECK(groups_.empty(), "a Scheduler cannot be restarted");
+  TRPC_CHECK(core_.groups.empty(), "a Scheduler cannot be restarted");
   detail::InstallStackOverflowReporter();
-  max_stacks_ = options_.max_stacks != 0 ? options_.max_stacks : detail::StacksLeftByMapCount();
-  stacks_ = std::make_unique<detail::StackPool>(
-      options_.fiber_stack_size, kPooledStacksPerWorker * options_.concurrency, max_stacks_);
-  size_t n = options_.concurrency;
-  size_t gsize = options_.scheduling_group_size;
+  max_stacks_ =
+      core_.options.max_stacks != 0 ? core_.options.max_stacks : detail::StacksLeftByMapCount();
+  stacks_ = std::make_unique<detail::StackPool>(core_.options.fiber_stack_size,
+                                                kPooledStacksPerWorker * core_.options.concurrency,
+                                                max_stacks_);
+  size_t n = core_.options.concurrency;
+  size_t gsize = core_.options.scheduling_group_size;
   for (size_t i = 0; i < n; ++i) {
     if (i % gsize == 0) {
-      groups_.push_back(
-          std::make_unique<SchedulingGroup>(this, groups_.size(), options_.fiber_run_queue_size));
+      core_.groups.push_back(std::make_unique<SchedulingGroup>(this, &core_, core_.groups.size(),
+                                                               core_.options.fiber_run_queue_size));
     }
-    SchedulingGroup* g = groups_.back().get();
+    SchedulingGroup* g = core_.groups.back().get();
     std::unique_ptr<WorkerIo> io;
-    if (options_.worker_io_factory) io = options_.worker_io_factory(i);
-    g->workers().push_back(
-        std::make_unique<Worker>(this, g, i, g->workers().size(), stacks_.get(), std::move(io)));
-    workers_.push_back(g->workers().back().get());
+    if (core_.options.worker_io_factory) io = core_.options.worker_io_factory(i);
+    g->workers().push_back(std::make_unique<Worker>(this, &core_, g, i, g->workers().size(),
+                                                    stacks_.get(), std::move(io)));
+    core_.workers.push_back(g->workers().back().get());
   }
   started_ = true;
   try {
-    for (Worker* w : workers_) w->Start();
+    for (Worker* w : core_.workers) w->Start();
   } catch (const std::system_error& e) {
     *err = fmt::format("cannot start fiber worker threads: {}", e.what());
     Stop();
@@ -82,21 +86,21 @@ bool Scheduler::Start(std::string* err) {
 void Scheduler::Stop(int64_t sleep_deadline_ns) {
   if (!started_) return;
   started_ = false;
-  stop_sleep_deadline_ns_.store(sleep_deadline_ns, std::memory_order_relaxed);
-  for (auto& g : groups_) g->stopping_.store(true, std::memory_order_release);
-  for (auto& g : groups_) g->WakeAll();
-  for (Worker* w : workers_) w->Join();
-  while (outside_wakers_.load(std::memory_order_acquire) > 0) std::this_thread::yield();
+  core_.stop_sleep_deadline_ns.store(sleep_deadline_ns, std::memory_order_relaxed);
+  for (auto& g : core_.groups) g->stopping_.store(true, std::memory_order_release);
+  for (auto& g : core_.groups) g->WakeAll();
+  for (Worker* w : core_.workers) w->Join();
+  while (core_.outside_wakers.load(std::memory_order_acquire) > 0) std::this_thread::yield();
   SchedulerStats s = Stats();
   if (s.fibers_started != s.fibers_finished) {
-    TRPC_LOG_WARN("fiber scheduler {} stopped with {} fibers still blocked", options_.name,
+    TRPC_LOG_WARN("fiber scheduler {} stopped with {} fibers still blocked", core_.options.name,
                   s.fibers_started - s.fibers_finished);
   }
   Scheduler* self = this;
   g_last_started.compare_exchange_strong(self, nullptr);
 }
 
-WorkerIo* Scheduler::worker_io(size_t index) const { return workers_[index]->io(); }
+WorkerIo* Scheduler::worker_io(size_t index) const { return core_.workers[index]->io(); }
 
 bool SiblingWorkerIdle() {
   Worker* w = Worker::Current();
@@ -118,7 +122,7 @@ int Scheduler::CurrentWorkerIndex() const {
 SchedulerStats Scheduler::Stats() const {
   SchedulerStats s;
   s.fibers_started = external_started_.load(std::memory_order_relaxed);
-  for (Worker* w : workers_) {
+  for (Worker* w : core_.workers) {
     s.fibers_started += w->started_.load(std::memory_order_relaxed);
     s.fibers_finished += w->finished_.load(std::memory_order_relaxed);
     // A worker counts its steals within the group and from other groups apart; `steals` is
@@ -129,7 +133,7 @@ SchedulerStats Scheduler::Stats() const {
     s.parks += w->parks_.load(std::memory_order_relaxed);
     s.stack_waits += w->stack_waits_.load(std::memory_order_relaxed);
   }
-  for (const auto& g : groups_) s.run_queue_depth += g->QueuedCount();
+  for (const auto& g : core_.groups) s.run_queue_depth += g->QueuedCount();
   return s;
 }
 
@@ -164,7 +168,7 @@ void Scheduler::SpawnEntity(std::function<void()>&& fn, detail::JoinState* join,
   f->id = NextFiberId();
   f->join = join;
   if (worker_index >= 0) {
-    Worker* target = workers_[static_cast<size_t>(worker_index) % workers_.size()];
+    Worker* target = core_.workers[static_cast<size_t>(worker_index) % core_.workers.size()];
     f->group = target->group();
     if (on_worker) {
       Worker::Bump(w->started_);
@@ -188,7 +192,7 @@ void Scheduler::SpawnEntity(std::function<void()>&& fn, detail::JoinState* join,
   }
   external_started_.fetch_add(1, std::memory_order_relaxed);
   SchedulingGroup* g =
-      groups_[next_group_.fetch_add(1, std::memory_order_relaxed) % groups_.size()].get();
+      core_.groups[next_group_.fetch_add(1, std::memory_order_relaxed) % core_.groups.size()].get();
   f->group = g;
   g->PushShared(f);
 }

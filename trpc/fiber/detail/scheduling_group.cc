@@ -5,14 +5,15 @@
 
 namespace trpc::fiber::detail {
 
-SchedulingGroup::SchedulingGroup(Scheduler* sched, size_t index, size_t run_queue_size)
-    : sched_(sched), index_(index), shared_(run_queue_size) {}
+SchedulingGroup::SchedulingGroup(Scheduler* owner, SchedulerCore* core, size_t index,
+                                 size_t run_queue_size)
+    : owner_(owner), core_(core), index_(index), shared_(run_queue_size) {}
 
 SchedulingGroup::~SchedulingGroup() = default;
 
 void SchedulingGroup::Ready(FiberEntity* f) {
   Worker* w = Worker::Current();
-  if (w != nullptr && w->scheduler() == sched_) {
+  if (w != nullptr && w->scheduler() == owner_) {
     w->PushLocalAndWake(f);
     return;
   }
@@ -23,10 +24,10 @@ void SchedulingGroup::PushShared(FiberEntity* f) {
   // A thread outside this scheduler keeps touching the group (SignalWork) after `f` is queued,
   // when `f` may already have finished and the scheduler may be stopping: Stop() waits for it.
   Worker* self = Worker::Current();
-  bool outsider = self == nullptr || self->scheduler() != sched_;
-  if (outsider) sched_->outside_wakers_.fetch_add(1, std::memory_order_acq_rel);
+  bool outsider = self == nullptr || self->scheduler() != owner_;
+  if (outsider) core_->outside_wakers.fetch_add(1, std::memory_order_acq_rel);
   PushSharedInner(f);
-  if (outsider) sched_->outside_wakers_.fetch_sub(1, std::memory_order_acq_rel);
+  if (outsider) core_->outside_wakers.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 void SchedulingGroup::PushSharedInner(FiberEntity* f) {

@@ -9,7 +9,7 @@
 
 #include "trpc/base/mpmc_queue.h"
 #include "trpc/fiber/detail/fiber_entity.h"
-#include "trpc/fiber/scheduler.h"
+#include "trpc/fiber/detail/scheduler_core.h"
 
 namespace trpc::fiber::detail {
 
@@ -18,7 +18,8 @@ class Worker;
 /// Workers that share a run queue and steal from each other first.
 class SchedulingGroup {
  public:
-  SchedulingGroup(Scheduler* sched, size_t index, size_t run_queue_size);
+  /// `owner` identifies the scheduler (whose worker is the caller?); `core` is its shared part.
+  SchedulingGroup(Scheduler* owner, SchedulerCore* core, size_t index, size_t run_queue_size);
   ~SchedulingGroup();
 
   /// Queues a runnable fiber: on the calling worker's deque when the caller is a worker of
@@ -46,7 +47,8 @@ class SchedulingGroup {
  private:
   void PushSharedInner(FiberEntity* f);
 
-  Scheduler* sched_;
+  Scheduler* owner_;
+  SchedulerCore* core_;
   size_t index_;
   std::vector<std::unique_ptr<Worker>> workers_;
   MpmcQueue<FiberEntity> shared_;

@@ -49,9 +49,10 @@ uint64_t NextRandom(uint64_t* s) {  // xorshift64*
 
 }  // namespace
 
-Worker::Worker(Scheduler* sched, SchedulingGroup* group, size_t index, size_t index_in_group,
-               StackPool* stacks, std::unique_ptr<WorkerIo> io)
-    : sched_(sched),
+Worker::Worker(Scheduler* owner, SchedulerCore* core, SchedulingGroup* group, size_t index,
+               size_t index_in_group, StackPool* stacks, std::unique_ptr<WorkerIo> io)
+    : owner_(owner),
+      core_(core),
       group_(group),
       index_(index),
       index_in_group_(index_in_group),
@@ -91,7 +92,7 @@ __attribute__((noinline)) Worker* Worker::Current() {
 void Worker::Start() {
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(),
-                       fmt::format("{}_{}", sched_->options().name.substr(0, 8), index_).c_str());
+                       fmt::format("{}_{}", core_->options.name.substr(0, 8), index_).c_str());
     tls_worker = this;
     alt_stack_.Install();
 #ifdef TRPC_FIBER_TSAN
@@ -122,7 +123,7 @@ void Worker::PushLocalAndWake(FiberEntity* f) {
   // Size() is exact for the owner or an over-estimate (a thief's steal not yet seen), which
   // only errs towards waking. The only worker of its scheduler has no one to wake (and would
   // pay for SignalWork's fence for nothing).
-  bool wake = (running_ != nullptr || local_.Size() != 0) && sched_->workers_.size() > 1;
+  bool wake = (running_ != nullptr || local_.Size() != 0) && core_->workers.size() > 1;
   PushLocal(f);
   // `f` may be stolen and finished by now: only our own fields from here.
   if (wake) group_->SignalWork();
@@ -151,11 +152,11 @@ FiberEntity* Worker::FindWork(bool allow_remote) {
     Bump(steals_);
     return f;
   }
-  if (allow_remote && sched_->groups_.size() > 1) {
-    size_t n = sched_->groups_.size();
+  if (allow_remote && core_->groups.size() > 1) {
+    size_t n = core_->groups.size();
     size_t start = NextRandom(&rng_) % n;
     for (size_t i = 0; i < n; ++i) {
-      SchedulingGroup* g = sched_->groups_[(start + i) % n].get();
+      SchedulingGroup* g = core_->groups[(start + i) % n].get();
       if (g == group_) continue;
       FiberEntity* f = g->PopShared();
       if (f == nullptr) f = g->StealFromWorkers(nullptr, NextRandom(&rng_));
@@ -173,10 +174,10 @@ bool Worker::SpinForWork(FiberEntity** out) {
   // A lone worker has no sibling whose work it could pick up while spinning (its own IO is not
   // polled here; other threads' pushes wake it anyway): spinning would only burn the CPU time
   // a request costs at moderate load.
-  if (sched_->oversubscribed_ || (group_->workers().size() == 1 && sched_->groups_.size() == 1)) {
+  if (core_->oversubscribed || (group_->workers().size() == 1 && core_->groups.size() == 1)) {
     return false;
   }
-  if (sched_->groups_.size() == 1) {
+  if (core_->groups.size() == 1) {
     // Every sibling asleep too: no running fiber can queue work for us soon, and what their
     // reactors read wakes us (SignalWork) if they cannot take it themselves. Spinning then
     // only burns CPU.
@@ -235,7 +236,7 @@ void Worker::ParkUntilWork() {
 
 bool Worker::WaitsForSleepersAtStop() {
   if (timers_.size() == 0) return false;
-  int64_t limit = sched_->stop_sleep_deadline_ns_.load(std::memory_order_relaxed);
+  int64_t limit = core_->stop_sleep_deadline_ns.load(std::memory_order_relaxed);
   return limit < 0 || timers_.NextDeadline() <= limit;
 }
 
@@ -248,7 +249,7 @@ void Worker::Loop() {
       io_->Poll();
     }
     FiberEntity* f = FindWork(/*allow_remote=*/false);
-    if (f == nullptr && ++idle_rounds_ % sched_->options_.work_stealing_ratio == 0) {
+    if (f == nullptr && ++idle_rounds_ % core_->options.work_stealing_ratio == 0) {
       f = FindWork(/*allow_remote=*/true);
     }
     if (f != nullptr) {
@@ -292,7 +293,7 @@ void Worker::RunFiber(FiberEntity* f) {
       if (stacks_pool_->MarkWanted()) {
         // Idle workers may hold free stacks in their caches: wake them to give those back
         // (they do before parking again).
-        for (auto& g : sched_->groups_) g->WakeAll();
+        for (auto& g : core_->groups) g->WakeAll();
       }
       return;
     }

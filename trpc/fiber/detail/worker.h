@@ -10,11 +10,11 @@
 #include "trpc/base/timer_queue.h"
 #include "trpc/fiber/detail/context.h"
 #include "trpc/fiber/detail/fiber_entity.h"
+#include "trpc/fiber/detail/scheduler_core.h"
 #include "trpc/fiber/detail/spinlock.h"
 #include "trpc/fiber/detail/stack.h"
 #include "trpc/fiber/detail/stack_overflow.h"
 #include "trpc/fiber/detail/work_stealing_deque.h"
-#include "trpc/fiber/scheduler.h"
 
 namespace trpc::fiber::detail {
 
@@ -28,8 +28,9 @@ enum class AfterRun : uint8_t { kNone, kYield, kHalt, kExit };
 /// Stats() is touched by the worker's own thread only.
 class Worker {
  public:
-  Worker(Scheduler* sched, SchedulingGroup* group, size_t index, size_t index_in_group,
-         StackPool* stacks, std::unique_ptr<WorkerIo> io);
+  /// `owner` identifies the scheduler; `core` is its part the workers share.
+  Worker(Scheduler* owner, SchedulerCore* core, SchedulingGroup* group, size_t index,
+         size_t index_in_group, StackPool* stacks, std::unique_ptr<WorkerIo> io);
   ~Worker();
 
   void Start();
@@ -56,7 +57,7 @@ class Worker {
   void Unpark();
 
   FiberEntity* running() const { return running_; }
-  Scheduler* scheduler() const { return sched_; }
+  Scheduler* scheduler() const { return owner_; }
   SchedulingGroup* group() const { return group_; }
   size_t index() const { return index_; }
   size_t index_in_group() const { return index_in_group_; }
@@ -94,7 +95,8 @@ class Worker {
   void RunTimers();
   void ApplyTimerCancels();
 
-  Scheduler* sched_;
+  Scheduler* owner_;
+  SchedulerCore* core_;
   SchedulingGroup* group_;
   size_t index_;
   size_t index_in_group_;
