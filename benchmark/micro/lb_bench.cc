@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "trpc/client/load_balancer.h"
 #include "trpc/naming/lb/load_balancers.h"
+#include "trpc/naming/load_balancer.h"
 
 namespace trpc::naming {
 namespace {

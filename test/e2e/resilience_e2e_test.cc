@@ -22,12 +22,12 @@
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "test/common/hedging_check.h"
+#include "trpc/app/naming_plugins.h"
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/client/service_proxy.h"
 #include "trpc/config/config.h"
 #include "trpc/fiber/fiber.h"
-#include "trpc/naming/naming.h"
 #include "trpc/runtime/runtime.h"
 #include "trpc/server/server.h"
 

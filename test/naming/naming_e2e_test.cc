@@ -28,13 +28,13 @@
 #include "test/common/hedging_check.h"
 #include "test/common/peer.h"
 #include "test/naming/etcd/etcd_process.h"
+#include "trpc/app/naming_plugins.h"
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
-#include "trpc/client/selector.h"
 #include "trpc/config/config.h"
-#include "trpc/naming/naming.h"
+#include "trpc/naming/registry.h"
+#include "trpc/naming/selector.h"
 #include "trpc/runtime/runtime.h"
-#include "trpc/server/registry.h"
 #include "trpc/server/server.h"
 
 namespace trpc::test::helloworld {

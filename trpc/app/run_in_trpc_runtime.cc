@@ -4,9 +4,9 @@
 #include <memory>
 #include <string>
 
+#include "trpc/app/naming_plugins.h"
 #include "trpc/base/logging.h"
 #include "trpc/client/trpc_client.h"
-#include "trpc/naming/naming.h"
 #include "trpc/runtime/runtime.h"
 
 namespace trpc {

@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "trpc/admin/admin.h"
+#include "trpc/app/naming_plugins.h"
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
-#include "trpc/naming/naming.h"
 #include "trpc/runtime/runtime.h"
 #include "trpc/server/grpc/grpc_server.h"
 

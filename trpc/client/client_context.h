@@ -42,7 +42,7 @@ class ClientContext {
 
   /// The key a `consistent_hash` balancer routes by: calls with the same key go to the same
   /// endpoint while the endpoint list stays the same. SetHashKey(string) hashes with HashKey()
-  /// (trpc/client/load_balancer.h).
+  /// (trpc/naming/load_balancer.h).
   void SetHashKey(std::string_view key);
   void SetHashKey(uint64_t hash) {
     hash_key_ = hash;

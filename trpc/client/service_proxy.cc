@@ -17,11 +17,11 @@
 #include "trpc/client/detail/endpoint_set.h"
 #include "trpc/client/detail/outlier_ejection.h"
 #include "trpc/client/detail/overload_throttle.h"
-#include "trpc/client/load_balancer.h"
-#include "trpc/client/selector.h"
 #include "trpc/codec/codec.h"
 #include "trpc/codec/message_body.h"
 #include "trpc/fiber/event.h"
+#include "trpc/naming/load_balancer.h"
+#include "trpc/naming/selector.h"
 #include "trpc/runtime/thread_model.h"
 
 namespace trpc {

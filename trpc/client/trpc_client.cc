@@ -7,9 +7,9 @@
 #include "trpc/base/suggest.h"
 #include "trpc/client/client_filter.h"
 #include "trpc/client/detail/codec_options.h"
-#include "trpc/client/load_balancer.h"
-#include "trpc/client/selector.h"
 #include "trpc/codec/codec.h"
+#include "trpc/naming/load_balancer.h"
+#include "trpc/naming/selector.h"
 #include "trpc/runtime/runtime.h"
 #include "trpc/transport/buffer_budget.h"
 

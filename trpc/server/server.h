@@ -9,7 +9,7 @@
 
 #include "trpc/base/net_address.h"
 #include "trpc/config/config.h"
-#include "trpc/server/registry.h"
+#include "trpc/naming/registry.h"
 #include "trpc/server/server_metrics.h"
 #include "trpc/server/service.h"
 

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "trpc/client/selector.h"
+#include "trpc/naming/selector.h"
 
 namespace trpc::naming {
 namespace {

@@ -15,10 +15,10 @@
 
 #include "test/common/peer.h"
 #include "test/naming/etcd/etcd_process.h"
-#include "trpc/client/selector.h"
 #include "trpc/naming/etcd/detail/etcd_registry.h"
 #include "trpc/naming/etcd/detail/etcd_selector.h"
-#include "trpc/server/registry.h"
+#include "trpc/naming/registry.h"
+#include "trpc/naming/selector.h"
 
 namespace trpc::naming::etcd::detail {
 namespace {

@@ -3,7 +3,7 @@
 // the weighted sequence, the ring's stability when endpoints come and go, p2c's avoidance of
 // loaded or slow endpoints, distinct alternatives, and indexes in range under concurrent picks.
 
-#include "trpc/client/load_balancer.h"
+#include "trpc/naming/load_balancer.h"
 
 #include <gtest/gtest.h>
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "trpc/base/net_address.h"
-#include "trpc/client/load_balancer.h"
-#include "trpc/client/selector.h"
+#include "trpc/naming/load_balancer.h"
+#include "trpc/naming/selector.h"
 #include "trpc/transport/client_connection.h"
 #include "trpc/transport/client_connection_pool.h"
 

@@ -7,7 +7,7 @@
 
 #include "trpc/client/client_context.h"
 #include "trpc/client/detail/backend.h"
-#include "trpc/client/load_balancer.h"
+#include "trpc/naming/load_balancer.h"
 
 namespace trpc {
 class ThreadModel;

@@ -16,7 +16,7 @@
 #include <utility>
 
 #include "trpc/base/logging.h"
-#include "trpc/client/selector.h"
+#include "trpc/naming/selector.h"
 
 namespace trpc::naming {
 

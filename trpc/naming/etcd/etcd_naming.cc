@@ -2,10 +2,10 @@
 
 #include <mutex>
 
-#include "trpc/client/selector.h"
 #include "trpc/naming/etcd/detail/etcd_registry.h"
 #include "trpc/naming/etcd/detail/etcd_selector.h"
-#include "trpc/server/registry.h"
+#include "trpc/naming/registry.h"
+#include "trpc/naming/selector.h"
 
 namespace trpc::naming {
 

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "trpc/client/load_balancer.h"
+#include "trpc/naming/load_balancer.h"
 
 namespace trpc::naming {
 

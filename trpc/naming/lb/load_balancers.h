@@ -1,7 +1,7 @@
 #pragma once
 
 /// The naming layer's load balancers (`client.service[].load_balance_name`), added to the
-/// built-in "round_robin" of trpc/client/load_balancer.h. Each is a Picker built once per
+/// built-in "round_robin" of trpc/naming/load_balancer.h. Each is a Picker built once per
 /// endpoint list (off the call path) and then read-only apart from its own atomic cursor, so
 /// Pick() is lock-free and never allocates, as the Picker contract asks.
 ///

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "trpc/naming/etcd/detail/etcd_client.h"
-#include "trpc/server/registry.h"
+#include "trpc/naming/registry.h"
 
 namespace trpc::naming::etcd::detail {
 

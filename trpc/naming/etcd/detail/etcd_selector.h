@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "trpc/client/selector.h"
 #include "trpc/naming/etcd/detail/etcd_client.h"
+#include "trpc/naming/selector.h"
 
 namespace trpc::naming::etcd::detail {
 

@@ -10,6 +10,7 @@
 
 #include "trpc/base/net_address.h"
 #include "trpc/config/config.h"
+#include "trpc/naming/plugin_table.h"
 
 namespace trpc {
 
@@ -43,7 +44,7 @@ class SelectorSubscription {
 /// Finds the endpoints of callees and follows their changes: a naming plug-in, one instance per
 /// name per process (`client.service[].selector_name`; settings in `plugins.selector.<name>`).
 /// Built in: "direct" (the target is a fixed list "ip:port[,ip:port...]"). The naming plug-ins
-/// add "dns" and "etcd" (trpc/naming/naming.h).
+/// add "dns" and "etcd" (trpc/app/naming_plugins.h).
 ///
 /// Thread contract: Init once before any Subscribe; Subscribe and the subscriptions'
 /// destructors from any thread; Stop once after every subscription is gone.
@@ -74,17 +75,8 @@ class Selector {
 /// Selectors by name. The first Get of a name calls its maker and Init with the process's
 /// `plugins.selector.<name>` (set through SetOptions; empty otherwise); later Gets return the
 /// same instance. Thread-safe.
-class SelectorFactory {
- public:
-  using Maker = std::function<std::unique_ptr<Selector>()>;
-  static void Register(std::string name, Maker make);
-  /// The `plugins.selector` section (TrpcApp sets it from the config before any proxy exists).
-  static void SetOptions(std::map<std::string, PluginOptions> options);
-  /// The initialized selector `name`; null with `*err` when unknown or its Init failed.
-  static std::shared_ptr<Selector> Get(std::string_view name, std::string* err);
-  static std::vector<std::string> Names();
-  /// Stops and drops every selector made so far (TrpcApp at exit; tests).
-  static void StopAll();
-};
+using SelectorFactory = PluginFactory<Selector>;
+template <>
+PluginTable<Selector>& PluginFactory<Selector>::Table();
 
 }  // namespace trpc

@@ -1,9 +1,7 @@
-#include "trpc/client/load_balancer.h"
+#include "trpc/naming/load_balancer.h"
 
 #include <map>
 #include <mutex>
-
-#include "trpc/client/client_context.h"
 
 namespace trpc {
 
@@ -81,7 +79,5 @@ uint64_t HashKey(std::string_view key) {
   h ^= h >> 31;
   return h;
 }
-
-void ClientContext::SetHashKey(std::string_view key) { SetHashKey(HashKey(key)); }
 
 }  // namespace trpc

@@ -10,6 +10,7 @@
 
 #include "trpc/base/net_address.h"
 #include "trpc/config/config.h"
+#include "trpc/naming/plugin_table.h"
 
 namespace trpc {
 
@@ -25,7 +26,7 @@ struct RegistryInstance {
 
 /// Makes a server's instances known to callers and keeps them known while it runs: a naming
 /// plug-in, one instance per name per process (`server.registry_name`; settings in
-/// `plugins.registry.<name>`). The naming plug-ins add "etcd" (trpc/naming/naming.h).
+/// `plugins.registry.<name>`). The naming plug-ins add "etcd" (trpc/app/naming_plugins.h).
 ///
 /// Thread contract: Init once; Register and Deregister from any thread; Stop once at exit
 /// (it deregisters whatever is still registered).
@@ -43,15 +44,9 @@ class Registry {
   virtual void Stop() {}
 };
 
-/// Registries by name; as SelectorFactory (trpc/client/selector.h).
-class RegistryFactory {
- public:
-  using Maker = std::function<std::unique_ptr<Registry>()>;
-  static void Register(std::string name, Maker make);
-  static void SetOptions(std::map<std::string, PluginOptions> options);
-  static std::shared_ptr<Registry> Get(std::string_view name, std::string* err);
-  static std::vector<std::string> Names();
-  static void StopAll();
-};
+/// Registries by name; as SelectorFactory (trpc/naming/selector.h).
+using RegistryFactory = PluginFactory<Registry>;
+template <>
+PluginTable<Registry>& PluginFactory<Registry>::Table();
 
 }  // namespace trpc

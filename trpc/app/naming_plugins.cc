@@ -1,14 +1,14 @@
-#include "trpc/naming/naming.h"
+#include "trpc/app/naming_plugins.h"
 
 #include <algorithm>
 #include <mutex>
 
 #include "trpc/base/suggest.h"
-#include "trpc/client/selector.h"
 #include "trpc/naming/dns/dns_selector.h"
 #include "trpc/naming/etcd/etcd_naming.h"
 #include "trpc/naming/lb/load_balancers.h"
-#include "trpc/server/registry.h"
+#include "trpc/naming/registry.h"
+#include "trpc/naming/selector.h"
 
 namespace trpc::naming {
 

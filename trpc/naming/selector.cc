@@ -1,6 +1,4 @@
-#include "trpc/client/selector.h"
-
-#include "trpc/config/plugin_table.h"
+#include "trpc/naming/selector.h"
 
 namespace trpc {
 
@@ -40,7 +38,10 @@ class DirectSelector final : public Selector {
   }
 };
 
-PluginTable<Selector>& Table() {
+}  // namespace
+
+template <>
+PluginTable<Selector>& PluginFactory<Selector>::Table() {
   static auto* table = [] {
     auto* t = new PluginTable<Selector>("selector");
     t->Register("direct", [] { return std::make_unique<DirectSelector>(); });
@@ -48,19 +49,5 @@ PluginTable<Selector>& Table() {
   }();
   return *table;
 }
-
-}  // namespace
-
-void SelectorFactory::Register(std::string name, Maker make) {
-  Table().Register(std::move(name), std::move(make));
-}
-void SelectorFactory::SetOptions(std::map<std::string, PluginOptions> options) {
-  Table().SetOptions(std::move(options));
-}
-std::shared_ptr<Selector> SelectorFactory::Get(std::string_view name, std::string* err) {
-  return Table().Get(name, err);
-}
-std::vector<std::string> SelectorFactory::Names() { return Table().Names(); }
-void SelectorFactory::StopAll() { Table().StopAll(); }
 
 }  // namespace trpc

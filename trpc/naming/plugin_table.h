@@ -73,4 +73,31 @@ class PluginTable {
   std::map<std::string, std::shared_ptr<T>, std::less<>> instances_;
 };
 
+/// One plug-in kind's process-wide table, as the static functions plug-ins and the app call:
+/// `SelectorFactory` is `PluginFactory<Selector>` and `RegistryFactory` is
+/// `PluginFactory<Registry>`. Each kind defines Table() once, in its own .cc (with its built-in
+/// plug-ins registered there), and declares that specialization next to its alias.
+template <typename T>
+class PluginFactory {
+ public:
+  using Maker = typename PluginTable<T>::Maker;
+  static void Register(std::string name, Maker make) {
+    Table().Register(std::move(name), std::move(make));
+  }
+  /// The `plugins.<kind>` section (TrpcApp sets it from the config before anything uses one).
+  static void SetOptions(std::map<std::string, PluginOptions> options) {
+    Table().SetOptions(std::move(options));
+  }
+  /// The initialized plug-in `name`; null with `*err` when unknown or its Init failed.
+  static std::shared_ptr<T> Get(std::string_view name, std::string* err) {
+    return Table().Get(name, err);
+  }
+  static std::vector<std::string> Names() { return Table().Names(); }
+  /// Stops and drops every instance made so far (TrpcApp at exit; tests).
+  static void StopAll() { Table().StopAll(); }
+
+ private:
+  static PluginTable<T>& Table();
+};
+
 }  // namespace trpc
