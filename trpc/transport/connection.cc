@@ -343,7 +343,8 @@ bool Connection::QueueReply(uint64_t slot, ChainBuffer&& data) {
 }
 
 bool Connection::Queue(ChainBuffer&& data) {
-  if (data.empty() || !accepts_output()) return false;
+  // (A message may be metadata alone: a session protocol's reply that is only a status.)
+  if (data.Blank() || !accepts_output()) return false;
   if (codec_state_ != nullptr && codec_state_->encodes_output) {
     const size_t before = out_.size();
     codec_state_->EncodeOutput(std::move(data), &out_);

@@ -9,13 +9,12 @@
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/codec/grpc/detail/grpc_wire.h"
-#include "trpc/codec/grpc/detail/record.h"
 
 namespace trpc::grpc::detail {
 
 struct H2Session::Stream {
   // Received.
-  std::unique_ptr<RequestHead> head;  // server
+  std::unique_ptr<ServerRequestMeta> head;  // server, until handed up
   int32_t http_status = 0;            // client: :status
   int32_t grpc_status = -1;           // client: from the trailers (or a Trailers-Only answer)
   std::string grpc_message;           // client
@@ -26,7 +25,7 @@ struct H2Session::Stream {
   bool too_large = false;           // the message passed max_message_size: its bytes are dropped
   bool answered = false;            // server: a response (or error) was submitted
   bool reset_after_answer = false;  // server: an early error answer; reset once it is sent
-  bool handed_up = false;           // server: the request was cut; `head` waits for TakeHead()
+  bool handed_up = false;           // server: the request was cut (and `head` went with it)
   // Server: DATA bytes kept in `data` and not yet given back to the peer's flow-control windows
   // (nghttp2_session_consume): a client can have at most the connection's window in flight.
   size_t unconsumed = 0;
@@ -224,15 +223,6 @@ SplitResult H2Session::Feed(ChainBuffer* in, std::vector<ChainBuffer>* out, std:
   return SplitResult::kOk;
 }
 
-std::unique_ptr<RequestHead> H2Session::TakeHead(int32_t stream_id) {
-  Stream* s = Find(stream_id);
-  if (s == nullptr || !s->handed_up) return nullptr;
-  // The headers leave with the request (the server's limits on requests bound them now).
-  held_bytes -= s->state_bytes - kStreamStateBytes;
-  s->state_bytes = kStreamStateBytes;
-  return std::move(s->head);
-}
-
 int H2Session::OnBeginFrame(uint8_t type, int32_t stream_id) {
   // RFC 9113 5.1.1: a new stream's id must be above every id the peer used before. nghttp2
   // ignores a HEADERS frame with a lower id that it no longer knows (it keeps no record of
@@ -281,7 +271,7 @@ int H2Session::OnBeginHeaders(int32_t stream_id) {
       return 0;
     }
     auto st = std::make_unique<Stream>();
-    st->head = std::make_unique<RequestHead>();
+    st->head = std::make_unique<ServerRequestMeta>();
     st->opened_ns = MonotonicNanos();
     st->state_bytes = kStreamStateBytes;
     held_bytes += kStreamStateBytes;
@@ -314,7 +304,7 @@ int H2Session::OnHeader(int32_t stream_id, uint8_t frame_type, std::string_view 
     if (s->head == nullptr || s->handed_up) return 0;
     s->state_bytes += name.size() + value.size() + 32;
     held_bytes += name.size() + value.size() + 32;
-    RequestHead& h = *s->head;
+    ServerRequestMeta& h = *s->head;
     if (name == ":method") {
       h.method.assign(value);
     } else if (name == ":path") {
@@ -460,12 +450,13 @@ int H2Session::OnFrameRecv(uint8_t type, uint8_t flags, int32_t stream_id, uint3
   }
   s->cancelled = std::make_shared<std::atomic<bool>>(false);
   s->head->cancelled = s->cancelled;
-  s->handed_up = true;  // the head waits in the stream for TakeHead()
-  char id[sizeof(int32_t)];
-  std::memcpy(id, &stream_id, sizeof(id));
-  ChainBuffer frame;
-  frame.Append(id, sizeof(id));
-  frame.Append(std::move(d));
+  s->head->stream_id = stream_id;
+  s->handed_up = true;
+  // The headers leave with the request (the server's limits on requests bound them now).
+  held_bytes -= s->state_bytes - kStreamStateBytes;
+  s->state_bytes = kStreamStateBytes;
+  ChainBuffer frame = std::move(d);
+  frame.SetMeta(std::move(s->head));
   sink_->push_back(std::move(frame));
   return 0;
 }
@@ -489,16 +480,16 @@ int H2Session::OnStreamClose(int32_t stream_id, uint32_t error_code) {
       s->grpc_message = std::string("the client reset the stream: ") +
                         nghttp2_http2_strerror(error_code) + " (the response broke HTTP/2)";
     }
-    ChainBuffer frame;
-    RecordWriter w(&frame);
-    w.U32(s->request_id);
-    w.I32(s->http_status);
-    w.I32(s->grpc_status);
-    w.U32(error_code);
-    w.Str(s->grpc_message);
-    w.Str(s->encoding);
-    w.StrPairs(s->metadata);
-    frame.Append(std::move(s->data));
+    auto reply = std::make_unique<ClientReplyMeta>();
+    reply->request_id = s->request_id;
+    reply->http_status = s->http_status;
+    reply->grpc_status = s->grpc_status;
+    reply->rst_code = error_code;
+    reply->grpc_message = std::move(s->grpc_message);
+    reply->encoding = std::move(s->encoding);
+    reply->metadata = std::move(s->metadata);
+    ChainBuffer frame = std::move(s->data);
+    frame.SetMeta(std::move(reply));
     stream_of_request_.erase(s->request_id);
     if (sink_ != nullptr) {
       sink_->push_back(std::move(frame));
@@ -589,59 +580,62 @@ void H2Session::EncodeOutput(ChainBuffer&& message, ChainBuffer* out) {
   Drain(out);
 }
 
-void H2Session::EncodeResponse(ChainBuffer&& record, ChainBuffer* out) {
+void H2Session::EncodeResponse(ChainBuffer&& message, ChainBuffer* out) {
   (void)out;
-  RecordReader r(record);
-  int32_t stream_id = 0, status = 0;
-  std::string message, encoding;
-  std::vector<std::pair<std::string, std::string>> initial, trailing;
-  if (!r.I32(&stream_id) || !r.I32(&status) || !r.Str(&message) || !r.Str(&encoding) ||
-      !r.StrPairs(&initial) || !r.StrPairs(&trailing)) {
-    TRPC_LOG_EVERY_MS(log::Level::kError, 1000, "gRPC: a malformed response record (a bug)");
+  std::unique_ptr<MessageMeta> meta = message.TakeMeta();
+  auto* reply = static_cast<ServerReplyMeta*>(meta.get());  // (the server codec's, or none)
+  if (reply == nullptr) {
+    TRPC_LOG_EVERY_MS(log::Level::kError, 1000, "gRPC: a response without its call (a bug)");
     return;
   }
+  const int32_t stream_id = reply->stream_id;
   Stream* s = Find(stream_id);
   if (s == nullptr || s->answered) return;  // the client reset the stream meanwhile
   s->answered = true;
-  std::string code = std::to_string(status);
+  std::string code = std::to_string(reply->grpc_status);
   std::vector<nghttp2_nv> nv;
-  nv.reserve(6 + initial.size() + trailing.size());
+  nv.reserve(6 + reply->initial.size() + reply->trailing.size());
   nv.push_back(Nv(":status", "200"));
   nv.push_back(Nv("content-type", "application/grpc"));
-  record.Skip(r.pos());
-  if (status != 0 && record.empty()) {
+  if (reply->grpc_status != 0 && message.empty()) {
     // Trailers-Only: one HEADERS frame that ends the stream.
     nv.push_back(Nv("grpc-status", code));
-    if (!message.empty()) nv.push_back(Nv("grpc-message", message));
-    for (const auto& [k, v] : initial) nv.push_back(Nv(k, v));
-    for (const auto& [k, v] : trailing) nv.push_back(Nv(k, v));
+    if (!reply->grpc_message.empty()) nv.push_back(Nv("grpc-message", reply->grpc_message));
+    for (const auto& [k, v] : reply->initial) nv.push_back(Nv(k, v));
+    for (const auto& [k, v] : reply->trailing) nv.push_back(Nv(k, v));
     nghttp2_submit_response(session_, stream_id, nv.data(), nv.size(), nullptr);
     return;
   }
-  if (!encoding.empty()) nv.push_back(Nv("grpc-encoding", encoding));
+  if (!reply->encoding.empty()) nv.push_back(Nv("grpc-encoding", reply->encoding));
   nv.push_back(Nv("grpc-accept-encoding", "identity,deflate,gzip"));
-  for (const auto& [k, v] : initial) nv.push_back(Nv(k, v));
-  s->out = std::move(record);
+  for (const auto& [k, v] : reply->initial) nv.push_back(Nv(k, v));
+  s->out = std::move(message);
   held_bytes += s->out.size();  // until it fits the peer's windows
-  s->trailers.emplace_back("grpc-status", code);
-  if (!message.empty()) s->trailers.emplace_back("grpc-message", std::move(message));
-  for (auto& kv : trailing) s->trailers.push_back(std::move(kv));
+  s->trailers.reserve(2 + reply->trailing.size());
+  s->trailers.emplace_back("grpc-status", std::move(code));
+  if (!reply->grpc_message.empty()) {
+    s->trailers.emplace_back("grpc-message", std::move(reply->grpc_message));
+  }
+  for (auto& kv : reply->trailing) s->trailers.push_back(std::move(kv));
   nghttp2_data_provider prd{};
   prd.read_callback = ReadDataCb;
   nghttp2_submit_response(session_, stream_id, nv.data(), nv.size(), &prd);
 }
 
-void H2Session::EncodeRequest(ChainBuffer&& record, ChainBuffer* out) {
+void H2Session::EncodeRequest(ChainBuffer&& message, ChainBuffer* out) {
   (void)out;
-  RecordReader r(record);
-  uint32_t request_id = 0;
-  std::string path, authority, timeout, encoding;
-  std::vector<std::pair<std::string, std::string>> metadata;
-  if (!r.U32(&request_id) || !r.Str(&path) || !r.Str(&authority) || !r.Str(&timeout) ||
-      !r.Str(&encoding) || !r.StrPairs(&metadata)) {
-    TRPC_LOG_EVERY_MS(log::Level::kError, 1000, "gRPC: a malformed request record (a bug)");
+  std::unique_ptr<MessageMeta> meta = message.TakeMeta();
+  const auto* call = static_cast<const ClientRequestMeta*>(meta.get());  // (the client codec's)
+  if (call == nullptr) {
+    TRPC_LOG_EVERY_MS(log::Level::kError, 1000, "gRPC: a request without its call (a bug)");
     return;
   }
+  const uint32_t request_id = call->request_id;
+  const std::string& path = call->path;
+  const std::string& authority = call->authority;
+  const std::string& timeout = call->timeout;
+  const std::string& encoding = call->encoding;
+  const Pairs& metadata = call->metadata;
   std::vector<nghttp2_nv> nv;
   nv.reserve(10 + metadata.size());
   nv.push_back(Nv(":method", "POST"));
@@ -657,8 +651,7 @@ void H2Session::EncodeRequest(ChainBuffer&& record, ChainBuffer* out) {
   for (const auto& [k, v] : metadata) nv.push_back(Nv(k, v));
   auto st = std::make_unique<Stream>();
   st->request_id = request_id;
-  record.Skip(r.pos());
-  st->out = std::move(record);
+  st->out = std::move(message);
   held_bytes += st->out.size();
   nghttp2_data_provider prd{};
   prd.read_callback = ReadDataCb;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "trpc/base/chain_buffer.h"
+#include "trpc/codec/grpc/detail/call_meta.h"
 #include "trpc/codec/grpc/detail/h2_flood_guard.h"
 #include "trpc/transport/frame_codec.h"
 
@@ -59,35 +60,16 @@ inline constexpr int kMaxHeaderStrikes = 3;
 /// request head and their allocations.
 inline constexpr size_t kStreamStateBytes = 1024;
 
-/// A request's headers, as a server stream received them. Values are as on the wire.
-struct RequestHead {
-  std::string method;
-  std::string path;
-  std::string authority;
-  std::string content_type;
-  std::string timeout;                                        // grpc-timeout
-  std::string encoding;                                       // grpc-encoding
-  std::string accept_encoding;                                // grpc-accept-encoding
-  std::vector<std::pair<std::string, std::string>> metadata;  // every other header
-  bool compressed = false;  // the message came compressed (and was inflated)
-  /// Set when the client resets the stream before its response is sent (cancel, deadline).
-  std::shared_ptr<std::atomic<bool>> cancelled;
-};
-
 /// One HTTP/2 connection's protocol state on nghttp2 (framing, HPACK, flow control, stream
 /// bookkeeping), as the transport's per-connection codec state. Server or client role.
 ///
-/// What goes in and out (the records of detail/record.h, made and read by the gRPC codec):
-/// - server: Feed() cuts, for each request stream that ended, a frame [i32 stream id][its one
-///   message, prefix removed and inflated] and keeps its headers for TakeHead(); a malformed
-///   request is answered here. EncodeOutput() takes a response record
-///   [i32 stream id][i32 grpc-status][str grpc-message][str grpc-encoding][u32 n][n x (str,
-///   str) initial metadata][u32 m][m x (str, str) trailing metadata][message bytes].
-/// - client: EncodeOutput() takes a request record [u32 request id][str path][str authority]
-///   [str grpc-timeout][str grpc-encoding][u32 n][n x (str, str) metadata][message bytes];
-///   Feed() cuts, for each stream that closed, [u32 request id][i32 :status][i32 grpc-status,
-///   -1 if none][u32 RST_STREAM code][str grpc-message][str grpc-encoding][u32 n][n x (str,
-///   str) metadata][DATA bytes] (the response's or the error's).
+/// What goes in and out: buffers that carry the typed per-call metadata of call_meta.h.
+/// - server: Feed() cuts, for each request stream that ended, its one message (prefix removed,
+///   inflated) with a ServerRequestMeta; a malformed request is answered here. EncodeOutput()
+///   takes a reply: the length-prefixed message (or nothing) with a ServerReplyMeta.
+/// - client: EncodeOutput() takes a request: the length-prefixed message with a
+///   ClientRequestMeta; Feed() cuts, for each stream that closed, its DATA with a
+///   ClientReplyMeta (the response's or the error's).
 ///
 /// Thread contract: the connection's loop thread only (as every FrameCodecState).
 class H2Session final : public FrameCodecState {
@@ -102,8 +84,6 @@ class H2Session final : public FrameCodecState {
   /// to send (SETTINGS ACK, WINDOW_UPDATE, data that waited for the window, GOAWAY) go to
   /// `immediate`. kError (with `*err`, and the GOAWAY in `immediate`) ends the connection.
   SplitResult Feed(ChainBuffer* in, std::vector<ChainBuffer>* out, std::string* err);
-  /// Server: the headers of a stream whose frame Feed() cut (once; null if unknown).
-  std::unique_ptr<RequestHead> TakeHead(int32_t stream_id);
 
   void EncodeOutput(ChainBuffer&& message, ChainBuffer* out) override;
   void CancelCall(uint32_t request_id, ChainBuffer* out) override;
@@ -126,8 +106,8 @@ class H2Session final : public FrameCodecState {
   Stream* Find(int32_t stream_id);
   void Erase(int32_t stream_id);
   void Drain(ChainBuffer* out);
-  void EncodeResponse(ChainBuffer&& record, ChainBuffer* out);
-  void EncodeRequest(ChainBuffer&& record, ChainBuffer* out);
+  void EncodeResponse(ChainBuffer&& message, ChainBuffer* out);
+  void EncodeRequest(ChainBuffer&& message, ChainBuffer* out);
   // Server: answers a stream at once with only trailers (an error) and resets what is left.
   void AnswerError(Stream* s, int32_t stream_id, int grpc_status, const std::string& message);
   void Terminate(uint32_t error_code, std::string why);
