@@ -10,6 +10,8 @@
 #include "trpc/base/status.h"
 #include "trpc/codec/grpc/detail/call_meta.h"
 #include "trpc/codec/grpc/detail/grpc_wire.h"
+#include "trpc/codec/grpc/detail/h2_client_session.h"
+#include "trpc/codec/grpc/detail/h2_server_session.h"
 #include "trpc/codec/grpc/grpc_status.h"
 #include "trpc/codec/message_body.h"
 #include "trpc/codec/protocol_options.h"
@@ -112,7 +114,7 @@ bool SerializeBody(const google::protobuf::MessageLite* body_msg, ChainBuffer* b
 // Server.
 
 std::unique_ptr<FrameCodecState> GrpcServerCodec::NewConnectionState() {
-  return std::make_unique<H2Session>(H2Session::Role::kServer, options_);
+  return std::make_unique<detail::H2ServerSession>(options_);
 }
 
 SplitResult GrpcServerCodec::Split(ChainBuffer*, std::vector<ChainBuffer>*, size_t,
@@ -241,7 +243,7 @@ std::shared_ptr<ClientCodec> GrpcClientCodec::WithOptions(
 // Client.
 
 std::unique_ptr<FrameCodecState> GrpcClientCodec::NewConnectionState() {
-  return std::make_unique<H2Session>(H2Session::Role::kClient, options_);
+  return std::make_unique<detail::H2ClientSession>(options_);
 }
 
 SplitResult GrpcClientCodec::Split(ChainBuffer*, std::vector<ChainBuffer>*, size_t,
