@@ -18,6 +18,7 @@ namespace trpc::grpc::detail {
 class H2ClientSession final : public H2Session {
  public:
   explicit H2ClientSession(const H2Options& options) : H2Session(/*server=*/false, options) {}
+  void OnShutdown(ChainBuffer* out) override { (void)out; }  // (a client has nothing to announce)
 
   void EncodeOutput(ChainBuffer&& message, ChainBuffer* out) override;
   /// Resets the call's stream (RST_STREAM CANCEL): the call was given up.

@@ -24,6 +24,10 @@ class H2ServerSession final : public H2Session {
   void EncodeOutput(ChainBuffer&& message, ChainBuffer* out) override;
   /// GOAWAY(NO_ERROR) naming the last stream taken: the streams in flight are still answered.
   void OnShutdown(ChainBuffer* out) override;
+  void CancelCall(uint32_t request_id, ChainBuffer* out) override {  // (client side only)
+    (void)request_id;
+    (void)out;
+  }
 
   int OnBeginFrame(uint8_t type, int32_t stream_id) override;
   int OnBeginHeaders(int32_t stream_id) override;

@@ -45,7 +45,6 @@ int OnFrameSendCb(nghttp2_session*, const nghttp2_frame* frame, void* ud) {
 
 H2Session::H2Session(bool server, const H2Options& options)
     : options_(options), flood_guard_(options.floods, server) {
-  encodes_output = true;
   nghttp2_session_callbacks* cbs = nullptr;
   nghttp2_session_callbacks_new(&cbs);
   nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, OnBeginFrameCb);

@@ -109,9 +109,10 @@ class StreamTable {
 /// `immediate`.
 ///
 /// Thread contract: the connection's loop thread only (as every FrameCodecState).
-class H2Session : public FrameCodecState {
+class H2Session : public FrameCodecState, public CallSession {
  public:
   ~H2Session() override;
+  CallSession* session() override { return this; }
   H2Session(const H2Session&) = delete;
   H2Session& operator=(const H2Session&) = delete;
 
