@@ -153,6 +153,7 @@ void ChainBuffer::Clear() {
 ChainBuffer ChainBuffer::Clone() const {
   ChainBuffer out;
   out.AppendShared(*this);
+  if (meta_ != nullptr) out.meta_ = meta_->Copy();
   return out;
 }
 

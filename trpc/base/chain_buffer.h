@@ -134,14 +134,17 @@ class RefList {
 class MessageMeta {
  public:
   virtual ~MessageMeta() = default;
+  /// A copy, for ChainBuffer::Clone (a message sent again, e.g. a load client's pre-encoded
+  /// request).
+  virtual std::unique_ptr<MessageMeta> Copy() const = 0;
 };
 
 /// A byte sequence made of views into pooled, ref-counted blocks. Appending copies bytes into the
 /// calling thread's current write block; cutting, moving and sharing never copy bytes.
 ///
 /// A buffer may carry one MessageMeta: it moves with the buffer (move construction and
-/// assignment) and is freed with it. Every byte operation (Append, Cut, Skip, Clone, Clear...)
-/// leaves it alone: it belongs to the message, not to its bytes.
+/// assignment), Clone() copies it, and it is freed with the buffer. Every byte operation
+/// (Append, Cut, Skip, Clear...) leaves it alone: it belongs to the message, not to its bytes.
 ///
 /// Thread contract: one ChainBuffer is used by one thread at a time; a buffer may be moved to
 /// another thread through any synchronizing handoff. Blocks are shared safely across threads.

@@ -27,6 +27,9 @@ using Pairs = std::vector<std::pair<std::string, std::string>>;
 /// A request's headers, as a server stream received them (values as on the wire). Its buffer
 /// holds the request's one message, prefix removed and inflated.
 struct ServerRequestMeta final : MessageMeta {
+  std::unique_ptr<MessageMeta> Copy() const override {
+    return std::make_unique<ServerRequestMeta>(*this);
+  }
   int32_t stream_id = 0;
   std::string method;
   std::string path;
@@ -44,6 +47,9 @@ struct ServerRequestMeta final : MessageMeta {
 /// A server's reply to the request of `stream_id`. Its buffer holds the length-prefixed message,
 /// or nothing: an error then goes as Trailers-Only.
 struct ServerReplyMeta final : MessageMeta {
+  std::unique_ptr<MessageMeta> Copy() const override {
+    return std::make_unique<ServerReplyMeta>(*this);
+  }
   int32_t stream_id = 0;
   int32_t grpc_status = 0;
   std::string grpc_message;  // percent-encoded
@@ -55,6 +61,9 @@ struct ServerReplyMeta final : MessageMeta {
 /// A client's request, the call `request_id` of its connection. Its buffer holds the
 /// length-prefixed message.
 struct ClientRequestMeta final : MessageMeta {
+  std::unique_ptr<MessageMeta> Copy() const override {
+    return std::make_unique<ClientRequestMeta>(*this);
+  }
   uint32_t request_id = 0;
   std::string path;
   std::string authority;
@@ -65,6 +74,9 @@ struct ClientRequestMeta final : MessageMeta {
 
 /// How a client's stream ended: the response, or the error. Its buffer holds the stream's DATA.
 struct ClientReplyMeta final : MessageMeta {
+  std::unique_ptr<MessageMeta> Copy() const override {
+    return std::make_unique<ClientReplyMeta>(*this);
+  }
   uint32_t request_id = 0;
   int32_t http_status = 0;   // :status, 0 if none came
   int32_t grpc_status = -1;  // from the trailers (or a Trailers-Only answer), -1 if none
