@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
 # Instructions per request of a one-worker server under callgrind (user space only, so the figure
 # does not move with the machine's noise). For each of trpc echo (examples/echo's echo_server,
-# loaded by trpc_bench) and http_hello (loaded by wrk), each thread model and each depth, it starts
+# loaded by trpc_bench), http_hello (loaded by wrk) and the gRPC echo (echo_server with its service
+# on `protocol: grpc`, loaded by trpc_bench --protocol grpc: unary calls, each connection's calls
+# multiplexed as HTTP/2 streams), each thread model and each depth, it starts
 # the server under valgrind, zeroes its counters once it listens, drives the load, dumps the
 # counters (callgrind_control) and divides the Ir of that window by the requests the client
 # completed: start-up and shutdown are not counted, so the figure does not depend on how many
 # requests the (slowed-down) server answered.
 #
-#   benchmark/callgrind_per_request.sh [--build DIR] [--seconds S] [--only trpc|http] [--smoke]
+#   benchmark/callgrind_per_request.sh [--build DIR] [--seconds S] [--only trpc|http|grpc] [--smoke]
+#                                      [--port P]
+#
+# --port P: the server listens on the fixed port P (free on 127.0.0.1) instead of port 0 and a
+# listen file, for builds older than `server.listen_file` (f3897f9, the baseline of issue 26).
 #
 # Prints one markdown table. Installs what it needs (valgrind, wrk) through third_party/setup.sh.
-# --smoke runs two rows only, 1 s each (trpc, merged model, depth 1; http, fiber model, depth 16:
-# every step of the script once), installs nothing, and says so in a line before the table:
+# --smoke runs three rows only, 1 s each (trpc, merged model, depth 1; http, fiber model, depth 16;
+# grpc, merged model, depth 1: every step of the script once), installs nothing, and says so in a
+# line before the table:
 # a check that the script works, whose figures mean nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,13 +27,15 @@ build=build
 seconds=8
 only=""
 smoke=0
+fixed_port=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --smoke) smoke=1; seconds=1; shift ;;
-    *) echo "usage: $0 [--build DIR] [--seconds S] [--only trpc|http] [--smoke]" >&2; exit 2 ;;
+    --port) fixed_port=$2; shift 2 ;;
+    *) echo "usage: $0 [--build DIR] [--seconds S] [--only trpc|http|grpc] [--smoke]" >&2; exit 2 ;;
   esac
 done
 if [ "$smoke" = 1 ]; then
@@ -45,8 +54,32 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 # The one-worker YAML of `model` (the committed templates), on port 0 with a listen file.
 one_worker_yaml() {
   local template=$1 listen=$2 out=$3
+  if [ -n "$fixed_port" ]; then
+    sed -E -e "s/port: [0-9]+/port: $fixed_port/; s/level: info/level: warn/" "$template" >"$out"
+    return
+  fi
   sed -E -e "s/port: [0-9]+/port: 0/; s/level: info/level: warn/" \
     -e "s#^server:\$#server:\n  listen_file: $listen#" "$template" >"$out"
+}
+
+# Waits (30 s at most: a server under valgrind takes seconds to start) for the server, then
+# prints the port of `service`.
+server_port() {
+  local listen=$1 pid=$2 service=$3 i
+  if [ -z "$fixed_port" ]; then
+    wait_listen_file "$listen" "$pid" 300 || return 1
+    listen_port "$listen" "$service"
+    return
+  fi
+  for i in $(seq 300); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$fixed_port") 2>/dev/null; then
+      echo "$fixed_port"
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
 }
 
 # run_one KIND MODEL DEPTH: prints "Ir requests".
@@ -56,8 +89,9 @@ run_one() {
   rm -f "$listen"
   yaml=$work/$kind-$model.yaml
   out=$work/callgrind.$kind.$model.$depth
-  if [ "$kind" = trpc ]; then
+  if [ "$kind" = trpc ] || [ "$kind" = grpc ]; then
     one_worker_yaml "examples/echo/server_$model.yaml" "$listen" "$yaml"
+    [ "$kind" = grpc ] && sed -i 's/protocol: trpc/protocol: grpc/' "$yaml"
     server=$build/examples/echo/echo_server service=trpc.test.helloworld.Greeter
   else
     one_worker_yaml "examples/http_hello/server_$model.yaml" "$listen" "$yaml"
@@ -66,13 +100,11 @@ run_one() {
   valgrind --tool=callgrind --callgrind-out-file="$out" "$server" --config "$yaml" \
     >"$work/server.log" 2>&1 &
   local pid=$!
-  # Under valgrind a server takes seconds to start: 30 s at most.
-  wait_listen_file "$listen" "$pid" 300 || { echo "$0: $server did not start" >&2; exit 1; }
-  port=$(listen_port "$listen" "$service")
+  port=$(server_port "$listen" "$pid" "$service") || { echo "$0: $server did not start" >&2; exit 1; }
   callgrind_control -z "$pid" >/dev/null
-  if [ "$kind" = trpc ]; then
-    "$build/benchmark/trpc_bench/trpc_bench" --target "127.0.0.1:$port" --connections 10 \
-      --inflight "$depth" --duration "$seconds" --warmup 0 --timeout 5000 --quiet \
+  if [ "$kind" = trpc ] || [ "$kind" = grpc ]; then
+    "$build/benchmark/trpc_bench/trpc_bench" --target "127.0.0.1:$port" --protocol "$kind" \
+      --connections 10 --inflight "$depth" --duration "$seconds" --warmup 0 --timeout 5000 --quiet \
       --json "$work/bench.json" >/dev/null 2>&1
     requests=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['ok'])" \
       "$work/bench.json")
@@ -90,14 +122,14 @@ run_one() {
 }
 
 rows=()
-for kind in trpc http; do
+for kind in trpc http grpc; do
   [ -n "$only" ] && [ "$only" != "$kind" ] && continue
   for model in merge fiber; do
     for depth in 1 16; do rows+=("$kind $model $depth"); done
   done
 done
 if [ "$smoke" = 1 ]; then
-  rows=("trpc merge 1" "http fiber 16")
+  rows=("trpc merge 1" "http fiber 16" "grpc merge 1")
   echo "Smoke run (--smoke): every step once on a tiny budget; the figures mean nothing."
   echo
 fi

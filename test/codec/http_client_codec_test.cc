@@ -130,7 +130,7 @@ class SplitTest : public ::testing::Test {
   void Sent(std::string_view request) { codec_.OnRequestSent(state_.get(), Buf(request)); }
   SplitResult Feed(std::string_view bytes, bool eof = false) {
     in_.Append(bytes);
-    state_->input_ended = eof;
+    if (eof) state_->OnInputEnded();
     err_.clear();
     return codec_.SplitWithState(&in_, &frames_, 10'000'000, &err_, state_.get());
   }
@@ -208,7 +208,7 @@ TEST_F(SplitTest, MalformedAndOversizedResponsesAreErrors) {
   auto st2 = fresh.NewConnectionState();
   fresh.OnRequestSent(st2.get(), Buf("GET / HTTP/1.1\r\n\r\n"));
   ChainBuffer half = Buf("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
-  st2->input_ended = true;
+  st2->OnInputEnded();
   EXPECT_EQ(fresh.SplitWithState(&half, &frames, 100, &err, st2.get()), SplitResult::kError);
   EXPECT_EQ(err, "bad HTTP response: connection closed before the response was complete");
 }

@@ -31,7 +31,9 @@ void Answer(trpc::grpc::GrpcServerCodec& codec, trpc::FrameCodecState* state,
     rsp.error_msg = "overloaded \xff\n";
   }
   trpc::ChainBuffer record, wire;
-  if (codec.EncodeResponse(&rsp, nullptr, &record)) state->EncodeOutput(std::move(record), &wire);
+  if (codec.EncodeResponse(&rsp, nullptr, &record)) {
+    state->session()->EncodeOutput(std::move(record), &wire);
+  }
 }
 
 }  // namespace
@@ -51,7 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Server side: the input is what a client sent.
   {
     std::unique_ptr<trpc::FrameCodecState> state = server.NewConnectionState();
-    state->held_allowance = allowance;
+    state->session()->held_allowance = allowance;
     trpc::ChainBuffer in;
     std::string err;
     bool failed = false;
@@ -64,7 +66,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (auto& f : frames) Answer(server, state.get(), std::move(f), ++answered % 2 == 1);
       state->immediate.Clear();
       // What the session says it holds is a count of bytes held: it never goes below zero.
-      if (state->held_bytes > (size_t{1} << 40)) __builtin_trap();
+      if (state->session()->held_bytes > (size_t{1} << 40)) __builtin_trap();
     }
   }
   // Client side: one call in flight (stream 1), then the input is what the server sent.
@@ -78,7 +80,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     req.trans_info["k-bin"] = std::string("\0\1", 2);
     req.body.Append("hello");
     trpc::ChainBuffer record, wire;
-    if (client.EncodeRequest(&req, nullptr, &record)) state->EncodeOutput(std::move(record), &wire);
+    if (client.EncodeRequest(&req, nullptr, &record)) {
+      state->session()->EncodeOutput(std::move(record), &wire);
+    }
     trpc::ChainBuffer in;
     std::string err;
     bool failed = false;
@@ -96,7 +100,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       state->immediate.Clear();
     }
     trpc::ChainBuffer cancel;
-    state->CancelCall(7, &cancel);
+    state->session()->CancelCall(7, &cancel);
   }
   return 0;
 }

@@ -139,6 +139,7 @@ ChainBuffer& ChainBuffer::operator=(ChainBuffer&& o) noexcept {
     refs_ = std::move(o.refs_);
     size_ = o.size_;
     o.size_ = 0;
+    meta_ = std::move(o.meta_);
   }
   return *this;
 }
@@ -152,6 +153,7 @@ void ChainBuffer::Clear() {
 ChainBuffer ChainBuffer::Clone() const {
   ChainBuffer out;
   out.AppendShared(*this);
+  if (meta_ != nullptr) out.meta_ = meta_->Copy();
   return out;
 }
 
@@ -185,7 +187,9 @@ void ChainBuffer::Append(const void* data, size_t n) {
 void ChainBuffer::Append(ChainBuffer&& other) {
   if (other.refs_.empty()) return;
   if (refs_.empty()) {
-    *this = std::move(other);
+    refs_ = std::move(other.refs_);  // (the bytes only: each buffer keeps its own meta)
+    size_ = other.size_;
+    other.size_ = 0;
     return;
   }
   for (size_t i = 0; i < other.refs_.size(); ++i) {

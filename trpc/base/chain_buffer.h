@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -125,15 +126,35 @@ class RefList {
 
 }  // namespace detail
 
+/// Typed metadata of the message a ChainBuffer holds, for a protocol whose two halves hand each
+/// other messages through layers that only move buffers (gRPC: the codec and the connection's
+/// HTTP/2 session pass a call's headers and status this way, typed, instead of encoding them into
+/// the bytes and parsing them back). Opaque to every layer in between; the protocol that attached
+/// it takes it back (ChainBuffer::TakeMeta) and knows its type.
+class MessageMeta {
+ public:
+  virtual ~MessageMeta() = default;
+  /// A copy, for ChainBuffer::Clone (a message sent again, e.g. a load client's pre-encoded
+  /// request).
+  virtual std::unique_ptr<MessageMeta> Copy() const = 0;
+};
+
 /// A byte sequence made of views into pooled, ref-counted blocks. Appending copies bytes into the
 /// calling thread's current write block; cutting, moving and sharing never copy bytes.
+///
+/// A buffer may carry one MessageMeta: it moves with the buffer (move construction and
+/// assignment), Clone() copies it, and it is freed with the buffer. Every byte operation
+/// (Append, Cut, Skip, Clear...) leaves it alone: it belongs to the message, not to its bytes.
 ///
 /// Thread contract: one ChainBuffer is used by one thread at a time; a buffer may be moved to
 /// another thread through any synchronizing handoff. Blocks are shared safely across threads.
 class ChainBuffer {
  public:
   ChainBuffer() = default;
-  ChainBuffer(ChainBuffer&& o) noexcept : refs_(std::move(o.refs_)), size_(o.size_) { o.size_ = 0; }
+  ChainBuffer(ChainBuffer&& o) noexcept
+      : refs_(std::move(o.refs_)), size_(o.size_), meta_(std::move(o.meta_)) {
+    o.size_ = 0;
+  }
   ChainBuffer& operator=(ChainBuffer&& o) noexcept;
   ChainBuffer(const ChainBuffer&) = delete;
   ChainBuffer& operator=(const ChainBuffer&) = delete;
@@ -190,6 +211,13 @@ class ChainBuffer {
   /// have been cloned or shared since: later appends reuse them).
   void UncommitTail(size_t n);
 
+  /// The message's typed metadata (see MessageMeta); null when none is attached.
+  MessageMeta* meta() const { return meta_.get(); }
+  void SetMeta(std::unique_ptr<MessageMeta> meta) { meta_ = std::move(meta); }
+  std::unique_ptr<MessageMeta> TakeMeta() { return std::move(meta_); }
+  /// No bytes and no metadata: nothing to send.
+  bool Blank() const { return size_ == 0 && meta_ == nullptr; }
+
   // Access to the spans, for parsers and adapters.
   size_t SpanCount() const { return refs_.size(); }
   std::string_view Span(size_t i) const {
@@ -201,6 +229,7 @@ class ChainBuffer {
 
   detail::RefList refs_;
   size_t size_ = 0;
+  std::unique_ptr<MessageMeta> meta_;
 };
 
 }  // namespace trpc

@@ -92,7 +92,7 @@ namespace {
 // the connection's loop thread: in one task, so the reply is queued before reading may resume.
 // An empty `out` still fills the slot (ordered protocols: later replies wait for it).
 void QueueOnLoop(const ConnectionPtr& conn, uint64_t slot, ChainBuffer&& out, bool end_request) {
-  if (out.empty() && slot == 0 && !end_request) return;
+  if (out.Blank() && slot == 0 && !end_request) return;
   Reactor* r = conn->reactor();
   if (r->InLoopThread()) {
     conn->SendReply(slot, std::move(out), end_request);
@@ -191,7 +191,7 @@ void ServerContext::FinishOnLoop(ChainBuffer&& out) {
     return;
   }
   if (calls == nullptr) {
-    if (!out.empty() || reply_slot_ != 0 || counted_pending_) {
+    if (!out.Blank() || reply_slot_ != 0 || counted_pending_) {
       conn_->SendReply(reply_slot_, std::move(out), counted_pending_);
     }
   } else {

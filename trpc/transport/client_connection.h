@@ -65,8 +65,10 @@ class ClientConnection : public Connection::Handler,
   /// Open, and not closed or announced to close by the peer: new calls may go out on it.
   bool usable() const {
     if (!conn_ || conn_->closed()) return false;
-    const FrameCodecState* st = conn_->codec_state();
-    return st == nullptr || !(st->closing || st->input_ended || st->no_new_calls);
+    FrameCodecState* st = conn_->codec_state();
+    if (st == nullptr) return true;
+    const CallSession* session = st->session();
+    return !(st->closing || conn_->peer_closed() || (session != nullptr && session->no_new_calls));
   }
   /// Runs once, at the end of the close (after the pending calls have failed).
   void set_close_callback(std::function<void(ClientConnection*)> cb) {

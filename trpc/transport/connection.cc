@@ -44,6 +44,7 @@ Connection::Connection(Reactor* reactor, int fd, const NetAddress& peer, FrameCo
       peer_(peer),
       codec_(codec),
       codec_state_(codec->NewConnectionState()),
+      session_(codec_state_ != nullptr ? codec_state_->session() : nullptr),
       handler_(handler),
       options_(options),
       state_(connecting ? State::kConnecting : State::kOpen),
@@ -103,33 +104,6 @@ void Connection::Start() {
     ArmIdleTimer(last_active_ns_ + options_.idle_timeout_ms * kNanosPerMilli);
   }
   if (options_.silent_timeout_ms > 0) ArmReadTimer(SilentDeadline());
-}
-
-int64_t Connection::SilentDeadline() const {
-  // Start() set last_active_ns_; the first byte read moves it, and from then on it is no
-  // longer the start.
-  if (options_.silent_timeout_ms <= 0 || stats_.bytes_in > 0) return 0;
-  return started_ns_ + options_.silent_timeout_ms * kNanosPerMilli;
-}
-
-void Connection::ArmIdleTimer(int64_t deadline_ns) {
-  std::weak_ptr<Connection> weak = weak_from_this();
-  idle_timer_ = reactor_->AddTimer(deadline_ns, [weak] {
-    if (auto self = weak.lock()) self->OnIdleTimer();
-  });
-}
-
-void Connection::OnIdleTimer() {
-  idle_timer_ = 0;
-  if (closed()) return;
-  // Activity only moves last_active_ns_ forward; the timer re-arms lazily from it, so reads and
-  // writes never touch the timer heap.
-  int64_t deadline = last_active_ns_ + options_.idle_timeout_ms * kNanosPerMilli;
-  if (reactor_->LoopTimeNs() >= deadline) {
-    Close("idle timeout", CloseCause::kTimeout);
-  } else {
-    ArmIdleTimer(deadline);
-  }
 }
 
 void Connection::HandleEvents(uint32_t events) {
@@ -232,7 +206,7 @@ void Connection::HandleRead(bool to_eof) {
     }
     if (n == 0) {
       peer_closed_ = true;
-      if (codec_state_ != nullptr) codec_state_->input_ended = true;
+      if (codec_state_ != nullptr) codec_state_->OnInputEnded();
       break;
     }
     if (errno == EINTR) continue;
@@ -264,13 +238,13 @@ void Connection::ProcessInput() {
   } else if (!in_.empty()) {
     std::string err;
     const size_t frames_before = frames_.size();
-    if (codec_state_ != nullptr && options_.budget != nullptr) {
+    if (session_ != nullptr && options_.budget != nullptr) {
       // Over the bound no connection takes on new work it would have to hold (an HTTP/2
       // stream's state), whatever its share: those that took theirs while the total was under
       // keep it, so a share per connection on top would let the total pass the bound by as much
       // again. The state still admits one unit where it holds nothing, so every connection
       // makes progress.
-      codec_state_->held_allowance = options_.budget->budget().Over() ? 0 : SIZE_MAX;
+      session_->held_allowance = options_.budget->budget().Over() ? 0 : SIZE_MAX;
     }
     SplitResult r =
         codec_->SplitWithState(&in_, &frames_, options_.max_packet_size, &err, codec_state_.get());
@@ -295,8 +269,9 @@ void Connection::ProcessInput() {
       } else if (!codec_state_->immediate.empty()) {
         SendImmediate(sequencer_.Peek() + (frames_.size() - next_frame_), /*final=*/false);
       }
-      if (codec_state_->read_deadline_ns != 0 && !input_finished_) {
-        ArmReadTimer(codec_state_->read_deadline_ns);
+      if (const int64_t deadline = codec_state_->ReadDeadline();
+          deadline != 0 && !input_finished_) {
+        ArmReadTimer(deadline);
       }
     }
     if (options_.frame_read_timeout_ms > 0 && !in_.empty() && !closed()) {
@@ -343,10 +318,11 @@ bool Connection::QueueReply(uint64_t slot, ChainBuffer&& data) {
 }
 
 bool Connection::Queue(ChainBuffer&& data) {
-  if (data.empty() || !accepts_output()) return false;
-  if (codec_state_ != nullptr && codec_state_->encodes_output) {
+  // (A message may be metadata alone: a session protocol's reply that is only a status.)
+  if (data.Blank() || !accepts_output()) return false;
+  if (session_ != nullptr) {
     const size_t before = out_.size();
-    codec_state_->EncodeOutput(std::move(data), &out_);
+    session_->EncodeOutput(std::move(data), &out_);
     return out_.size() != before;
   }
   out_.Append(std::move(data));
@@ -354,9 +330,9 @@ bool Connection::Queue(ChainBuffer&& data) {
 }
 
 void Connection::CancelOutgoing(uint32_t request_id) {
-  if (codec_state_ == nullptr || !codec_state_->encodes_output || !accepts_output()) return;
+  if (session_ == nullptr || !accepts_output()) return;
   const size_t before = out_.size();
-  codec_state_->CancelCall(request_id, &out_);
+  session_->CancelCall(request_id, &out_);
   if (out_.size() != before && !in_batch_) Flush();
 }
 
@@ -384,68 +360,12 @@ void Connection::SendReply(uint64_t slot, ChainBuffer&& data, bool ends_request)
   }
 }
 
-void Connection::ArmReadTimer(int64_t deadline_ns) {
-  // One timer, re-armed lazily (as the idle timer): a later deadline just moves the check.
-  if (read_timer_ != 0 && read_timer_at_ <= deadline_ns) return;
-  if (read_timer_ != 0) reactor_->CancelTimer(read_timer_);
-  read_timer_at_ = deadline_ns;
-  std::weak_ptr<Connection> weak = weak_from_this();
-  read_timer_ = reactor_->AddTimer(deadline_ns, [weak] {
-    if (auto self = weak.lock()) self->OnReadTimer();
-  });
-}
-
-void Connection::NoteFrameProgress(bool frames_cut) {
-  // The bytes left over begin a frame: a new one if frames were cut off before them, else the
-  // one already timed. The timer is lazy, as the idle timer: one already pending for an
-  // earlier deadline (an earlier frame's) is kept and re-arms itself when it fires, so reads
-  // that leave partial frames cost no timer operation each.
-  if (frame_started_ns_ == 0 || frames_cut) frame_started_ns_ = reactor_->LoopTimeNs();
-  ArmReadTimer(frame_started_ns_ + options_.frame_read_timeout_ms * kNanosPerMilli);
-}
-
-void Connection::OnReadTimer() {
-  read_timer_ = 0;
-  if (closed() || input_finished_ || draining_) return;
-  const int64_t now = reactor_->LoopTimeNs();
-  if (frame_started_ns_ != 0 && reading_paused_) {
-    // We stopped reading (our backlog), so the frame cannot complete: not the peer's delay.
-    // Check again later; ResumeReadingSoon() restarts its time.
-    frame_started_ns_ = now;
-  }
-  const int64_t silent_deadline = SilentDeadline();
-  if (silent_deadline != 0 && now >= silent_deadline) {
-    Close("silent: no byte within silent_timeout_ms of the connect", CloseCause::kTimeout);
-    return;
-  }
-  int64_t codec_deadline = codec_state_ != nullptr ? codec_state_->read_deadline_ns : 0;
-  int64_t frame_deadline = frame_started_ns_ != 0
-                               ? frame_started_ns_ + options_.frame_read_timeout_ms * kNanosPerMilli
-                               : 0;
-  const bool codec_due = codec_deadline != 0 && now >= codec_deadline;
-  if (!codec_due && (frame_deadline == 0 || now < frame_deadline)) {
-    // Nothing due (a frame completed in time, or a later one runs): wait for the earliest.
-    int64_t next = 0;
-    for (int64_t d : {codec_deadline, frame_deadline, silent_deadline}) {
-      if (d != 0 && (next == 0 || d < next)) next = d;
-    }
-    if (next != 0) ArmReadTimer(next);
-    return;
-  }
-  if (codec_due) codec_state_->OnReadTimeout();  // the protocol's answer (HTTP's 408)
-  input_finished_ = true;
-  finish_reason_ = "read timeout: a frame stayed incomplete too long";
-  finish_cause_ = CloseCause::kTimeout;
-  in_.Clear();
-  if (next_frame_ == frames_.size()) FinishInput();
-}
-
 void Connection::Shutdown(const std::string& reason) {
   if (closed()) return;
   // Input is discarded from now on, so nothing is held back: what arrived while paused is read
   // (and dropped) from a task, since this may run inside a handler.
   StopReading();
-  if (codec_state_ != nullptr && accepts_output()) codec_state_->OnShutdown(&out_);
+  if (session_ != nullptr && accepts_output()) session_->OnShutdown(&out_);
   CloseAfterFlush(reason);
 }
 
@@ -574,7 +494,7 @@ bool Connection::PauseCheck() {
 
 void Connection::AccountBufferedSlow() {
   size_t now = in_.size() + out_.size();
-  if (codec_state_ != nullptr) now += codec_state_->held_bytes;
+  if (session_ != nullptr) now += session_->held_bytes;
   for (size_t i = next_frame_; i < frames_.size(); ++i) now += frames_[i].size();
   BufferBudget::Slot* slot = options_.budget;
   if (now != budget_bytes_) {

@@ -135,8 +135,8 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   /// and this ends it (as EndRequest()); when it was the last one pending, the queued replies
   /// are written now instead of by a posted flush.
   void SendReply(uint64_t slot, ChainBuffer&& data, bool ends_request);
-  /// Client side, protocols that encode output per connection (FrameCodecState::
-  /// encodes_output): tells the peer that the call `request_id` was given up.
+  /// Client side, protocols that encode output per connection (FrameCodecState::session()):
+  /// tells the peer that the call `request_id` was given up.
   void CancelOutgoing(uint32_t request_id);
   /// Closes the fd and tells the handler; idempotent. `cause` is what close_cause() reports.
   void Close(const std::string& reason, CloseCause cause = CloseCause::kLocal);
@@ -182,6 +182,8 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   int64_t last_active_ns() const { return last_active_ns_; }
   /// The codec's per-connection state (FrameCodec::NewConnectionState), or null.
   FrameCodecState* codec_state() const { return codec_state_.get(); }
+  /// The peer's FIN was read: no more input comes.
+  bool peer_closed() const { return peer_closed_; }
 
   /// Why the connection closed (or is closing): why its close began, kept when a later event
   /// (an error while flushing, the peer's FIN) finishes it. Valid in Handler::OnClose, whose
@@ -269,7 +271,7 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   // the last report, so it runs.
   void AccountBuffered() {
     if (options_.budget != nullptr &&
-        in_.size() + out_.size() + (codec_state_ != nullptr ? codec_state_->held_bytes : 0) !=
+        in_.size() + out_.size() + (session_ != nullptr ? session_->held_bytes : 0) !=
             budget_bytes_) {
       AccountBufferedSlow();
     }
@@ -298,6 +300,7 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   NetAddress peer_;
   FrameCodec* codec_;
   std::unique_ptr<FrameCodecState> codec_state_;  // null for stateless protocols
+  CallSession* session_;                          // codec_state_->session(), or null
   Handler* handler_;
   ConnectionOptions options_;
   ChainBuffer in_;

@@ -14,66 +14,77 @@ enum class SplitResult {
   kError,  // the bytes can never form a valid frame: close the connection
 };
 
-/// Per-connection state of a protocol whose frames are found incrementally (HTTP/1.1 keeps its
-/// parser's progress here, so a request trickling in a byte at a time is not re-scanned). Made by
-/// FrameCodec::NewConnectionState(), owned by the connection, used on its loop thread only.
+class CallSession;
+
+/// Per-connection state of a protocol, made by FrameCodec::NewConnectionState() and owned by the
+/// connection, used on its loop thread only. The transport calls it through this narrow
+/// interface; each protocol keeps its own state in its own class (HTTP/1.1: its parser's
+/// progress and its head read timeout; HTTP/2: its session, reached through session()).
 class FrameCodecState {
  public:
   virtual ~FrameCodecState() = default;
 
   /// Bytes the protocol must send at once, outside any reply: an interim answer to the request
   /// being read (HTTP's "100 Continue"), or, with kError, the error answer sent before the
-  /// close (HTTP's 400). Set by the codec's split, taken (emptied) by the connection.
+  /// close (HTTP's 400), or a session's own frames (HTTP/2's SETTINGS ACK, WINDOW_UPDATE).
+  /// Set by the codec's split, taken (emptied) by the connection.
   ChainBuffer immediate;
   /// After kOk: the peer asked to close once the frames cut so far are answered (HTTP's
   /// "Connection: close"); later input is ignored.
   bool closing = false;
-  /// Client side: the peer takes no new calls on this connection, but answers those in flight
-  /// (HTTP/2's GOAWAY). The owner sends new calls elsewhere.
-  bool no_new_calls = false;
-  /// Set by the connection once the peer has closed its side (EOF), before it splits the last
-  /// input: a frame that ends with the connection (an HTTP/1.1 response without a length)
-  /// completes then, and one cut short is an error.
-  bool input_ended = false;
+
+  /// The peer has closed its side (EOF); called before the split of the last input: a frame
+  /// that ends with the connection (an HTTP/1.1 response without a length) completes then, and
+  /// one cut short is an error.
+  virtual void OnInputEnded() {}
   /// MonotonicNanos() by which the partly read frame must be complete (HTTP's header read
-  /// timeout against slowloris); 0 = no deadline.
-  int64_t read_deadline_ns = 0;
+  /// timeout against slowloris); 0 = no deadline. Read after each split.
+  virtual int64_t ReadDeadline() const { return 0; }
   /// The read deadline passed: fill `immediate` with the protocol's answer (HTTP's 408), if any.
   virtual void OnReadTimeout() {}
 
-  /// Bytes of the peer's messages, or of ours, that the state itself keeps (HTTP/2: requests
-  /// whose DATA has not all come, replies waiting for the peer's flow-control window). The
-  /// connection counts them with its own buffers against the process's buffer bound. Kept up
-  /// to date by the state, read by the connection after each event; loop thread.
-  size_t held_bytes = 0;
-  /// What the state may hold (held_bytes) before it refuses new work it would have to keep
-  /// (HTTP/2: new streams, refused with REFUSED_STREAM): 0 while the process's buffer bound is
-  /// reached (a state that holds nothing still admits one unit), SIZE_MAX otherwise. Set by the
-  /// connection before each split; loop thread.
-  size_t held_allowance = SIZE_MAX;
-  /// Set by protocols whose bytes on the wire are made by a per-connection session (HTTP/2:
-  /// HPACK state, stream ids and flow control belong to the connection, so a message can only
-  /// be encoded on the connection's thread, in the order it is sent). The connection then hands
-  /// every message its owner queues (a server's reply, a client's request, as the codec's
-  /// Encode* made it) to EncodeOutput() instead of writing it as it is. Bytes the session
-  /// releases later (data that flow control held back until the peer's WINDOW_UPDATE) come out
-  /// through `immediate` after a split.
-  bool encodes_output = false;
-  /// With encodes_output: turns one queued message into the bytes to write, appended to `out`
-  /// (possibly none yet). Loop thread.
-  virtual void EncodeOutput(ChainBuffer&& message, ChainBuffer* out) {
-    out->Append(std::move(message));
-  }
+  /// The per-connection session of a protocol that multiplexes calls as streams (HTTP/2), or
+  /// null. Constant for the state's life.
+  virtual CallSession* session() { return nullptr; }
+};
+
+/// A protocol whose bytes on the wire are made by a per-connection session (HTTP/2: HPACK
+/// state, stream ids and flow control belong to the connection, so a message can only be
+/// encoded on the connection's thread, in the order it is sent). The connection hands every
+/// message its owner queues (a server's reply, a client's request, as the codec's Encode* made
+/// them: bytes and their MessageMeta) to EncodeOutput() instead of writing it as it is, and
+/// tells the session about each call it gives up and about its shutdown. Bytes the session
+/// releases later (data that flow control held back until the peer's WINDOW_UPDATE) come out
+/// through FrameCodecState::immediate after a split.
+///
+/// Calls are named by their request id here; streams (several messages each way) extend this
+/// interface per stream. Thread contract: the connection's loop thread only.
+class CallSession {
+ public:
+  virtual ~CallSession() = default;
+
+  /// Turns one queued message into the bytes to write, appended to `out` (possibly none yet).
+  virtual void EncodeOutput(ChainBuffer&& message, ChainBuffer* out) = 0;
+  /// Client side: the call `request_id` was given up (it timed out, or was cancelled); append
+  /// what tells the peer to stop working on it (HTTP/2's RST_STREAM) to `out`.
+  virtual void CancelCall(uint32_t request_id, ChainBuffer* out) = 0;
   /// The connection is shutting down gracefully (a server's stop): append what announces it to
   /// the peer (HTTP/2's GOAWAY, so a client sends no new calls and retries elsewhere) to `out`.
-  /// Loop thread.
-  virtual void OnShutdown(ChainBuffer* out) { (void)out; }
-  /// Client side, with encodes_output: the call `request_id` was given up (it timed out); append
-  /// what tells the peer to stop working on it (HTTP/2's RST_STREAM) to `out`. Loop thread.
-  virtual void CancelCall(uint32_t request_id, ChainBuffer* out) {
-    (void)request_id;
-    (void)out;
-  }
+  virtual void OnShutdown(ChainBuffer* out) = 0;
+
+  /// Client side: the peer takes no new calls on this connection, but answers those in flight
+  /// (HTTP/2's GOAWAY). The owner sends new calls elsewhere.
+  bool no_new_calls = false;
+  /// Bytes of the peer's messages, or of ours, that the session itself keeps (HTTP/2: requests
+  /// whose DATA has not all come, replies waiting for the peer's flow-control window). The
+  /// connection counts them with its own buffers against the process's buffer bound. Kept up
+  /// to date by the session, read by the connection after each event.
+  size_t held_bytes = 0;
+  /// What the session may hold (held_bytes) before it refuses new work it would have to keep
+  /// (HTTP/2: new streams, refused with REFUSED_STREAM): 0 while the process's buffer bound is
+  /// reached (a session that holds nothing still admits one unit), SIZE_MAX otherwise. Set by
+  /// the connection before each split.
+  size_t held_allowance = SIZE_MAX;
 };
 
 /// What the transport needs from a protocol: split frames off a byte stream, and (client side)

@@ -8,8 +8,10 @@
 
 #include "trpc/base/logging.h"
 #include "trpc/base/status.h"
+#include "trpc/codec/grpc/detail/call_meta.h"
 #include "trpc/codec/grpc/detail/grpc_wire.h"
-#include "trpc/codec/grpc/detail/record.h"
+#include "trpc/codec/grpc/detail/h2_client_session.h"
+#include "trpc/codec/grpc/detail/h2_server_session.h"
 #include "trpc/codec/grpc/grpc_status.h"
 #include "trpc/codec/message_body.h"
 #include "trpc/codec/protocol_options.h"
@@ -18,10 +20,12 @@ namespace trpc::grpc {
 
 namespace {
 
+using detail::ClientReplyMeta;
+using detail::ClientRequestMeta;
 using detail::H2Session;
 using detail::Pairs;
-using detail::RecordReader;
-using detail::RecordWriter;
+using detail::ServerReplyMeta;
+using detail::ServerRequestMeta;
 
 bool IsReservedKey(std::string_view k) {
   return k.empty() || k[0] == ':' || k.substr(0, 5) == "grpc-" || k == "content-type" ||
@@ -54,14 +58,14 @@ void ToHeaders(const TransInfo& info, Pairs* out) {
 }
 
 // Header fields -> trans_info ("-bin" values decoded; undecodable ones dropped).
-void FromHeaders(const Pairs& fields, TransInfo* out) {
-  for (const auto& [k, v] : fields) {
+void FromHeaders(Pairs&& fields, TransInfo* out) {
+  for (auto& [k, v] : fields) {
     if (k.size() > 4 && k.compare(k.size() - 4, 4, "-bin") == 0) {
       std::string raw;
       if (detail::Base64Decode(v, &raw)) (*out)[k] = std::move(raw);
       continue;
     }
-    (*out)[k] = v;
+    (*out)[std::move(k)] = std::move(v);
   }
 }
 
@@ -110,7 +114,7 @@ bool SerializeBody(const google::protobuf::MessageLite* body_msg, ChainBuffer* b
 // Server.
 
 std::unique_ptr<FrameCodecState> GrpcServerCodec::NewConnectionState() {
-  return std::make_unique<H2Session>(H2Session::Role::kServer, options_);
+  return std::make_unique<detail::H2ServerSession>(options_);
 }
 
 SplitResult GrpcServerCodec::Split(ChainBuffer*, std::vector<ChainBuffer>*, size_t,
@@ -123,23 +127,14 @@ SplitResult GrpcServerCodec::SplitWithState(ChainBuffer* in, std::vector<ChainBu
   return FeedSession(in, out, err, state);
 }
 
-bool GrpcServerCodec::DecodeRequest(ChainBuffer&&, RpcRequest*, std::string* err) {
-  *err = "the gRPC codec needs its connection state";
-  return false;
-}
-
-bool GrpcServerCodec::DecodeRequestWithState(ChainBuffer&& frame, FrameCodecState* state,
-                                             RpcRequest* req, std::string* err) {
-  RecordReader r(frame);
-  int32_t stream_id = 0;
-  std::unique_ptr<detail::RequestHead> head;
-  if (state == nullptr || !r.I32(&stream_id) ||
-      (head = static_cast<H2Session*>(state)->TakeHead(stream_id)) == nullptr) {
+bool GrpcServerCodec::DecodeRequest(ChainBuffer&& frame, RpcRequest* req, std::string* err) {
+  std::unique_ptr<MessageMeta> meta = frame.TakeMeta();
+  auto* head = static_cast<ServerRequestMeta*>(meta.get());  // (the server session's)
+  if (head == nullptr) {
     *err = "gRPC: a request frame without its stream (a bug)";
     return false;
   }
-  frame.Skip(r.pos());
-  req->request_id = static_cast<uint32_t>(stream_id);
+  req->request_id = static_cast<uint32_t>(head->stream_id);
   req->call_type = kUnaryCall;
   req->func = std::move(head->path);
   req->content_type =
@@ -151,7 +146,7 @@ bool GrpcServerCodec::DecodeRequestWithState(ChainBuffer&& frame, FrameCodecStat
       req->timeout_ms = static_cast<uint32_t>(std::clamp<int64_t>(ms, 1, UINT32_MAX));
     }
   }
-  FromHeaders(head->metadata, &req->trans_info);
+  FromHeaders(std::move(head->metadata), &req->trans_info);
   req->echo_trans_info = false;
   auto info = std::make_unique<GrpcRequestInfo>();
   info->compressed = head->compressed;
@@ -181,17 +176,16 @@ bool GrpcServerCodec::EncodeResponse(RpcResponse* rsp,
     }
     if (!FrameMessage(std::move(body), encoding, &payload)) return false;
   }
-  RecordWriter w(out);  // (nothing fails from here on: `out` is only written on success)
-  w.I32(static_cast<int32_t>(rsp->request_id));
-  w.I32(code);
-  w.Str(code == kGrpcOk ? std::string() : detail::PercentEncode(rsp->error_msg));
-  w.Str(encoding);
-  Pairs initial, trailing;
-  if (opts != nullptr) ToHeaders(opts->initial_metadata, &initial);
-  ToHeaders(rsp->trans_info, &trailing);
-  w.StrPairs(initial);
-  w.StrPairs(trailing);
+  // (Nothing fails from here on: `out` is only written on success.)
+  auto reply = std::make_unique<ServerReplyMeta>();
+  reply->stream_id = static_cast<int32_t>(rsp->request_id);
+  reply->grpc_status = code;
+  if (code != kGrpcOk) reply->grpc_message = detail::PercentEncode(rsp->error_msg);
+  reply->encoding = std::move(encoding);
+  if (opts != nullptr) ToHeaders(opts->initial_metadata, &reply->initial);
+  ToHeaders(rsp->trans_info, &reply->trailing);
   out->Append(std::move(payload));
+  out->SetMeta(std::move(reply));
   return true;
 }
 
@@ -249,7 +243,7 @@ std::shared_ptr<ClientCodec> GrpcClientCodec::WithOptions(
 // Client.
 
 std::unique_ptr<FrameCodecState> GrpcClientCodec::NewConnectionState() {
-  return std::make_unique<H2Session>(H2Session::Role::kClient, options_);
+  return std::make_unique<detail::H2ClientSession>(options_);
 }
 
 SplitResult GrpcClientCodec::Split(ChainBuffer*, std::vector<ChainBuffer>*, size_t,
@@ -263,8 +257,10 @@ SplitResult GrpcClientCodec::SplitWithState(ChainBuffer* in, std::vector<ChainBu
 }
 
 bool GrpcClientCodec::PeekResponseId(const ChainBuffer& frame, uint32_t* request_id) {
-  RecordReader r(frame);
-  return r.U32(request_id);
+  const auto* reply = static_cast<const ClientReplyMeta*>(frame.meta());  // (the session's)
+  if (reply == nullptr) return false;
+  *request_id = reply->request_id;
+  return true;
 }
 
 bool GrpcClientCodec::EncodeRequest(RpcRequest* req, const google::protobuf::MessageLite* body_msg,
@@ -275,40 +271,32 @@ bool GrpcClientCodec::EncodeRequest(RpcRequest* req, const google::protobuf::Mes
   std::string encoding = req->compress_type == 1 ? "gzip" : "";
   ChainBuffer payload;
   if (!FrameMessage(std::move(body), encoding, &payload)) return false;
-  RecordWriter w(out);
-  w.U32(req->request_id);
-  w.Str(req->func);
-  w.Str(req->authority);
-  w.Str(req->timeout_ms > 0 ? detail::FormatTimeout(req->timeout_ms) : std::string());
-  w.Str(encoding);
-  Pairs md;
-  ToHeaders(req->trans_info, &md);
-  w.StrPairs(md);
+  auto call = std::make_unique<ClientRequestMeta>();
+  call->request_id = req->request_id;
+  call->path = req->func;
+  call->authority = req->authority;
+  if (req->timeout_ms > 0) call->timeout = detail::FormatTimeout(req->timeout_ms);
+  call->encoding = std::move(encoding);
+  ToHeaders(req->trans_info, &call->metadata);
   out->Append(std::move(payload));
+  out->SetMeta(std::move(call));
   return true;
 }
 
 bool GrpcClientCodec::DecodeResponse(ChainBuffer&& frame, RpcResponse* rsp, std::string* err) {
-  RecordReader r(frame);
-  uint32_t request_id = 0, rst_code = 0;
-  int32_t http_status = 0, grpc_status = -1;
-  std::string message, encoding;
-  Pairs md;
-  uint32_t n = 0;
-  bool ok = r.U32(&request_id) && r.I32(&http_status) && r.I32(&grpc_status) && r.U32(&rst_code) &&
-            r.Str(&message) && r.Str(&encoding) && r.U32(&n);
-  for (uint32_t i = 0; ok && i < n; ++i) {
-    std::pair<std::string, std::string> kv;
-    ok = r.Str(&kv.first) && r.Str(&kv.second);
-    md.push_back(std::move(kv));
-  }
-  if (!ok) {
-    *err = "gRPC: a malformed response record (a bug)";
+  std::unique_ptr<MessageMeta> meta = frame.TakeMeta();
+  auto* reply = static_cast<ClientReplyMeta*>(meta.get());  // (the client session's)
+  if (reply == nullptr) {
+    *err = "gRPC: a response frame without its stream (a bug)";
     return false;
   }
-  frame.Skip(r.pos());
-  rsp->request_id = request_id;
-  FromHeaders(md, &rsp->trans_info);
+  const uint32_t rst_code = reply->rst_code;
+  const int32_t http_status = reply->http_status;
+  int32_t grpc_status = reply->grpc_status;
+  std::string& message = reply->grpc_message;
+  const std::string& encoding = reply->encoding;
+  rsp->request_id = reply->request_id;
+  FromHeaders(std::move(reply->metadata), &rsp->trans_info);
   if (grpc_status < 0) {
     if (rst_code != 0 || http_status == 0) {
       rsp->ret = kClientNetworkErr;

@@ -26,9 +26,8 @@ class GrpcServerCodec final : public ServerCodec {
                     std::string* err) override;
   SplitResult SplitWithState(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
                              std::string* err, FrameCodecState* state) override;
+  /// Takes the frame's ServerRequestMeta (the session cut it); the frame is the message.
   bool DecodeRequest(ChainBuffer&& frame, RpcRequest* req, std::string* err) override;
-  bool DecodeRequestWithState(ChainBuffer&& frame, FrameCodecState* state, RpcRequest* req,
-                              std::string* err) override;
   bool EncodeResponse(RpcResponse* rsp, const google::protobuf::MessageLite* body_msg,
                       ChainBuffer* out) override;
   std::shared_ptr<ServerCodec> WithOptions(const std::map<std::string, std::string>& options,

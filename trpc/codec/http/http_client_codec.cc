@@ -28,9 +28,12 @@ class HttpClientConnState final : public FrameCodecState {
     parser.set_keep_fields(false);
   }
 
+  void OnInputEnded() override { input_ended = true; }
+
   ResponseParser parser;
   std::deque<bool> head_requests;
   bool limits_set = false;
+  bool input_ended = false;  // the server closed its side: a response without a length ends
 };
 
 // Error bodies longer than this are not read for codes (ours are a few dozen bytes).

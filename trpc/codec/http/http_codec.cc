@@ -33,6 +33,7 @@ class HttpConnState final : public FrameCodecState {
       : parser(limits), header_timeout_ns(header_timeout_ms * kNanosPerMilli) {}
 
   void OnReadTimeout() override;
+  int64_t ReadDeadline() const override { return read_deadline_ns; }
 
   RequestParser parser;
   // Heads cut but not yet decoded, oldest at heads[heads_front]. A vector with a read index
@@ -41,6 +42,8 @@ class HttpConnState final : public FrameCodecState {
   std::vector<std::unique_ptr<HttpRequest>> heads;
   size_t heads_front = 0;
   int64_t header_timeout_ns;
+  // MonotonicNanos() by which the request head being read must be complete; 0 = none.
+  int64_t read_deadline_ns = 0;
   bool continue_sent = false;
   bool max_message_set = false;  // the parser has the service's max_packet_size
 };

@@ -1,19 +1,20 @@
 #pragma once
 
+#include <nghttp2/nghttp2.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "trpc/base/chain_buffer.h"
+#include "trpc/codec/grpc/detail/call_meta.h"
 #include "trpc/codec/grpc/detail/h2_flood_guard.h"
 #include "trpc/transport/frame_codec.h"
-
-struct nghttp2_session;
 
 namespace trpc::grpc::detail {
 
@@ -59,109 +60,123 @@ inline constexpr int kMaxHeaderStrikes = 3;
 /// request head and their allocations.
 inline constexpr size_t kStreamStateBytes = 1024;
 
-/// A request's headers, as a server stream received them. Values are as on the wire.
-struct RequestHead {
-  std::string method;
-  std::string path;
-  std::string authority;
-  std::string content_type;
-  std::string timeout;                                        // grpc-timeout
-  std::string encoding;                                       // grpc-encoding
-  std::string accept_encoding;                                // grpc-accept-encoding
-  std::vector<std::pair<std::string, std::string>> metadata;  // every other header
-  bool compressed = false;  // the message came compressed (and was inflated)
-  /// Set when the client resets the stream before its response is sent (cancel, deadline).
-  std::shared_ptr<std::atomic<bool>> cancelled;
+/// A stream's part that both roles have: what it received and what it still sends.
+struct H2Stream {
+  ChainBuffer data;         // DATA received (server: the request; client: the response)
+  size_t header_bytes = 0;  // its header list so far, as max_header_list_size counts it
+  bool too_large = false;   // the message passed max_message_size: its bytes are dropped
+  bool peer_reset = false;  // the peer sent RST_STREAM (else a reset is our own)
+  ChainBuffer out;          // DATA still to send
+};
+
+/// The streams of one session by id, with a one-entry cache: the callbacks of one frame (a
+/// HEADERS block calls OnHeader per field) ask for one stream in a row.
+template <typename S>
+class StreamTable {
+ public:
+  S* Find(int32_t id) {
+    if (id == last_id_ && last_ != nullptr) return last_;
+    auto it = map_.find(id);
+    if (it == map_.end()) return nullptr;
+    last_id_ = id;
+    last_ = it->second.get();
+    return last_;
+  }
+  S* Add(int32_t id, std::unique_ptr<S> s) {
+    return map_.emplace(id, std::move(s)).first->second.get();
+  }
+  void Erase(int32_t id) {
+    if (id == last_id_) last_ = nullptr;
+    map_.erase(id);
+  }
+  std::unordered_map<int32_t, std::unique_ptr<S>>& all() { return map_; }
+
+ private:
+  std::unordered_map<int32_t, std::unique_ptr<S>> map_;
+  int32_t last_id_ = 0;
+  S* last_ = nullptr;
 };
 
 /// One HTTP/2 connection's protocol state on nghttp2 (framing, HPACK, flow control, stream
-/// bookkeeping), as the transport's per-connection codec state. Server or client role.
+/// bookkeeping), as the transport's per-connection codec state: what both roles share. The
+/// roles are H2ServerSession (h2_server_session.h) and H2ClientSession (h2_client_session.h);
+/// each owns its streams and answers nghttp2's callbacks for them.
 ///
-/// What goes in and out (the records of detail/record.h, made and read by the gRPC codec):
-/// - server: Feed() cuts, for each request stream that ended, a frame [i32 stream id][its one
-///   message, prefix removed and inflated] and keeps its headers for TakeHead(); a malformed
-///   request is answered here. EncodeOutput() takes a response record
-///   [i32 stream id][i32 grpc-status][str grpc-message][str grpc-encoding][u32 n][n x (str,
-///   str) initial metadata][u32 m][m x (str, str) trailing metadata][message bytes].
-/// - client: EncodeOutput() takes a request record [u32 request id][str path][str authority]
-///   [str grpc-timeout][str grpc-encoding][u32 n][n x (str, str) metadata][message bytes];
-///   Feed() cuts, for each stream that closed, [u32 request id][i32 :status][i32 grpc-status,
-///   -1 if none][u32 RST_STREAM code][str grpc-message][str grpc-encoding][u32 n][n x (str,
-///   str) metadata][DATA bytes] (the response's or the error's).
+/// What goes in and out: buffers that carry the typed per-call metadata of call_meta.h. Feed()
+/// cuts what completed (a request, a response) into frames; EncodeOutput() takes a message the
+/// codec made (a reply, a request) and appends the wire bytes. Bytes owed to the peer outside
+/// any message (SETTINGS ACK, WINDOW_UPDATE, data that waited for the window, GOAWAY) go to
+/// `immediate`.
 ///
 /// Thread contract: the connection's loop thread only (as every FrameCodecState).
-class H2Session final : public FrameCodecState {
+class H2Session : public FrameCodecState, public CallSession {
  public:
-  enum class Role { kServer, kClient };
-  H2Session(Role role, const H2Options& options);
   ~H2Session() override;
+  CallSession* session() override { return this; }
   H2Session(const H2Session&) = delete;
   H2Session& operator=(const H2Session&) = delete;
 
   /// Feeds the bytes read; appends the frames of the streams that completed to `out`; bytes
-  /// to send (SETTINGS ACK, WINDOW_UPDATE, data that waited for the window, GOAWAY) go to
-  /// `immediate`. kError (with `*err`, and the GOAWAY in `immediate`) ends the connection.
+  /// to send go to `immediate`. kError (with `*err`, and the GOAWAY in `immediate`) ends the
+  /// connection.
   SplitResult Feed(ChainBuffer* in, std::vector<ChainBuffer>* out, std::string* err);
-  /// Server: the headers of a stream whose frame Feed() cut (once; null if unknown).
-  std::unique_ptr<RequestHead> TakeHead(int32_t stream_id);
-
-  void EncodeOutput(ChainBuffer&& message, ChainBuffer* out) override;
-  void CancelCall(uint32_t request_id, ChainBuffer* out) override;
-  /// GOAWAY(NO_ERROR) naming the last stream taken: the streams in flight are still answered.
-  void OnShutdown(ChainBuffer* out) override;
 
   // nghttp2 callbacks (C linkage trampolines call these).
-  int OnBeginFrame(uint8_t type, int32_t stream_id);
-  int OnBeginHeaders(int32_t stream_id);
-  int OnHeader(int32_t stream_id, uint8_t frame_type, std::string_view name,
-               std::string_view value);
-  int OnDataChunk(int32_t stream_id, const uint8_t* data, size_t len);
-  int OnFrameRecv(uint8_t type, uint8_t flags, int32_t stream_id, uint32_t error_code);
-  int OnStreamClose(int32_t stream_id, uint32_t error_code);
-  void OnFrameSent(uint8_t type, uint8_t flags, int32_t stream_id, uint32_t error_code);
+  virtual int OnBeginFrame(uint8_t type, int32_t stream_id) = 0;
+  virtual int OnBeginHeaders(int32_t stream_id) = 0;
+  virtual int OnHeader(int32_t stream_id, std::string_view name, std::string_view value) = 0;
+  virtual int OnDataChunk(int32_t stream_id, const uint8_t* data, size_t len) = 0;
+  int OnFrameRecv(uint8_t type, uint8_t flags, int32_t stream_id);
+  virtual int OnStreamClose(int32_t stream_id, uint32_t error_code) = 0;
+  virtual void OnFrameSent(uint8_t type, uint8_t flags, int32_t stream_id, uint32_t error_code);
   long ReadData(int32_t stream_id, uint8_t* buf, size_t length, uint32_t* data_flags);
 
- private:
-  struct Stream;
-  Stream* Find(int32_t stream_id);
-  void Erase(int32_t stream_id);
+ protected:
+  H2Session(bool server, const H2Options& options);
+  /// The stream nghttp2 reads DATA from (ReadData), or null.
+  virtual H2Stream* FindSending(int32_t stream_id) = 0;
+  /// A HEADERS or DATA frame arrived whole.
+  virtual void OnStreamFrame(uint8_t flags, int32_t stream_id) = 0;
+  /// A stream's DATA is all out (`*data_flags` has NGHTTP2_DATA_FLAG_EOF): a server adds
+  /// NO_END_STREAM and sends its trailers.
+  virtual void OnDataEnd(int32_t stream_id, H2Stream* s, uint32_t* data_flags) {
+    (void)stream_id;
+    (void)s;
+    (void)data_flags;
+  }
+  /// Feed()'s hooks: before the input (frames owed from earlier), after it (timers).
+  virtual void BeforeFeed() {}
+  virtual void AfterFeed() {}
+  /// Counts a header field against max_header_list_size: false when the list is over it (the
+  /// stream is to be reset: kResetStream; kMaxHeaderStrikes of them end the connection).
+  bool CountHeader(H2Stream* s, std::string_view name, std::string_view value, int* rv);
   void Drain(ChainBuffer* out);
-  void EncodeResponse(ChainBuffer&& record, ChainBuffer* out);
-  void EncodeRequest(ChainBuffer&& record, ChainBuffer* out);
-  // Server: answers a stream at once with only trailers (an error) and resets what is left.
-  void AnswerError(Stream* s, int32_t stream_id, int grpc_status, const std::string& message);
   void Terminate(uint32_t error_code, std::string why);
   // Gives `n` received bytes back to the flow-control windows: the stream's and the
-  // connection's, or (null `s`: no stream, or one that is closing) the connection's only.
-  void Consume(Stream* s, int32_t stream_id, size_t n);
-  // Server: gives back a stream's kept DATA (the request is whole, or dropped).
-  void ReleaseData(Stream* s, int32_t stream_id);
-  // Server: answers the requests still incomplete after request_timeout_ms.
-  void ExpireSlowRequests();
-  // Server: remembers a stream we reset or refused (OnBeginFrame).
-  void KeepResetStream(int32_t stream_id);
+  // connection's, or (not `stream`: no stream, or one that is closing) the connection's only.
+  void Consume(bool stream, int32_t stream_id, size_t n);
+  /// The message passed max_message_size: the text of the error.
+  std::string TooLargeMessage() const;
 
-  Role role_;
   H2Options options_;
   nghttp2_session* session_ = nullptr;
-  std::unordered_map<int32_t, std::unique_ptr<Stream>> streams_;
-  int32_t last_id_ = 0;  // Find()'s one-entry cache
-  Stream* last_ = nullptr;
-  std::unordered_map<uint32_t, int32_t> stream_of_request_;  // client
-  std::vector<ChainBuffer>* sink_ = nullptr;                 // Feed()'s output while it runs
-  std::vector<ChainBuffer> late_;  // client: streams that closed outside Feed()
-  H2FloodGuard flood_guard_;
-  // Server: the highest stream id the peer opened; the ids of the streams we reset or refused
-  // lately (the peer may still send on them), at most kResetStreamsKept; a new stream whose
-  // HEADERS has begun and not (yet) opened a stream; whether we sent GOAWAY.
-  static constexpr size_t kResetStreamsKept = 1024;
-  int32_t highest_peer_stream_ = 0;
-  std::set<int32_t> reset_streams_;
-  int32_t unopened_ = 0;
-  bool goaway_sent_ = false;
-  int header_strikes_ = 0;
-  int64_t next_expiry_check_ns_ = 0;
+  std::vector<ChainBuffer>* sink_ = nullptr;  // Feed()'s output while it runs
   std::string fatal_;  // why we ended the connection (GOAWAY with an error), if we did
+
+ private:
+  H2FloodGuard flood_guard_;
+  int header_strikes_ = 0;
 };
+
+/// The read callback of a data provider: the session's ReadData.
+ssize_t ReadDataCallback(nghttp2_session* session, int32_t stream_id, uint8_t* buf, size_t length,
+                         uint32_t* data_flags, nghttp2_data_source* source, void* user_data);
+
+/// nghttp2's name-value pair viewing `name` and `value` (which must outlive its use).
+inline nghttp2_nv MakeNv(std::string_view name, std::string_view value) {
+  return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+                    reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(),
+                    value.size(), NGHTTP2_NV_FLAG_NONE};
+}
 
 }  // namespace trpc::grpc::detail

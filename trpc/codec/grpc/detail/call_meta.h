@@ -1,0 +1,89 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "trpc/base/chain_buffer.h"
+
+namespace trpc::grpc::detail {
+
+// The typed per-call metadata that the gRPC codec (Encode*/Decode*, any thread) and the
+// connection's HTTP/2 session (loop thread) hand each other, one struct per direction and role.
+// Each rides as the MessageMeta of the ChainBuffer that holds the call's message, so the layers
+// in between (connection, server, client) only move it: the headers are built once, as these
+// fields, and HPACK-encoded once, by the session.
+//
+//   server:  session --ServerRequestMeta--> codec (DecodeRequest)
+//            codec (EncodeResponse) --ServerReplyMeta--> session
+//   client:  codec (EncodeRequest) --ClientRequestMeta--> session
+//            session --ClientReplyMeta--> codec (PeekResponseId, DecodeResponse)
+
+using Pairs = std::vector<std::pair<std::string, std::string>>;
+
+/// A request's headers, as a server stream received them (values as on the wire). Its buffer
+/// holds the request's one message, prefix removed and inflated.
+struct ServerRequestMeta final : MessageMeta {
+  std::unique_ptr<MessageMeta> Copy() const override {
+    return std::make_unique<ServerRequestMeta>(*this);
+  }
+  int32_t stream_id = 0;
+  std::string method;
+  std::string path;
+  std::string authority;
+  std::string content_type;
+  std::string timeout;          // grpc-timeout
+  std::string encoding;         // grpc-encoding
+  std::string accept_encoding;  // grpc-accept-encoding
+  Pairs metadata;               // every other header
+  bool compressed = false;      // the message came compressed (and was inflated)
+  /// Set when the client resets the stream before its response is sent (cancel, deadline).
+  std::shared_ptr<std::atomic<bool>> cancelled;
+};
+
+/// A server's reply to the request of `stream_id`. Its buffer holds the length-prefixed message,
+/// or nothing: an error then goes as Trailers-Only.
+struct ServerReplyMeta final : MessageMeta {
+  std::unique_ptr<MessageMeta> Copy() const override {
+    return std::make_unique<ServerReplyMeta>(*this);
+  }
+  int32_t stream_id = 0;
+  int32_t grpc_status = 0;
+  std::string grpc_message;  // percent-encoded
+  std::string encoding;      // grpc-encoding of the message, empty for none
+  Pairs initial;             // initial metadata (header fields, checked)
+  Pairs trailing;            // trailing metadata
+};
+
+/// A client's request, the call `request_id` of its connection. Its buffer holds the
+/// length-prefixed message.
+struct ClientRequestMeta final : MessageMeta {
+  std::unique_ptr<MessageMeta> Copy() const override {
+    return std::make_unique<ClientRequestMeta>(*this);
+  }
+  uint32_t request_id = 0;
+  std::string path;
+  std::string authority;
+  std::string timeout;   // grpc-timeout, empty for none
+  std::string encoding;  // grpc-encoding, empty for none
+  Pairs metadata;
+};
+
+/// How a client's stream ended: the response, or the error. Its buffer holds the stream's DATA.
+struct ClientReplyMeta final : MessageMeta {
+  std::unique_ptr<MessageMeta> Copy() const override {
+    return std::make_unique<ClientReplyMeta>(*this);
+  }
+  uint32_t request_id = 0;
+  int32_t http_status = 0;   // :status, 0 if none came
+  int32_t grpc_status = -1;  // from the trailers (or a Trailers-Only answer), -1 if none
+  uint32_t rst_code = 0;     // the stream's close code (RST_STREAM), 0 = NO_ERROR
+  std::string grpc_message;
+  std::string encoding;  // grpc-encoding
+  Pairs metadata;        // headers and trailers
+};
+
+}  // namespace trpc::grpc::detail
