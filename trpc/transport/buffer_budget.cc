@@ -1,13 +1,10 @@
 #include "trpc/transport/buffer_budget.h"
 
-#include <sys/socket.h>
-
 #include <algorithm>
 
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/base/memory.h"
-#include "trpc/transport/connection.h"
 
 namespace trpc {
 
@@ -66,7 +63,7 @@ void BufferBudget::Slot::Push() {
   }
 }
 
-void BufferBudget::Slot::Paused(const std::shared_ptr<Connection>& conn) {
+void BufferBudget::Slot::Paused(const std::shared_ptr<BudgetedConnection>& conn) {
   budget_->paused_total_.fetch_add(1, std::memory_order_relaxed);
   paused_.push_back(PausedConn{conn, reactor_->LoopTimeNs()});
   if (timer_ != 0) return;
@@ -90,22 +87,18 @@ void BufferBudget::Slot::OnTimer() {
   list.swap(paused_);
   std::vector<PausedConn> keep;
   for (PausedConn& p : list) {
-    std::shared_ptr<Connection> conn = p.conn.lock();
-    if (conn == nullptr || conn->closed() || !conn->budget_paused()) continue;
-    if (total_low || conn->budget_bytes() <= allowance / 2) {
+    std::shared_ptr<BudgetedConnection> conn = p.conn.lock();
+    if (conn == nullptr || !conn->PausedByBudget()) continue;
+    if (total_low || conn->BudgetBytes() <= allowance / 2) {
       conn->ResumeAfterBudget();
     } else if (now - p.since_ns >= budget_->timeout_ms_ * kNanosPerMilli) {
       budget_->closed_over_limit_.fetch_add(1, std::memory_order_relaxed);
       TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000,
                         "closing connection from {}: holds {} buffered bytes (allowance {}, "
                         "process total {}, limit {}), reading paused for more than {} ms",
-                        conn->peer().ToString(), conn->budget_bytes(), allowance, budget_->total(),
+                        conn->PeerName(), conn->BudgetBytes(), allowance, budget_->total(),
                         budget_->limit_, budget_->timeout_ms_);
-      // With a reset: the peer reads nothing, so a normal close would leave the replies in the
-      // kernel (an orphaned socket probing a zero window for minutes) and the peer none the wiser.
-      linger reset{1, 0};
-      ::setsockopt(conn->fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
-      conn->Close("over the process's buffer limit for too long", CloseCause::kOverLimit);
+      conn->AbortOverBudget("over the process's buffer limit for too long");
     } else {
       keep.push_back(std::move(p));
     }

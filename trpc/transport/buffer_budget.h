@@ -6,13 +6,29 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "trpc/reactor/reactor.h"
 
 namespace trpc {
 
-class Connection;
+/// What a BufferBudget needs of a connection it paused: an interface, so that the budget does
+/// not depend on Connection (which depends on it). Loop-thread only, like the Slot.
+class BudgetedConnection {
+ public:
+  virtual ~BudgetedConnection() = default;
+  /// Still open and still not reading for the budget (nothing else resumed or closed it).
+  virtual bool PausedByBudget() const = 0;
+  /// The bytes it holds (input not handed over, replies queued).
+  virtual size_t BudgetBytes() const = 0;
+  virtual void ResumeAfterBudget() = 0;
+  /// Closes it with a reset: the peer reads nothing, so a normal close would leave the replies
+  /// in the kernel. `why` is for logs.
+  virtual void AbortOverBudget(const std::string& why) = 0;
+  /// "ip:port" of the peer, for the log line.
+  virtual std::string PeerName() const = 0;
+};
 
 /// A bound on the bytes that a set of connections (a server's: every service, side services
 /// included) holds buffered: input read but not yet handed to a handler, and replies queued but
@@ -70,7 +86,7 @@ class BufferBudget : public std::enable_shared_from_this<BufferBudget> {
       if (unpushed >= budget_->batch_ || unpushed <= -budget_->batch_) Push();
     }
     /// `conn` stopped reading for the budget: the slot's timer resumes or closes it.
-    void Paused(const std::shared_ptr<Connection>& conn);
+    void Paused(const std::shared_ptr<BudgetedConnection>& conn);
     /// This slot's bytes (its connections' reports; exact, unlike the shared total).
     int64_t bytes() const { return bytes_; }
     const BufferBudget& budget() const { return *budget_; }
@@ -88,7 +104,7 @@ class BufferBudget : public std::enable_shared_from_this<BufferBudget> {
     int64_t bytes_ = 0;
     int64_t pushed_ = 0;  // what total_ holds of bytes_
     struct PausedConn {
-      std::weak_ptr<Connection> conn;
+      std::weak_ptr<BudgetedConnection> conn;
       int64_t since_ns;
     };
     std::vector<PausedConn> paused_;

@@ -522,6 +522,14 @@ size_t Connection::BudgetRoom() {
   return std::max<size_t>(4096, allowance > budget_bytes_ ? allowance - budget_bytes_ : 0);
 }
 
+void Connection::AbortOverBudget(const std::string& why) {
+  // With a reset: the peer reads nothing, so a normal close would leave the replies in the
+  // kernel (an orphaned socket probing a zero window for minutes) and the peer none the wiser.
+  linger reset{1, 0};
+  ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+  Close(why, CloseCause::kOverLimit);
+}
+
 void Connection::ResumeAfterBudget() {
   if (!budget_paused_ || closed()) return;
   budget_paused_ = false;

@@ -95,7 +95,9 @@ enum class CloseCause : uint8_t {
 ///
 /// Ownership: held by shared_ptr (the owner keeps one); the connection keeps itself alive while
 /// it handles an event. Thread contract: every method is loop-thread only.
-class Connection : public EventHandler, public std::enable_shared_from_this<Connection> {
+class Connection : public EventHandler,
+                   public BudgetedConnection,
+                   public std::enable_shared_from_this<Connection> {
  public:
   class Handler {
    public:
@@ -194,7 +196,12 @@ class Connection : public EventHandler, public std::enable_shared_from_this<Conn
   /// reported to it, whether it stopped reading for it, and the slot's call to read again.
   size_t budget_bytes() const { return budget_bytes_; }
   bool budget_paused() const { return budget_paused_; }
-  void ResumeAfterBudget();
+  // BudgetedConnection.
+  bool PausedByBudget() const override { return budget_paused_ && !closed(); }
+  size_t BudgetBytes() const override { return budget_bytes_; }
+  void ResumeAfterBudget() override;
+  void AbortOverBudget(const std::string& why) override;
+  std::string PeerName() const override { return peer_.ToString(); }
 
   void HandleEvents(uint32_t events) override;
 
