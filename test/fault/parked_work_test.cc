@@ -22,10 +22,11 @@ namespace {
 class ParkedWorkTest : public FaultTest {};
 
 // What "within 10x of idle" allows at least: an idle probe on loopback answers in tens of
-// microseconds, far below the scheduling noise of a 2-core CI machine running two tests at once
-// (a P99 of 5.8 ms was seen there). This is a check that the server is not stalled behind the
-// parked calls (a stall lasts their 2-4 s), not a latency target: those are benchmarks'.
-constexpr double kProbeFloorMs = 50.0;
+// microseconds, far below the scheduling noise of a 2-core CI machine running two tests at once.
+// This is a check that the server is not stalled behind the parked calls (a stall lasts their
+// 2-4 s), not a latency target: those are benchmarks'. With 50 probes the P99 is the second
+// slowest, so the floor must hold a probe or two that a loaded machine did not run for a while.
+constexpr double kProbeFloorMs = 500.0;
 
 // A call that parks for `us`: asleep in its fiber (fiber), or replied later (merge, where a
 // sleep would block the worker instead).
