@@ -1,5 +1,5 @@
 // trpc_bench against a server whose latency is known: an in-process Greeter (merged model, one
-// worker) that can stall once for 100 ms or delay the requests trpc_bench tags. trpc_bench runs
+// worker) that can stall once for 300 ms or delay the requests trpc_bench tags. trpc_bench runs
 // as a subprocess (its path comes from the build: TRPC_BENCH_BINARY) with --json, and the tests
 // check what it reports: the open-loop rate, the coordinated-omission correction, the tail
 // requests kept apart, --requests, errors and timeouts by code, and the exit codes of bad usage.
@@ -175,7 +175,9 @@ class JsonParser {
 // The server under test.
 
 constexpr char kTailKey[] = "trpc-bench-tail";
-constexpr auto kStall = std::chrono::milliseconds(100);
+// Long enough that the machine's own stalls (a loaded 2-core machine may not run a thread for
+// ~100 ms) stay well below it.
+constexpr auto kStall = std::chrono::milliseconds(300);
 
 std::atomic<uint64_t> g_calls{0};
 std::atomic<uint64_t> g_stall_at{0};    // the call with this number blocks the worker kStall
@@ -316,6 +318,38 @@ void ExpectAlmostAllSent(const Json& j, double planned) {
       << "send lateness p99 " << j.num("client.send_lateness_us.p99") << " us";
 }
 
+// The open loop's rate: the plan (sent and unsent) keeps the target within 1%, and what was
+// sent, the reported QPS, is short of it by no more than the unsent allowance above.
+void ExpectTargetRate(const Json& j, double target_qps, const std::string& output) {
+  double window = j.num("window_s");
+  EXPECT_NEAR((j.num("requests") + j.num("unsent")) / window, target_qps, target_qps / 100)
+      << output;
+  EXPECT_GE(j.num("qps"), target_qps * 0.98) << output;
+  EXPECT_LE(j.num("qps"), target_qps * 1.01) << output;
+}
+
+// Tagged requests are reported apart: their P50 holds the whole delay, and the untagged P50 is
+// at least half the delay below it. A loaded machine adds its scheduling delays to both alike,
+// so the gap shows that the delay stayed out of the main histogram, where the untagged P50 alone
+// would show how busy the machine was.
+void ExpectTailApart(const Json& j, double delay_us) {
+  EXPECT_GE(j.num("tail.latency_us.p50"), delay_us);
+  EXPECT_LT(j.num("latency_us.p50") + delay_us / 2, j.num("tail.latency_us.p50"));
+}
+
+// A reply that comes back OK was taken before its timer fired. The timer and the read of the
+// reply run on the client's one loop thread, so when the machine stalls that thread both wait:
+// an OK reply can then be as late as the timeout plus that stall. The stall is measured in the
+// same run, as the longest send lateness (at 200 QPS a send is due every 5 ms, so a stall of
+// the loop thread delays one), plus 15 ms for the timer's own lateness. Unloaded the bound stays
+// below the 50 ms tagged delay, so a reply taken after its timeout still fails it.
+void ExpectNoOkReplyAfterTheTimeout(const Json& j, double timeout_us, const std::string& output) {
+  double stall_us = j.num("client.send_lateness_us.max");
+  std::printf("slowest OK reply %.0f us, longest send lateness %.0f us\n",
+              j.num("uncorrected_latency_us.max"), stall_us);
+  EXPECT_LT(j.num("uncorrected_latency_us.max"), timeout_us + 15'000 + stall_us) << output;
+}
+
 class TrpcBenchTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -394,7 +428,7 @@ TEST_F(TrpcBenchTest, OpenLoopKeepsTheTargetRate) {
   std::printf("open loop at 5000: qps %.1f, send lateness p50 %.0f p99 %.0f max %.0f us\n",
               j.num("qps"), j.num("client.send_lateness_us.p50"),
               j.num("client.send_lateness_us.p99"), j.num("client.send_lateness_us.max"));
-  EXPECT_NEAR(j.num("qps"), 5000, 50) << run.output;
+  ExpectTargetRate(j, 5000, run.output);
   EXPECT_EQ(j.num("target_qps"), 5000);
   EXPECT_NEAR(j.num("window_s"), 3.0, 0.01);
   EXPECT_EQ(j.num("requests"), j.num("ok")) << run.output;
@@ -409,9 +443,9 @@ TEST_F(TrpcBenchTest, OpenLoopKeepsTheTargetRate) {
   EXPECT_EQ(j.num("good"), j.num("ok"));
   EXPECT_NEAR(j.num("goodput"), j.num("ok") / j.num("window_s"), 0.1);
   EXPECT_EQ(j.num("deadline_ms"), 1000);
-  // The server's own count: 3.5 s of the plan at 5000/s.
+  // The server's own count: 3.5 s of the plan at 5000/s, less those left unsent.
   double served = static_cast<double>(g_calls.load() - calls_before);
-  EXPECT_NEAR(served, 17500, 175);
+  EXPECT_NEAR(served + j.num("unsent"), 17500, 175);
 }
 
 // Offered twice what the server can answer, the excess queues in the client (4 connections,
@@ -449,10 +483,12 @@ TEST_F(TrpcBenchTest, GoodputCountsOnlyRepliesWithinTheDeadline) {
   EXPECT_NE(run.output.find("OK but late"), std::string::npos) << run.output;
 }
 
-// One 100 ms stall of the server's only worker during an open-loop run on one connection: the
-// latency from the intended send time shows it at P99.9 (the ~200 requests planned during the
+// One 300 ms stall of the server's only worker during an open-loop run on one connection: the
+// latency from the intended send time shows it at P99.9 (the ~600 requests planned during the
 // stall waited for it), the latency from the actual send time hides it (only the one request
-// in flight saw it).
+// in flight saw it). Each stall of the loaded machine also lands on one uncorrected sample only,
+// so the uncorrected P99.9 (the 6th slowest of 6000) stays far below the corrected one unless
+// the correction is lost; the bounds are fractions of the stall, not of the unloaded figures.
 TEST_F(TrpcBenchTest, CorrectedLatencyShowsAStallTheUncorrectedHides) {
   // 2000/s: the stall comes about 1 s into the run, 0.5 s into the measured window.
   g_stall_at.store(g_calls.load() + 2000);
@@ -465,14 +501,16 @@ TEST_F(TrpcBenchTest, CorrectedLatencyShowsAStallTheUncorrectedHides) {
   double corrected = j.num("latency_us.p999");
   double uncorrected = j.num("uncorrected_latency_us.p999");
   std::printf(
-      "100 ms stall at 2000 QPS: P99.9 corrected %.0f us, uncorrected %.0f us "
+      "300 ms stall at 2000 QPS: P99.9 corrected %.0f us, uncorrected %.0f us "
       "(uncorrected max %.0f us)\n",
       corrected, uncorrected, j.num("uncorrected_latency_us.max"));
-  EXPECT_GE(corrected, 50'000) << run.output;
-  EXPECT_LT(uncorrected, 20'000) << run.output;
+  const double stall_us = std::chrono::duration<double, std::micro>(kStall).count();
+  EXPECT_GE(corrected, stall_us / 2) << run.output;
+  EXPECT_LT(uncorrected, corrected / 2) << run.output;
   // The request that was in flight did see the whole stall.
-  EXPECT_GE(j.num("uncorrected_latency_us.max"), 90'000) << run.output;
-  EXPECT_NEAR(j.num("qps"), 2000, 20) << run.output;
+  EXPECT_GE(j.num("uncorrected_latency_us.max"), stall_us * 0.9) << run.output;
+  ExpectTargetRate(j, 2000, run.output);
+  ExpectAlmostAllSent(j, 6'000);
 }
 
 // Tagged requests carry the tail key, are counted apart and keep their delay out of the main
@@ -492,8 +530,7 @@ TEST_F(TrpcBenchTest, TailRequestsAreTaggedAndReportedApart) {
               tail, requests, j.num("latency_us.p50"), j.num("tail.latency_us.p50"));
   EXPECT_EQ(requests, 400);
   EXPECT_NEAR(tail / requests, 0.10, 0.02);
-  EXPECT_GE(j.num("tail.latency_us.p50"), 5000);
-  EXPECT_LT(j.num("latency_us.p50"), 2500);
+  ExpectTailApart(j, 5000);
   EXPECT_EQ(j.num("settings.tail_delay_us"), 5000);
   EXPECT_EQ(j.at("settings.tail_kind").string, "sleep");
   // The server saw the tag on every tagged request (warm-up ones included).
@@ -542,7 +579,10 @@ TEST_F(TrpcBenchTest, RequestsLimitStopsAfterN) {
       Args({"--requests", "300", "--qps", "1000", "--warmup", "0.1", "--connections", "2"}), 30);
   ASSERT_EQ(open.exit_code, 0) << open.output;
   EXPECT_EQ(open.json.num("requests"), 300);
-  EXPECT_NEAR(open.json.num("window_s"), 0.3, 0.1);
+  // The window ends with the last reply: not before the plan's 300th send at 0.3 s, and long
+  // before the default duration even when the machine stalls the client for a while.
+  EXPECT_GE(open.json.num("window_s"), 0.29);
+  EXPECT_LT(open.json.num("window_s"), 1.0);
 }
 
 // Failed calls are counted by code and kept out of the latency histograms: a framework code
@@ -586,9 +626,7 @@ TEST_F(TrpcBenchTest, ErrorsAndTimeoutsAreCountedByCode) {
   EXPECT_EQ(j.num("ok") + j.num("timeouts"), 400);
   EXPECT_GT(j.num("ok"), 200);
   // No successful call took longer than the timeout (a late reply was never taken for one).
-  // No OK reply slower than the timeout, give or take the timer's own lateness: 15 ms of slack,
-  // since this VM's vCPUs stall for several ms at times (28.6 ms was seen once with 5 ms).
-  EXPECT_LT(j.num("uncorrected_latency_us.max"), 20'000 + 15'000) << slow.output;
+  ExpectNoOkReplyAfterTheTimeout(j, 20'000, slow.output);
 }
 
 // --protocol http against the HttpService: GET / pipelined 4 deep on 4 connections, every
@@ -643,10 +681,12 @@ TEST_F(TrpcBenchTest, HttpTailRequestsAreTaggedByHeader) {
   const Json& j = run.json;
   ASSERT_FALSE(j.at("tail").is_null()) << run.output;
   double tail = j.num("tail.requests");
+  std::printf(
+      "http tail 10%% x 5 ms: %.0f of %.0f requests tagged; P50 main %.0f us, tail %.0f us\n", tail,
+      j.num("requests"), j.num("latency_us.p50"), j.num("tail.latency_us.p50"));
   EXPECT_EQ(j.num("requests"), 400);
   EXPECT_NEAR(tail / 400, 0.10, 0.02);
-  EXPECT_GE(j.num("tail.latency_us.p50"), 5000);
-  EXPECT_LT(j.num("latency_us.p50"), 2500);
+  ExpectTailApart(j, 5000);
   EXPECT_GE(g_http_tagged.load() - tagged_before, static_cast<uint64_t>(tail));
 }
 
@@ -665,9 +705,7 @@ TEST_F(TrpcBenchTest, HttpTimeoutsNeverTakeALateReply) {
   EXPECT_EQ(j.at("errors").object.size(), 1u) << slow.output;
   EXPECT_EQ(j.num("ok") + j.num("timeouts"), j.num("requests"));
   EXPECT_GT(j.num("ok"), 200);
-  // No OK reply slower than the timeout, give or take the timer's own lateness: 15 ms of slack,
-  // since this VM's vCPUs stall for several ms at times (28.6 ms was seen once with 5 ms).
-  EXPECT_LT(j.num("uncorrected_latency_us.max"), 20'000 + 15'000) << slow.output;
+  ExpectNoOkReplyAfterTheTimeout(j, 20'000, slow.output);
 }
 
 // Against the raw-epoll HTTP responder (the baseline wrk is compared on): pipelined closed loop
@@ -691,7 +729,7 @@ TEST_F(TrpcBenchTest, HttpAgainstRawHttpServer) {
   ASSERT_EQ(open.exit_code, 0) << open.output;
   std::printf("raw_http_server, open loop at 3000: qps %.1f, p99 %.0f us\n", open.json.num("qps"),
               open.json.num("latency_us.p99"));
-  EXPECT_NEAR(open.json.num("qps"), 3000, 30) << open.output;
+  ExpectTargetRate(open.json, 3000, open.output);
   EXPECT_EQ(open.json.num("requests"), open.json.num("ok"));
   ExpectAlmostAllSent(open.json, 6'000);
 }

@@ -26,16 +26,13 @@ inline double P99Ms(int calls, const std::function<bool()>& call) {
   return static_cast<double>(lat[lat.size() * 99 / 100]) / 1e6;
 }
 
-// A backend whose slow calls take 50 ms shows them in its P99 without hedging; with a 5 ms
-// hedge the P99 is under 10 ms.
+// A backend whose slow calls take 50 ms shows them in its P99 without hedging; a 5 ms hedge
+// cuts the P99 to under half of that. Half, not a few ms: each stall of a loaded machine (or the
+// slowdown of a sanitizer) delays one call of the run, and it takes 1% of the calls each delayed by
+// 25 ms to lift the hedged P99 that far, while without the hedge 5% of the calls are slow.
 inline void ExpectHedgingCutsTheTail(double plain, double hedged) {
   EXPECT_GE(plain, 45.0);
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-  // A sanitizer slows every call several times over: the hedge must still cut the tail.
   EXPECT_LT(hedged, plain / 2) << "plain P99 " << plain << " ms";
-#else
-  EXPECT_LT(hedged, 10.0) << "plain P99 " << plain << " ms";
-#endif
 }
 
 }  // namespace trpc::test

@@ -186,31 +186,45 @@ TEST(GrpcFloodE2eTest, EmptyDataFloodIsCutAndOthersKeepTheirP99) {
     };
     while_sunk(2000);  // how long a call takes under that load: the runs last about as asked
     const int calls = std::max(2000, static_cast<int>(FloodSeconds() / per_call_s));
-    const double before = while_sunk(calls);
-    double during = 0;
-    int connections = 0;
-    uint32_t goaway = 0;
-    {
-      Flooder flooder(flooded);
-      during = P99Ms(calls, call);
-      connections = flooder.connections();
-      goaway = flooder.first_goaway();
-    }
-    std::printf(
-        "probe P99: %.3f ms with the flood sent to a sink, %.3f ms with it sent to the "
-        "server (%.1f s, %d calls, %d flooding connections, %s model)\n",
-        before, during, FloodSeconds(), calls, connections, FiberModel() ? "fiber" : "merge");
-    EXPECT_EQ(goaway, 0xbu);  // ENHANCE_YOUR_CALM
-    // 2x, plus 2 ms for a shared test machine's scheduling noise (its vCPUs stall for a few ms
-    // now and then; 1.5 ms against 1.3 allowed was seen once with 1 ms) and 4 ms under a
-    // sanitizer, which slows every step several times. Without the flood limits the probe's
-    // P99 was 6.5-10 ms.
+    // 2x, plus 2 ms for a shared test machine's scheduling noise and 4 ms under a sanitizer,
+    // which slows every step several times. Without the flood limits the probe's P99 was
+    // several times the bound.
 #ifdef TRPC_E2E_SANITIZED
     constexpr double kNoiseMs = 4.0;
 #else
     constexpr double kNoiseMs = 2.0;
 #endif
-    EXPECT_LT(during, 2 * before + kNoiseMs);
+    // The two runs of a pair are seconds apart, and other work on a loaded machine can start
+    // or stop between them: a pair is measured again, up to kRounds times, and one pair within
+    // the bound passes. A server that lets the flood through fails every pair alike.
+    constexpr int kRounds = 3;
+    bool within = false;
+    for (int round = 1; round <= kRounds && !within; ++round) {
+      const double before = while_sunk(calls);
+      double during = 0;
+      int connections = 0;
+      uint32_t goaway = 0;
+      {
+        Flooder flooder(flooded);
+        during = P99Ms(calls, call);
+        connections = flooder.connections();
+        goaway = flooder.first_goaway();
+      }
+      std::printf(
+          "probe P99: %.3f ms with the flood sent to a sink, %.3f ms with it sent to the "
+          "server (%.1f s, %d calls, %d flooding connections, %s model, round %d)\n",
+          before, during, FloodSeconds(), calls, connections, FiberModel() ? "fiber" : "merge",
+          round);
+      EXPECT_EQ(goaway, 0xbu);  // ENHANCE_YOUR_CALM
+      within = during < 2 * before + kNoiseMs;
+      if (!within) {
+        std::printf("round %d: %.3f ms is not below %.3f ms\n", round, during,
+                    2 * before + kNoiseMs);
+      }
+    }
+    EXPECT_TRUE(within) << "the probe's P99 with the flood exceeded 2x its P99 with the flood "
+                           "sent to a sink, plus "
+                        << kNoiseMs << " ms, in each of " << kRounds << " rounds";
     SetTrpcClient(nullptr)->Stop();
     server.Stop();
   }

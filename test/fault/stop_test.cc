@@ -111,12 +111,14 @@ void StopTest::CutAtTheLimit(const std::string& service_yaml) {
   const CallResult& hang0 = *CallInThread(p[0].get(), "hang");
   const CallResult& hang1 = *CallInThread(p[1].get(), "hang");
   // Worker 2 stays free in both models: this one ends within the limit, during the stop.
-  const CallResult& slow = *CallInThread(p[2].get(), "sleep:300000");
-  usleep(100'000);  // the hangs are in their handlers
+  const CallResult& slow = *CallInThread(p[2].get(), "sleep:700000");
+  // The calls' threads have to run for them to be sent: the waits leave room for a loaded
+  // machine that does not run a thread for a while (the slow call still ends after the signal).
+  usleep(250'000);  // the hangs are in their handlers
   // Merge: behind worker 0's hang, so it never reaches a handler: no answer, only the close.
   const CallResult& extra0 = *CallInThread(p[3].get(), merge ? "hi" : "hang");
   const CallResult* extra1 = merge ? nullptr : CallInThread(p[3].get(), "hang");
-  usleep(100'000);  // every call has reached its handler (or its place in a queue)
+  usleep(250'000);  // every call has reached its handler (or its place in a queue)
   server.Signal(SIGTERM);
   int64_t signalled = MonotonicNanos();
   int status = 0;
@@ -131,7 +133,7 @@ void StopTest::CutAtTheLimit(const std::string& service_yaml) {
   ExpectCut(hang0, "hang on worker 0");
   ExpectCut(hang1, "hang on worker 1");
   EXPECT_TRUE(slow.status.OK()) << slow.status.ToString();
-  EXPECT_EQ(slow.msg, "sleep:300000");
+  EXPECT_EQ(slow.msg, "sleep:700000");
   if (merge) {
     EXPECT_EQ(extra0.status.GetFrameworkRetCode(), kClientNetworkErr) << extra0.status.ToString();
   } else {
@@ -157,7 +159,7 @@ TEST_F(StopTest, ASecondSignalEndsTheStopAtOnce) {
   ASSERT_FALSE(addr.empty());
   auto p = Connect(addr, 1);
   const CallResult& hang = *CallInThread(p[0].get(), "hang");
-  usleep(150'000);
+  usleep(400'000);  // the hang is in its handler (room for a loaded machine)
   server.Signal(SIGTERM);
   usleep(200'000);
   int status = 0;

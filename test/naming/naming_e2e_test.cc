@@ -311,7 +311,8 @@ TEST_F(NamingE2eTest, WhenEveryInstanceLeavesCallsFailAtOnceWithTheRouterCode) {
   const int64_t t0 = MonotonicNanos();
   Status st = Hello();
   EXPECT_EQ(st.GetFrameworkRetCode(), kClientRouterErr) << st.ToString();
-  EXPECT_LT(MonotonicNanos() - t0, 50 * kNanosPerMilli) << "no endpoint must not wait";
+  // Waiting would take the call's 2 s timeout; the bound is a stall check.
+  EXPECT_LT(MonotonicNanos() - t0, 500 * kNanosPerMilli) << "no endpoint must not wait";
   // One coming back is found again.
   std::string back = StartServer();
   EXPECT_TRUE(WaitFor(1000, [&] {

@@ -212,7 +212,9 @@ TEST(HttpStreamTest, CancelUnblocksAPendingReadPromptly) {
   release.store(true);
   EXPECT_FALSE(ok);
   EXPECT_EQ(err, "cancelled");
-  EXPECT_LT(took, std::chrono::milliseconds(100));
+  // At once: without the cancel the read (no read timeout) waits for the server's 3 s. The
+  // bound leaves room for a loaded machine not running the reader for a while.
+  EXPECT_LT(took, std::chrono::milliseconds(1000));
   // Sticky: a later call fails at once.
   EXPECT_FALSE(stream.Run(server.address(), {}, nullptr, nullptr, &err));
   EXPECT_EQ(err, "cancelled");
