@@ -5,9 +5,9 @@
 #include <string>
 #include <string_view>
 
+#include "trpc/client/client_config.h"
 #include "trpc/client/client_context.h"
 #include "trpc/client/client_filter.h"
-#include "trpc/config/config.h"
 #include "trpc/future/future.h"
 
 namespace google::protobuf {

@@ -6,8 +6,8 @@
 #include <mutex>
 #include <string>
 
+#include "trpc/client/client_config.h"
 #include "trpc/client/service_proxy.h"
-#include "trpc/config/config.h"
 
 namespace trpc {
 

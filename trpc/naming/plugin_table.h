@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "trpc/base/suggest.h"
-#include "trpc/config/config.h"
+#include "trpc/naming/plugin_options.h"
 
 namespace trpc {
 

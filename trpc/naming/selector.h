@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "trpc/base/net_address.h"
-#include "trpc/config/config.h"
+#include "trpc/naming/plugin_options.h"
 #include "trpc/naming/plugin_table.h"
 
 namespace trpc {

@@ -6,9 +6,9 @@
 #include <string_view>
 #include <vector>
 
-#include "trpc/config/config.h"
 #include "trpc/fiber/scheduler.h"
 #include "trpc/runtime/thread_model.h"
+#include "trpc/runtime/thread_model_config.h"
 
 namespace trpc {
 

@@ -4,8 +4,8 @@
 #include <string>
 #include <string_view>
 
-#include "trpc/config/config.h"
 #include "trpc/runtime/thread_model.h"
+#include "trpc/runtime/thread_model_config.h"
 
 namespace trpc::runtime {
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "trpc/base/net_address.h"
-#include "trpc/config/config.h"
 #include "trpc/naming/registry.h"
+#include "trpc/server/server_config.h"
 #include "trpc/server/server_metrics.h"
 #include "trpc/server/service.h"
 

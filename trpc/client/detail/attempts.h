@@ -12,13 +12,13 @@
 #include "trpc/base/chain_buffer.h"
 #include "trpc/base/status.h"
 #include "trpc/base/timer_queue.h"
+#include "trpc/client/client_config.h"
 #include "trpc/client/client_context.h"
 #include "trpc/client/detail/backend.h"
 #include "trpc/client/detail/latency_window.h"
 #include "trpc/client/detail/outgoing_call.h"
 #include "trpc/client/detail/retry_budget.h"
 #include "trpc/codec/rpc_message.h"
-#include "trpc/config/config.h"
 
 namespace google::protobuf {
 class MessageLite;

@@ -3,8 +3,8 @@
 #include <memory>
 #include <string>
 
+#include "trpc/client/client_config.h"
 #include "trpc/codec/codec.h"
-#include "trpc/config/config.h"
 
 namespace trpc {
 

@@ -5,9 +5,9 @@
 #include <string>
 
 #include "trpc/base/clock.h"
+#include "trpc/client/client_config.h"
 #include "trpc/client/detail/backend.h"
 #include "trpc/client/detail/endpoint_set.h"
-#include "trpc/config/config.h"
 
 namespace trpc::detail {
 

@@ -8,11 +8,11 @@
 
 #include "trpc/base/clock.h"
 #include "trpc/codec/codec.h"
-#include "trpc/config/config.h"
 #include "trpc/runtime/thread_model.h"
 #include "trpc/server/detail/concurrency_limiter.h"
 #include "trpc/server/detail/in_flight.h"
 #include "trpc/server/detail/method_counters.h"
+#include "trpc/server/server_config.h"
 #include "trpc/server/server_context.h"
 #include "trpc/server/server_filter.h"
 #include "trpc/server/server_metrics.h"

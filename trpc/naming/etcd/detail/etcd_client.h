@@ -13,7 +13,7 @@
 
 #include "trpc/base/net_address.h"
 #include "trpc/client/http/http_stream.h"
-#include "trpc/config/config.h"
+#include "trpc/naming/plugin_options.h"
 
 namespace trpc::naming::etcd::detail {
 
