@@ -10,6 +10,7 @@
 #include "trpc/base/ref_ptr.h"
 #include "trpc/base/status.h"
 #include "trpc/codec/rpc_message.h"
+#include "trpc/runtime/task.h"
 
 namespace google::protobuf {
 class MessageLite;
@@ -27,7 +28,10 @@ using ServerContextPtr = RefPtr<ServerContext>;
 /// The reply is sent exactly once, by the framework when the handler returns. Handlers hold it
 /// through ServerContextPtr (an intrusive reference count: copy it to keep the context, e.g. in
 /// a continuation that replies later).
-class ServerContext : public RefCounted<ServerContext> {
+// (Task: the thread model runs the call through it; detail::ServerCall implements Run. A base
+// here, not there, so that the context sits at the start of the call's object and converting
+// between the two costs nothing.)
+class ServerContext : public RefCounted<ServerContext>, protected Task {
  public:
   const std::string& GetCaller() const { return req_.caller; }
   const std::string& GetCallee() const { return req_.callee; }

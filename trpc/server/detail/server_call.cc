@@ -231,8 +231,7 @@ void ServerCall::SendReply(const Status& status, const google::protobuf::Message
   if (!ClaimReply()) return;  // a stop answered this call already
   // One clock read serves the deadline check and the latency (which therefore ends before the
   // reply is encoded).
-  const int64_t deadline_ns = GetDeadlineNs();
-  int64_t now = deadline_ns > 0 || method_counters_ != nullptr ? MonotonicNanos() : 0;
+  int64_t now = GetDeadlineNs() > 0 || method_counters_ != nullptr ? MonotonicNanos() : 0;
   if (now != 0 && conn_->reactor()->InLoopThread()) conn_->reactor()->NoteTime(now);
   if (limiter_ != nullptr) LeaveLimiter(now != 0 ? now : MonotonicNanos());
   Status late;
@@ -240,7 +239,8 @@ void ServerCall::SendReply(const Status& status, const google::protobuf::Message
   // timeout) is this request's timeout: the caller learns it with the server's code.
   bool downstream_timeout = status.GetFrameworkRetCode() == kClientInvokeTimeoutErr ||
                             status.GetFrameworkRetCode() == kClientFullLinkTimeoutErr;
-  if ((status.OK() || downstream_timeout) && deadline_ns > 0 && now > deadline_ns && !IsOneway()) {
+  if ((status.OK() || downstream_timeout) && GetDeadlineNs() > 0 && now > GetDeadlineNs() &&
+      !IsOneway()) {
     // The caller has given up by now, or soon will; say so instead of sending a result it
     // will not use.
     late = Status(kServerTimeoutErr, status.OK() ? "deadline passed while the request was handled"

@@ -6,12 +6,11 @@
 
 #include "trpc/base/chain_buffer.h"
 #include "trpc/base/filter.h"
-#include "trpc/runtime/task.h"
 #include "trpc/server/server_context.h"
+#include "trpc/server/server_filter.h"
 
 namespace trpc {
 class Connection;
-class MessageServerFilter;
 class RpcMethodHandler;
 class ServerCodec;
 }  // namespace trpc
@@ -22,9 +21,6 @@ class ConcurrencyLimiter;
 struct InFlightCalls;
 struct MethodCounters;
 class ServerCall;
-template <typename Filter, typename ContextPtr>
-class FilterChain;
-using ServerFilterChain = FilterChain<MessageServerFilter, ServerContextPtr>;
 
 /// Runs the handler of a call that the thread model hands back (the request path). A call knows
 /// its runner only through this, and a bounded stop recognises its service's calls by it.
@@ -48,7 +44,7 @@ class CallRunner {
 /// submitted; then one thread at a time runs its handler. SendReply() is safe from any thread
 /// (once: later calls are ignored). The in-flight links and the slot are the loop thread's (see
 /// detail/in_flight.h for the stop's takeover); CutByStop() may run while the handler runs.
-class ServerCall final : public ServerContext, private Task {
+class ServerCall final : public ServerContext {
  public:
   ServerCall(std::shared_ptr<Connection> conn, ServerCodec* codec, int64_t recv_ns);
   ~ServerCall();
@@ -96,7 +92,7 @@ class ServerCall final : public ServerContext, private Task {
     handler_ = handler;
     runs_on_loop_ = runs_on_loop;
     (void)self.release();  // adopted back in Run()
-    return this;
+    return static_cast<Task*>(this);
   }
   RpcMethodHandler* handler() const { return handler_; }
 
