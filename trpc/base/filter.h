@@ -11,8 +11,9 @@
 #include "trpc/base/suggest.h"
 
 // Filters (interceptors) run user code at fixed points of a call, on both sides. The shared
-// vocabulary lives here; trpc/server/server_filter.h and trpc/client/client_filter.h define the
-// filter interfaces. The names follow tRPC-Cpp.
+// vocabulary and the one filter interface live here; trpc/server/server_filter.h and
+// trpc/client/client_filter.h name it for their context (MessageServerFilter,
+// MessageClientFilter). The names follow tRPC-Cpp.
 
 namespace trpc {
 
@@ -43,6 +44,21 @@ constexpr bool IsUnwindingPoint(FilterPoint p) {
   return p == FilterPoint::CLIENT_POST_RPC_INVOKE || p == FilterPoint::CLIENT_POST_RECV_MSG ||
          p == FilterPoint::SERVER_PRE_SEND_MSG || p == FilterPoint::SERVER_POST_RPC_INVOKE;
 }
+
+/// A filter of the calls whose context is `ContextPtr`: runs at the points it lists, on the thread
+/// serving (server) or making or completing (client) the call. To reject a call, set a status on
+/// the context (ctx->SetStatus(...)) and `status` to REJECT. A filter is shared by every call
+/// that names it: operator() must be thread-safe. Users derive from its names for their side,
+/// MessageServerFilter and MessageClientFilter, which say what a rejection does there.
+template <typename ContextPtr>
+class MessageFilter {
+ public:
+  virtual ~MessageFilter() = default;
+  /// The name configs use (server.filter, client.filter, and the per-service lists).
+  virtual std::string Name() const = 0;
+  virtual std::vector<FilterPoint> GetFilterPoint() = 0;
+  virtual void operator()(FilterStatus& status, FilterPoint point, const ContextPtr& context) = 0;
+};
 
 namespace detail {
 

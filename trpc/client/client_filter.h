@@ -9,20 +9,10 @@
 
 namespace trpc {
 
-/// A client-side filter: runs at the CLIENT_* points it lists, on the thread making or
-/// completing the call. To reject a call, set a status on the context (ctx->SetStatus(...)) and
-/// `status` to REJECT: the call fails with that status (ret 999 if the filter set none); before
-/// sending, nothing is sent. A filter is shared by every call of every proxy that names it:
-/// operator() must be thread-safe.
-class MessageClientFilter {
- public:
-  virtual ~MessageClientFilter() = default;
-  /// The name configs use (client.filter / client.service[].filter).
-  virtual std::string Name() const = 0;
-  virtual std::vector<FilterPoint> GetFilterPoint() = 0;
-  virtual void operator()(FilterStatus& status, FilterPoint point,
-                          const ClientContextPtr& context) = 0;
-};
+/// A client-side filter (MessageFilter, trpc/base/filter.h): runs at the CLIENT_* points it
+/// lists, on the thread making or completing the call. A REJECT fails the call with the
+/// context's status (ret 999 if the filter set none); before sending, nothing is sent.
+using MessageClientFilter = MessageFilter<ClientContextPtr>;
 
 using MessageClientFilterPtr = std::shared_ptr<MessageClientFilter>;
 

@@ -4,6 +4,7 @@
 
 #include "trpc/base/logging.h"
 #include "trpc/codec/message_body.h"
+#include "trpc/server/detail/server_call.h"
 
 namespace trpc {
 
@@ -12,12 +13,27 @@ uint32_t RpcMethodHandler::NextId() {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
+RpcRequest& RpcMethodHandler::Request(const ServerContextPtr& ctx) {
+  return detail::ServerCall::Of(*ctx).request();
+}
+
+void RpcMethodHandler::SendReply(const ServerContextPtr& ctx, const Status& status,
+                                 const google::protobuf::MessageLite* body) {
+  detail::ServerCall::Of(*ctx).SendReply(status, body);
+}
+
+void RpcMethodHandler::SetProtocolResponseRef(const ServerContextPtr& ctx,
+                                              const ProtocolMessage* rsp) {
+  detail::ServerCall::Of(*ctx).SetProtocolResponseRef(rsp);
+}
+
 bool RpcMethodHandler::ParseRequest(const ServerContextPtr& ctx,
                                     google::protobuf::MessageLite* msg) {
-  const RpcRequest& req = ctx->request();
+  detail::ServerCall& call = detail::ServerCall::Of(*ctx);
+  const RpcRequest& req = call.request();
   std::string err;
   if (ParseMessageBody(req.body, req.content_type, msg, &err)) return true;
-  ctx->SendReply(Status(kServerDecodeErr, std::move(err)), nullptr);
+  call.SendReply(Status(kServerDecodeErr, std::move(err)), nullptr);
   return false;
 }
 

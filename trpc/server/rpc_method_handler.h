@@ -30,17 +30,13 @@ class RpcMethodHandler {
  protected:
   // The framework's part of a context, for handlers (generated ones and protocols' own).
   /// The decoded request (body, content type, the protocol's own part).
-  static RpcRequest& Request(const ServerContextPtr& ctx) { return ctx->request(); }
+  static RpcRequest& Request(const ServerContextPtr& ctx);
   /// Sends the reply: `status`, and `body` when the status is OK (null: none). Only a
   /// context's first reply is sent.
   static void SendReply(const ServerContextPtr& ctx, const Status& status,
-                        const google::protobuf::MessageLite* body) {
-    ctx->SendReply(status, body);
-  }
+                        const google::protobuf::MessageLite* body);
   /// Lends the protocol's own reply (on the handler's stack) to the SendReply() that follows.
-  static void SetProtocolResponseRef(const ServerContextPtr& ctx, const ProtocolMessage* rsp) {
-    ctx->SetProtocolResponseRef(rsp);
-  }
+  static void SetProtocolResponseRef(const ServerContextPtr& ctx, const ProtocolMessage* rsp);
   /// Parses the request body of `ctx` into `msg` as its content type says (protobuf, without
   /// copying when contiguous, or JSON). On failure replies ret 1 (decode error) and returns
   /// false.

@@ -18,22 +18,8 @@ class MessageLite;
 
 namespace trpc {
 
-class Connection;
-class MessageServerFilter;
-class RpcMethodHandler;
-class ServerCodec;
 class ServerContext;
-class Service;
 using ServerContextPtr = RefPtr<ServerContext>;
-namespace detail {
-class ConcurrencyLimiter;
-template <typename Filter, typename ContextPtr>
-class FilterChain;
-using ServerFilterChain = FilterChain<MessageServerFilter, ServerContextPtr>;
-struct MethodCounters;
-struct InFlightCalls;
-class ServiceAdapter;
-}  // namespace detail
 
 /// Everything a handler knows about the call it serves: who called, what, with which metadata
 /// and deadline, and the status it will answer with. One per request; created by the framework.
@@ -42,7 +28,10 @@ class ServiceAdapter;
 /// The reply is sent exactly once, by the framework when the handler returns. Handlers hold it
 /// through ServerContextPtr (an intrusive reference count: copy it to keep the context, e.g. in
 /// a continuation that replies later).
-class ServerContext final : public RefCounted<ServerContext>, private Task {
+// (Task: the thread model runs the call through it; detail::ServerCall implements Run. A base
+// here, not there, so that the context sits at the start of the call's object and converting
+// between the two costs nothing.)
+class ServerContext : public RefCounted<ServerContext>, protected Task {
  public:
   const std::string& GetCaller() const { return req_.caller; }
   const std::string& GetCallee() const { return req_.callee; }
@@ -77,10 +66,8 @@ class ServerContext final : public RefCounted<ServerContext>, private Task {
   bool IsResponse() const { return framework_replies_; }
   /// Sends the reply of a call taken over with SetResponse(false): `status`, and `rsp` when the
   /// status is OK. Later calls are ignored.
-  void SendUnaryResponse(const Status& status, const google::protobuf::MessageLite& rsp) {
-    SendReply(status, &rsp);
-  }
-  void SendUnaryResponse(const Status& status) { SendReply(status, nullptr); }
+  void SendUnaryResponse(const Status& status, const google::protobuf::MessageLite& rsp);
+  void SendUnaryResponse(const Status& status);
 
   /// The service's timeout budget left, in ms (0 when there is no deadline; 1 at least while
   /// there is time left).
@@ -95,121 +82,32 @@ class ServerContext final : public RefCounted<ServerContext>, private Task {
   /// protocol's own API (e.g. grpc::GetRequestInfo).
   const ProtocolMessage* GetProtocolRequest() const { return req_.protocol.get(); }
 
- private:
-  // The framework's part: the server's adapter makes, dispatches and answers contexts; method
-  // handlers and services read the request and reply through the protected helpers of
-  // RpcMethodHandler and Service.
-  friend class RefCounted<ServerContext>;
-  friend class RpcMethodHandler;
-  friend class Service;
-  friend class detail::ServiceAdapter;
+ protected:
+  // Every context is the handler's part of the framework's per-call state,
+  // detail::ServerCall (server/detail/server_call.h), the only class that derives from this
+  // one: it makes, dispatches and answers the call, and reaches the fields below through these
+  // accessors. Handlers and filters see only the public part.
+  explicit ServerContext(int64_t recv_ns) : recv_ns_(recv_ns) {}
+  ~ServerContext() = default;  // freed as the ServerCall it is (FreeLastRef)
 
-  ServerContext(std::shared_ptr<Connection> conn, ServerCodec* codec, int64_t recv_ns);
-  ~ServerContext();
-
-  // Task: runs the request's handler where the thread model put it (ServiceAdapter).
-  void Run() override;
-
-  RpcRequest& request() { return req_; }
-  /// The borrowed form of SetProtocolResponse(): `rsp` must outlive the SendReply() that
-  /// follows (a protocol handler's reply on its own stack). An owned one takes precedence.
-  void SetProtocolResponseRef(const ProtocolMessage* rsp) { protocol_rsp_ref_ = rsp; }
-  /// The service's filters (null or empty: none). The chain must outlive the context.
-  void SetFilterChain(const detail::ServerFilterChain* chain) { filters_ = chain; }
-  /// Runs the filters at `point`. On a REJECT returns false and leaves the reason in the status
-  /// (ret 999 "rejected by server filter NAME" if the filter set none).
-  bool RunFilters(FilterPoint point);
-  /// The handler is about to run: SERVER_POST_RPC_INVOKE filters will run at the reply.
-  void MarkInvoked() { invoked_ = true; }
+  const RpcRequest& request() const { return req_; }
+  RpcRequest& mutable_request() { return req_; }
+  TransInfo& rsp_trans_info() { return rsp_trans_info_; }
+  std::unique_ptr<ProtocolMessage>& protocol_response() { return protocol_rsp_; }
   void SetDeadlineNs(int64_t deadline_ns) { deadline_ns_ = deadline_ns; }
-  /// Encodes the reply with `status` and `body` (null for none) and queues it on the connection.
-  /// Sends nothing for one-way calls. Only the first call sends.
-  void SendReply(const Status& status, const google::protobuf::MessageLite* body);
-  /// The request was counted with Connection::BeginRequest() (asynchronous dispatch): the reply
-  /// (or, for one-way calls and contexts dropped unreplied, the end) ends it on the connection.
-  /// Also links it into its loop thread's in-flight calls (loop thread), which a bounded stop
-  /// answers at the limit (detail/in_flight.h).
-  void SetCountedPending() {
-    counted_pending_ = true;
-    LinkInFlight();
-  }
-  /// The per-method counters the reply is recorded in (latency from GetRecvTimestampNs() to
-  /// SendReply(), and the error code); null records nothing. Must outlive the context.
-  void SetMethodCounters(detail::MethodCounters* counters) { method_counters_ = counters; }
-  // The request was admitted by `limiter` on reactor `reactor`: it leaves it at the reply.
-  void SetLimiter(detail::ConcurrencyLimiter* limiter, size_t reactor) {
-    limiter_ = limiter;
-    limiter_reactor_ = static_cast<uint32_t>(reactor);
-  }
-  void LeaveLimiter(int64_t now_ns);
-  Connection* connection() const { return conn_.get(); }
-  void Record(int64_t now_ns, int32_t ret, int32_t func_ret);
 
-  // Bounded stop (ServiceAdapter::Stop, detail/in_flight.h). A reply is claimed once, by the
-  // handler's side (SendReply) or by the stop (CutByStop); the loser sends nothing.
-  enum : uint8_t { kNotReplied, kReplied, kCut };
-  /// The stop's answer to a call still in its handler at stop_max_wait_time: claims the reply
-  /// and encodes kServerSystemErr into `*out` (left empty for one-way calls). False when the
-  /// handler's own reply was claimed first. Reads only fields nobody writes after decoding
-  /// (the request's header), so the handler may be running meanwhile on another thread.
-  bool CutByStop(ChainBuffer* out);
-  // The reply's fields taken from the request's header (only reads it).
-  void FillResponseHeader(RpcResponse* rsp) const;
-  void LinkInFlight();
-  // Loop thread (or a stop's takeover). Its release store is the context's last access.
-  void UnlinkInFlight();
-  // SendReply's claim: false when a stop answered this call already.
-  bool ClaimReply();
-  // Queues `out` and ends the request on the loop: directly on the loop thread, else from a
-  // task that holds this context, so it stays linked (and alive) until its end arrives there.
-  // Then gives up the slot a merge reply held.
-  void FinishOnLoop(ChainBuffer&& out);
-  // Merge model, after the handler returned without replying: leaves the in-handler slot.
-  void LeaveSlot();
-  // RefCounted's last drop. A context freed off its loop thread while still linked is freed
-  // on the loop thread instead: the list it is in is that thread's alone, and a stop may be
-  // walking it.
+ private:
+  friend class RefCounted<ServerContext>;
+  // RefCounted's last drop: frees the ServerCall (on its loop thread when it must be).
   static void FreeLastRef(const ServerContext* p);
 
-  std::shared_ptr<Connection> conn_;
-  ServerCodec* codec_;
   RpcRequest req_;
   TransInfo rsp_trans_info_;
   Status status_;
   std::unique_ptr<ProtocolMessage> protocol_rsp_;
-  const ProtocolMessage* protocol_rsp_ref_ = nullptr;
   int64_t recv_ns_;
-  uint64_t reply_slot_;  // Connection::frame_slot() of the request (0: replies carry ids)
   int64_t deadline_ns_ = 0;
-  bool replied_ = false;
-  bool counted_pending_ = false;
   bool framework_replies_ = true;
-  bool invoked_ = false;
-  bool parked_permit_ = false;  // holds a permit of detail::ParkedWork until destroyed
-  const detail::ServerFilterChain* filters_ = nullptr;
-  detail::MethodCounters* method_counters_ = nullptr;
-  detail::ConcurrencyLimiter* limiter_ = nullptr;  // until the reply, if admitted by one
-  uint32_t limiter_reactor_ = 0;
-  int64_t start_ns_ = 0;  // when the handler started, if admitted by a limiter
-  // The thread model runs the handler on the connection's loop thread (merge), even when it
-  // was counted pending (deferred to the end of the pass by max_concurrency).
-  bool runs_on_loop_ = false;
-  // Set while the request waits for its thread model to run it (Run()).
-  detail::ServiceAdapter* adapter_ = nullptr;
-  RpcMethodHandler* handler_ = nullptr;
-  // Bounded stop. reply_state_: kNotReplied until SendReply (for counted requests) or the stop
-  // claims it with an exchange (acq_rel: the winner's writes before it are seen by the
-  // loser). in_flight_: the list this context is linked in (null: none); written by the loop
-  // thread, read by the thread that frees the context (FreeLastRef).
-  std::atomic<uint8_t> reply_state_{kNotReplied};
-  std::atomic<detail::InFlightCalls*> in_flight_{nullptr};
-  ServerContext* in_flight_prev_ = nullptr;
-  ServerContext* in_flight_next_ = nullptr;
-  // Merge model, loop thread only: the handler runs inline with the reactor's slot naming this
-  // context (in_slot_), and a reply from inside it holds the slot busy while it queues.
-  bool in_slot_ = false;
-  bool slot_busy_ = false;
-  detail::InFlightCalls* slot_calls_ = nullptr;  // the worker's record, set with in_slot_
 };
 
 }  // namespace trpc

@@ -9,20 +9,10 @@
 
 namespace trpc {
 
-/// A server-side filter: runs at the SERVER_* points it lists, on the thread serving the call.
-/// To reject a call, set a status on the context (ctx->SetStatus(...)) and `status` to REJECT:
-/// the call is answered with that status (ret 999 if the filter set none) and, before the
-/// handler, the handler does not run. A filter is shared by every call of every service that
-/// names it: operator() must be thread-safe.
-class MessageServerFilter {
- public:
-  virtual ~MessageServerFilter() = default;
-  /// The name configs use (server.filter / server.service[].filter).
-  virtual std::string Name() const = 0;
-  virtual std::vector<FilterPoint> GetFilterPoint() = 0;
-  virtual void operator()(FilterStatus& status, FilterPoint point,
-                          const ServerContextPtr& context) = 0;
-};
+/// A server-side filter (MessageFilter, trpc/base/filter.h): runs at the SERVER_* points it
+/// lists, on the thread serving the call. A REJECT answers the call with the context's status
+/// (ret 999 if the filter set none) and, before the handler, the handler does not run.
+using MessageServerFilter = MessageFilter<ServerContextPtr>;
 
 using MessageServerFilterPtr = std::shared_ptr<MessageServerFilter>;
 

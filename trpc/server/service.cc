@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "trpc/server/detail/server_call.h"
 #include "trpc/server/server_context.h"
 
 namespace trpc {
@@ -31,6 +32,8 @@ RpcMethodHandler* Service::FindMethod(std::string_view func) const {
 }
 
 RpcMethodHandler* Service::Route(ServerContext& ctx) const { return FindMethod(ctx.GetFuncName()); }
+
+RpcRequest& Service::Request(ServerContext& ctx) { return detail::ServerCall::Of(ctx).request(); }
 
 void Service::ForEachMethod(const MethodVisitor& fn) const {
   std::vector<const std::string*> names;

@@ -55,7 +55,7 @@ class Service {
 
  protected:
   /// The decoded request of `ctx`, for Route() overrides (a protocol's own part included).
-  static RpcRequest& Request(ServerContext& ctx) { return ctx.request(); }
+  static RpcRequest& Request(ServerContext& ctx);
 
  private:
   struct Hash {

@@ -5,18 +5,19 @@
 
 namespace trpc {
 class Reactor;
-class ServerContext;
 }  // namespace trpc
 
 namespace trpc::detail {
 
-/// What a bounded stop (ServiceAdapter::Stop) needs to answer the calls still in handlers at
+class ServerCall;
+
+/// What a bounded stop (detail/bounded_stop.h) needs to answer the calls still in handlers at
 /// stop_max_wait_time: one per loop thread (= per reactor), created when the thread makes its
-/// first request context, and never freed (a few bytes per loop thread ever started).
+/// first call, and never freed (a few bytes per loop thread ever started).
 ///
 /// `head`: the requests of this reactor's connections that were counted pending (fiber model:
 /// every request; merge: a handler's SetResponse(false)) and whose end has not reached the loop
-/// yet, linked through the contexts themselves (ServerContext::in_flight_*). Loop thread only:
+/// yet, linked through the calls themselves (ServerCall::in_flight_*). Loop thread only:
 /// linked in OnFrame/SetResponse, unlinked when the reply (or the end of an unanswered context)
 /// is handled on the loop, or by the stop's cut. The one exception is a takeover (below): the
 /// control thread then owns the list.
@@ -47,11 +48,11 @@ struct InFlightCalls {
   static constexpr uintptr_t kReleased = 3;
 
   const Reactor* reactor = nullptr;
-  ServerContext* head = nullptr;
+  ServerCall* head = nullptr;
   std::atomic<uintptr_t> slot{kIdle};
   // The context a takeover found in `slot` (control thread only; several services' stops may
   // take the same stuck worker over in turn, each answering its own calls).
-  ServerContext* taken = nullptr;
+  ServerCall* taken = nullptr;
 
   /// The calling loop thread's record (created on first use) for its reactor `r`. Inline: it
   /// is on the request path.

@@ -7,7 +7,7 @@ namespace trpc::detail {
 
 /// The process-wide bound on parked work (server.max_parked_requests): requests the server has
 /// admitted and not finished with — a handler running, or parked in a fiber, or a reply deferred
-/// with SetResponse(false). A request takes a permit when it is admitted (ServiceAdapter) and
+/// with SetResponse(false). A request takes a permit when it is admitted (RequestPath) and
 /// gives it back when its context is freed (after the reply, or its end unanswered). Without a
 /// permit it is refused at once with ret 22.
 ///

@@ -1,0 +1,62 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "trpc/base/chain_buffer.h"
+#include "trpc/codec/codec.h"
+#include "trpc/server/server_config.h"
+#include "trpc/runtime/thread_model.h"
+#include "trpc/server/detail/concurrency_limiter.h"
+#include "trpc/server/detail/server_call.h"
+#include "trpc/server/detail/service_counters.h"
+#include "trpc/server/server_filter.h"
+#include "trpc/server/service.h"
+#include "trpc/transport/connection.h"
+
+namespace trpc::detail {
+
+/// One service's request path: decodes a frame into a call, admits it (the parked-work bound,
+/// max_concurrency, the filters), hands it to the thread model, and runs its handler where the
+/// model puts it (deadline checks, the method, a handler's exception turned into a reply).
+/// Protocol-neutral: the codec and the service's Route() know the protocol.
+///
+/// Thread contract: OnFrame on the connection's loop thread; RunCall where the thread model
+/// runs the call (many at once). Set-up (SetParkedBound) before the first frame.
+class RequestPath final : public CallRunner {
+ public:
+  /// `filters` (may be empty, not null) must outlive every call: the server keeps chains for
+  /// the life of the process. The others must outlive this.
+  RequestPath(const ServiceConfig& config, Service* service, ThreadModel* model, ServerCodec* codec,
+              const ServerFilterChain* filters, ServiceCounters* counters);
+
+  /// Admits requests against the process's bound on parked work (detail::ParkedWork).
+  void SetParkedBound(bool on) { parked_bound_ = on; }
+  /// max_concurrency's limiter (null: no limit).
+  const ConcurrencyLimiter* limiter() const { return limiter_.get(); }
+
+  /// A complete frame read from `conn`.
+  void OnFrame(Connection* conn, ChainBuffer&& frame);
+  void RunCall(const ServerContextPtr& ctx, ServerCall& call) override;
+
+ private:
+  // The index of a connection's reactor in the thread model.
+  size_t ReactorIndex(const Connection* conn) const {
+    return static_cast<size_t>(model_->IndexOf(conn->reactor()));
+  }
+  // `now_ns`: a recent clock reading to check the deadline against, or 0 to read the clock.
+  void HandleRequest(const ServerContextPtr& ctx, ServerCall& call,
+                     ServiceCounters::Requests& counters, int64_t now_ns);
+
+  const ServiceConfig& config_;
+  Service* service_;
+  ThreadModel* model_;
+  ServerCodec* codec_;
+  const ServerFilterChain* filters_;
+  ServiceCounters* counters_;
+  std::unique_ptr<ConcurrencyLimiter> limiter_;  // max_concurrency (null: no limit)
+  bool parked_bound_ = false;
+};
+
+}  // namespace trpc::detail
