@@ -306,3 +306,32 @@ void ServerCall::Record(int64_t now_ns, int32_t ret, int32_t func_ret) {
 }
 
 }  // namespace trpc::detail
+
+namespace trpc {
+
+// ServerContext's accessors that need the framework's part of the call: defined here, beside
+// it, so that server_context.cc (and with it every handler-facing unit) does not include this
+// detail header. Every context is a ServerCall (the request path makes them so).
+
+const NetAddress& ServerContext::GetRemoteAddr() const {
+  return detail::ServerCall::Of(*this).connection()->peer();
+}
+
+void ServerContext::SetResponse(bool framework_replies) {
+  framework_replies_ = framework_replies;
+  if (!framework_replies) detail::ServerCall::Of(*this).TakeOverReply();
+}
+
+void ServerContext::SendUnaryResponse(const Status& status,
+                                      const google::protobuf::MessageLite& rsp) {
+  detail::ServerCall::Of(*this).SendReply(status, &rsp);
+}
+
+void ServerContext::SendUnaryResponse(const Status& status) {
+  detail::ServerCall::Of(*this).SendReply(status, nullptr);
+}
+
+void ServerContext::FreeLastRef(const ServerContext* p) {
+  detail::ServerCall::Free(&detail::ServerCall::Of(*p));
+}
+}  // namespace trpc
