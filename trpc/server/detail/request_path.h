@@ -6,11 +6,11 @@
 
 #include "trpc/base/chain_buffer.h"
 #include "trpc/codec/codec.h"
-#include "trpc/server/server_config.h"
 #include "trpc/runtime/thread_model.h"
 #include "trpc/server/detail/concurrency_limiter.h"
 #include "trpc/server/detail/server_call.h"
 #include "trpc/server/detail/service_counters.h"
+#include "trpc/server/server_config.h"
 #include "trpc/server/server_filter.h"
 #include "trpc/server/service.h"
 #include "trpc/transport/connection.h"

@@ -6,12 +6,12 @@
 
 #include "trpc/base/clock.h"
 #include "trpc/codec/codec.h"
-#include "trpc/server/server_config.h"
 #include "trpc/runtime/thread_model.h"
 #include "trpc/server/detail/bounded_stop.h"
 #include "trpc/server/detail/request_path.h"
 #include "trpc/server/detail/service_counters.h"
 #include "trpc/server/detail/service_listener.h"
+#include "trpc/server/server_config.h"
 #include "trpc/server/server_filter.h"
 #include "trpc/server/server_metrics.h"
 #include "trpc/server/service.h"

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "trpc/codec/codec.h"
-#include "trpc/server/server_config.h"
 #include "trpc/runtime/thread_model.h"
 #include "trpc/server/detail/service_counters.h"
+#include "trpc/server/server_config.h"
 #include "trpc/transport/acceptor.h"
 #include "trpc/transport/buffer_budget.h"
 #include "trpc/transport/connection.h"
