@@ -1,4 +1,4 @@
-// When a fiber queued on a worker wakes a parked sibling (Worker::PushLocalAndWake):
+// When a fiber queued on a worker wakes a parked sibling (SchedulingGroup::PushOnWorker):
 // a fiber queued from the worker's own IO poll into an empty deque is run by that worker, and
 // the sibling sleeps on; a second fiber queued behind it wakes the sibling, which runs one of
 // the two while the worker is busy with the other. Driven through a fake WorkerIo whose

@@ -43,8 +43,8 @@ Scheduler::Scheduler(SchedulerOptions options) : core_(std::move(options)) {
 
 Scheduler::~Scheduler() {
   Stop();
-  core_.workers.clear();
-  core_.groups.clear();  // the workers' stack caches go back to stacks_, so before it
+  core_.groups.clear();
+  core_.workers.clear();  // the workers' stack caches go back to stacks_, so before it
   stacks_.reset();
 }
 
@@ -67,13 +67,13 @@ bool Scheduler::Start(std::string* err) {
     SchedulingGroup* g = core_.groups.back().get();
     std::unique_ptr<WorkerIo> io;
     if (core_.options.worker_io_factory) io = core_.options.worker_io_factory(i);
-    g->workers().push_back(std::make_unique<Worker>(this, &core_, g, i, g->workers().size(),
-                                                    stacks_.get(), std::move(io)));
-    core_.workers.push_back(g->workers().back().get());
+    core_.workers.push_back(std::make_unique<Worker>(this, &core_, g, i, g->workers().size(),
+                                                     stacks_.get(), std::move(io)));
+    g->workers().push_back(core_.workers.back().get());
   }
   started_ = true;
   try {
-    for (Worker* w : core_.workers) w->Start();
+    for (auto& w : core_.workers) w->Start();
   } catch (const std::system_error& e) {
     *err = fmt::format("cannot start fiber worker threads: {}", e.what());
     Stop();
@@ -89,7 +89,7 @@ void Scheduler::Stop(int64_t sleep_deadline_ns) {
   core_.stop_sleep_deadline_ns.store(sleep_deadline_ns, std::memory_order_relaxed);
   for (auto& g : core_.groups) g->stopping_.store(true, std::memory_order_release);
   for (auto& g : core_.groups) g->WakeAll();
-  for (Worker* w : core_.workers) w->Join();
+  for (auto& w : core_.workers) w->Join();
   while (core_.outside_wakers.load(std::memory_order_acquire) > 0) std::this_thread::yield();
   SchedulerStats s = Stats();
   if (s.fibers_started != s.fibers_finished) {
@@ -122,7 +122,7 @@ int Scheduler::CurrentWorkerIndex() const {
 SchedulerStats Scheduler::Stats() const {
   SchedulerStats s;
   s.fibers_started = external_started_.load(std::memory_order_relaxed);
-  for (Worker* w : core_.workers) {
+  for (auto& w : core_.workers) {
     s.fibers_started += w->started_.load(std::memory_order_relaxed);
     s.fibers_finished += w->finished_.load(std::memory_order_relaxed);
     // A worker counts its steals within the group and from other groups apart; `steals` is
@@ -168,7 +168,7 @@ void Scheduler::SpawnEntity(std::function<void()>&& fn, detail::JoinState* join,
   f->id = NextFiberId();
   f->join = join;
   if (worker_index >= 0) {
-    Worker* target = core_.workers[static_cast<size_t>(worker_index) % core_.workers.size()];
+    Worker* target = core_.workers[static_cast<size_t>(worker_index) % core_.workers.size()].get();
     f->group = target->group();
     if (on_worker) {
       Worker::Bump(w->started_);
@@ -178,7 +178,7 @@ void Scheduler::SpawnEntity(std::function<void()>&& fn, detail::JoinState* join,
     // Once queued, `f` may be stolen, run and freed at once: touch only locals after the push.
     SchedulingGroup* g = f->group;
     if (w == target) {
-      w->PushLocalAndWake(f);
+      g->PushOnWorker(w, f);
     } else {
       g->PushShared(f);
     }
@@ -187,7 +187,7 @@ void Scheduler::SpawnEntity(std::function<void()>&& fn, detail::JoinState* join,
   if (on_worker) {
     f->group = w->group();
     Worker::Bump(w->started_);
-    w->PushLocalAndWake(f);
+    w->group()->PushOnWorker(w, f);
     return;
   }
   external_started_.fetch_add(1, std::memory_order_relaxed);

@@ -30,7 +30,7 @@ struct SchedulerCore {
 
   SchedulerOptions options;
   std::vector<std::unique_ptr<SchedulingGroup>> groups;
-  std::vector<Worker*> workers;        // owned by the groups; global index order
+  std::vector<std::unique_ptr<Worker>> workers;  // global index order; groups list theirs
   bool oversubscribed = false;         // more workers than usable CPUs: idle workers do not spin
   std::atomic<int> outside_wakers{0};  // threads outside the scheduler inside PushShared()
   // Stop()'s sleep_deadline_ns; written before the groups' stopping_ flag (release), read by

@@ -1,7 +1,6 @@
 #include "trpc/fiber/detail/scheduling_group.h"
 
 #include "trpc/base/logging.h"
-#include "trpc/fiber/detail/worker.h"
 
 namespace trpc::fiber::detail {
 
@@ -12,18 +11,32 @@ SchedulingGroup::SchedulingGroup(Scheduler* owner, SchedulerCore* core, size_t i
 SchedulingGroup::~SchedulingGroup() = default;
 
 void SchedulingGroup::Ready(FiberEntity* f) {
-  Worker* w = Worker::Current();
+  WorkerSlot* w = WorkerSlot::Current();
   if (w != nullptr && w->scheduler() == owner_) {
-    w->PushLocalAndWake(f);
+    w->group()->PushOnWorker(w, f);
     return;
   }
   PushShared(f);
 }
 
+void SchedulingGroup::PushOnWorker(WorkerSlot* w, FiberEntity* f) {
+  // In the scheduler's own context (the reactor dispatching what it just read, a reply or a
+  // timer waking a fiber) with nothing queued, the worker runs the new fiber itself as soon as
+  // that returns. Waking a parked sibling for it only has the sibling find nothing, spin and
+  // park again, which costs CPU per request without improving latency. A second fiber queued
+  // behind it, a fiber spawning another, or a full deque still wakes a sibling to steal. The
+  // only worker of its scheduler has no one to wake (and would pay for SignalWork's fence for
+  // nothing).
+  bool wake = w->Busy() && core_->workers.size() > 1;
+  if (!w->local().Push(f)) PushShared(f);
+  // `f` may be stolen and finished by now: only our own fields from here.
+  if (wake) SignalWork();
+}
+
 void SchedulingGroup::PushShared(FiberEntity* f) {
   // A thread outside this scheduler keeps touching the group (SignalWork) after `f` is queued,
   // when `f` may already have finished and the scheduler may be stopping: Stop() waits for it.
-  Worker* self = Worker::Current();
+  WorkerSlot* self = WorkerSlot::Current();
   bool outsider = self == nullptr || self->scheduler() != owner_;
   if (outsider) core_->outside_wakers.fetch_add(1, std::memory_order_acq_rel);
   PushSharedInner(f);
@@ -57,12 +70,12 @@ FiberEntity* SchedulingGroup::PopShared() {
   return nullptr;
 }
 
-FiberEntity* SchedulingGroup::StealFromWorkers(const Worker* thief, uint64_t rand) {
+FiberEntity* SchedulingGroup::StealFromWorkers(const WorkerSlot* thief, uint64_t rand) {
   size_t n = workers_.size();
   if (n == 0) return nullptr;
   size_t start = rand % n;
   for (size_t i = 0; i < n; ++i) {
-    Worker* v = workers_[(start + i) % n].get();
+    WorkerSlot* v = workers_[(start + i) % n];
     if (v == thief) continue;
     if (FiberEntity* f = v->local().Steal()) return f;
   }
@@ -76,7 +89,7 @@ void SchedulingGroup::SignalWork() {
   // it read while "parked") still has its bit set: waking itself would be lost on a sibling
   // that could take the work. It is awake; it will look at the queues anyway.
   uint64_t self = 0;
-  if (Worker* w = Worker::Current(); w != nullptr && w->group() == this) {
+  if (WorkerSlot* w = WorkerSlot::Current(); w != nullptr && w->group() == this) {
     self = uint64_t{1} << w->index_in_group();
   }
   uint64_t mask = parked_mask_.load(std::memory_order_relaxed);
@@ -92,12 +105,12 @@ void SchedulingGroup::SignalWork() {
 }
 
 void SchedulingGroup::WakeAll() {
-  for (auto& w : workers_) w->Unpark();
+  for (WorkerSlot* w : workers_) w->Unpark();
 }
 
 size_t SchedulingGroup::QueuedCount() const {
   size_t n = shared_.Size();
-  for (const auto& w : workers_) n += w->local().Size();
+  for (WorkerSlot* w : workers_) n += w->local().Size();
   return n;
 }
 

@@ -10,10 +10,9 @@
 #include "trpc/base/mpmc_queue.h"
 #include "trpc/fiber/detail/fiber_entity.h"
 #include "trpc/fiber/detail/scheduler_core.h"
+#include "trpc/fiber/detail/worker_slot.h"
 
 namespace trpc::fiber::detail {
-
-class Worker;
 
 /// Workers that share a run queue and steal from each other first.
 class SchedulingGroup {
@@ -25,6 +24,9 @@ class SchedulingGroup {
   /// Queues a runnable fiber: on the calling worker's deque when the caller is a worker of
   /// this scheduler, else on this group's shared queue; then wakes a worker if none spins.
   void Ready(FiberEntity* f);
+  /// On `w`'s own thread, `w` a worker of this group: queues a new or woken fiber on `w`'s deque
+  /// and wakes a parked sibling to steal it, unless `w` will run it next anyway.
+  void PushOnWorker(WorkerSlot* w, FiberEntity* f);
   /// Queues on this group's shared queue (any thread), then wakes a worker.
   void PushShared(FiberEntity* f);
   /// Wakes one parked worker unless one is spinning (and so will find the work).
@@ -34,10 +36,12 @@ class SchedulingGroup {
   FiberEntity* PopShared();
   /// Steals one fiber from a worker of this group other than `thief` (null: any), starting at
   /// a pseudo-random victim.
-  FiberEntity* StealFromWorkers(const Worker* thief, uint64_t rand);
+  FiberEntity* StealFromWorkers(const WorkerSlot* thief, uint64_t rand);
 
   size_t index() const { return index_; }
-  std::vector<std::unique_ptr<Worker>>& workers() { return workers_; }
+  /// The group's workers (owned by the SchedulerCore), in index_in_group() order; filled by
+  /// Scheduler::Start() before any worker runs, read-only after.
+  std::vector<WorkerSlot*>& workers() { return workers_; }
   size_t QueuedCount() const;
 
   std::atomic<int> spinning_{0};
@@ -50,7 +54,7 @@ class SchedulingGroup {
   Scheduler* owner_;
   SchedulerCore* core_;
   size_t index_;
-  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<WorkerSlot*> workers_;
   MpmcQueue<FiberEntity> shared_;
   // Used only when the bounded queue is full: correctness over speed in overload.
   std::mutex overflow_mu_;

@@ -18,8 +18,6 @@ namespace trpc::fiber::detail {
 
 namespace {
 
-thread_local Worker* tls_worker = nullptr;
-
 // Fibers run between two polls of a busy worker's IO: bounds how long ready sockets wait while
 // the worker has fibers to run. Each poll is an epoll_wait(2) and runs the posted reply
 // flushes, so a short interval costs syscalls: at 16, a worker serving 16-deep pipelined HTTP
@@ -51,15 +49,11 @@ uint64_t NextRandom(uint64_t* s) {  // xorshift64*
 
 Worker::Worker(Scheduler* owner, SchedulerCore* core, SchedulingGroup* group, size_t index,
                size_t index_in_group, StackPool* stacks, std::unique_ptr<WorkerIo> io)
-    : owner_(owner),
+    : WorkerSlot(owner, group, index_in_group, kLocalQueueSize, std::move(io)),
       core_(core),
-      group_(group),
       index_(index),
-      index_in_group_(index_in_group),
       stacks_pool_(stacks),
       stacks_(stacks),
-      io_(std::move(io)),
-      local_(kLocalQueueSize),
       rng_(0x9E3779B97F4A7C15ULL * (index + 1)) {}
 
 Worker::~Worker() {
@@ -84,16 +78,11 @@ void Worker::FreeEntity(FiberEntity* f) {
   free_entities_.push_back(f);
 }
 
-__attribute__((noinline)) Worker* Worker::Current() {
-  asm volatile("" ::: "memory");
-  return tls_worker;
-}
-
 void Worker::Start() {
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(),
                        fmt::format("{}_{}", core_->options.name.substr(0, 8), index_).c_str());
-    tls_worker = this;
+    SetCurrent(this);
     alt_stack_.Install();
 #ifdef TRPC_FIBER_TSAN
     sched_san_.tsan_fiber = __tsan_get_current_fiber();
@@ -102,7 +91,7 @@ void Worker::Start() {
     Loop();
     if (io_) io_->OnStop();
     alt_stack_.Remove();
-    tls_worker = nullptr;
+    SetCurrent(nullptr);
   });
 }
 
@@ -112,30 +101,6 @@ void Worker::Join() {
 
 void Worker::PushLocal(FiberEntity* f) {
   if (!local_.Push(f)) group_->PushShared(f);
-}
-
-void Worker::PushLocalAndWake(FiberEntity* f) {
-  // In the scheduler's own context (the reactor dispatching what it just read, a reply or a
-  // timer waking a fiber) with nothing queued, this worker runs the new fiber itself as soon
-  // as that returns. Waking a parked sibling for it only has the sibling find nothing, spin
-  // and park again, which costs CPU per request without improving latency. A second fiber
-  // queued behind it, a fiber spawning another, or a full deque still wakes a sibling to steal.
-  // Size() is exact for the owner or an over-estimate (a thief's steal not yet seen), which
-  // only errs towards waking. The only worker of its scheduler has no one to wake (and would
-  // pay for SignalWork's fence for nothing).
-  bool wake = (running_ != nullptr || local_.Size() != 0) && core_->workers.size() > 1;
-  PushLocal(f);
-  // `f` may be stolen and finished by now: only our own fields from here.
-  if (wake) group_->SignalWork();
-}
-
-void Worker::Unpark() {
-  epoch_.fetch_add(1, std::memory_order_seq_cst);
-  if (io_) {
-    io_->Wake();
-  } else {
-    FutexWake(&epoch_, 1);
-  }
 }
 
 FiberEntity* Worker::FindWork(bool allow_remote) {

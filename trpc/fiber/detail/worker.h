@@ -14,19 +14,17 @@
 #include "trpc/fiber/detail/spinlock.h"
 #include "trpc/fiber/detail/stack.h"
 #include "trpc/fiber/detail/stack_overflow.h"
-#include "trpc/fiber/detail/work_stealing_deque.h"
+#include "trpc/fiber/detail/worker_slot.h"
 
 namespace trpc::fiber::detail {
-
-class SchedulingGroup;
 
 /// What the scheduler does once the fiber it switched to has switched back.
 enum class AfterRun : uint8_t { kNone, kYield, kHalt, kExit };
 
-/// One worker thread: runs fibers from its deque, its group's queue, and what it steals.
-/// Everything but `local_` (stolen from), `epoch_` (bumped by wakers) and the counters read by
-/// Stats() is touched by the worker's own thread only.
-class Worker {
+/// One worker thread: runs fibers from its deque, its group's queue, and what it steals. Its
+/// part that the group and siblings touch is the WorkerSlot base (see its thread contract);
+/// everything here but the counters read by Stats() is touched by the worker's own thread only.
+class Worker : public WorkerSlot {
  public:
   /// `owner` identifies the scheduler; `core` is its part the workers share.
   Worker(Scheduler* owner, SchedulerCore* core, SchedulingGroup* group, size_t index,
@@ -36,10 +34,9 @@ class Worker {
   void Start();
   void Join();
 
-  /// The worker of the calling thread, or null. Not inlined, and opaque to the optimiser: a
-  /// fiber can move to another thread across a context switch, so the thread-local address
-  /// must be recomputed after every switch, never cached by the compiler.
-  static Worker* Current();
+  /// The worker of the calling thread, or null (see WorkerSlot::Current()). Every slot is a
+  /// Worker.
+  static Worker* Current() { return static_cast<Worker*>(WorkerSlot::Current()); }
 
   /// A FiberEntity in its initial state, from this worker's free list when it has one (owner
   /// thread only); FreeEntity() gives a finished one back (deleted when the list is full).
@@ -48,21 +45,10 @@ class Worker {
 
   /// Queues a runnable fiber on this worker (owner thread only).
   void PushLocal(FiberEntity* f);
-  /// Owner thread only: queues a new or woken fiber here and wakes a parked sibling to steal
-  /// it, unless this worker will run it next anyway.
-  void PushLocalAndWake(FiberEntity* f);
   /// Any thread: asks this worker to cancel timer `id` (see CancelWorkerTimer()).
   void PostTimerCancel(uint64_t id);
-  /// Wakes the worker if it is parked (any thread).
-  void Unpark();
 
-  FiberEntity* running() const { return running_; }
-  Scheduler* scheduler() const { return owner_; }
-  SchedulingGroup* group() const { return group_; }
   size_t index() const { return index_; }
-  size_t index_in_group() const { return index_in_group_; }
-  WorkerIo* io() const { return io_.get(); }
-  WorkStealingDeque<FiberEntity>& local() { return local_; }
   TimerQueue& timers() { return timers_; }
 
   /// Called by a fiber on this worker to give the thread back to the scheduler.
@@ -95,24 +81,18 @@ class Worker {
   void RunTimers();
   void ApplyTimerCancels();
 
-  Scheduler* owner_;
   SchedulerCore* core_;
-  SchedulingGroup* group_;
   size_t index_;
-  size_t index_in_group_;
   StackPool* stacks_pool_;
   StackCache stacks_;
   // Finished fibers' entities, reset, for the next spawn on this thread: saves the allocator a
   // new/delete pair per fiber.
   std::vector<FiberEntity*> free_entities_;
-  std::unique_ptr<WorkerIo> io_;
-  WorkStealingDeque<FiberEntity> local_;
   TimerQueue timers_;
   MpscQueue<uint64_t> timer_cancels_{1024};
   std::thread thread_;
 
-  // The context switch state (owner thread only).
-  FiberEntity* running_ = nullptr;
+  // The context switch state (owner thread only; running_ is in the slot).
   ctx::fcontext_t sched_ctx_ = nullptr;
   SanitizerContext sched_san_;
   void* sched_fake_stack_ = nullptr;
@@ -124,10 +104,6 @@ class Worker {
   bool shared_first_ = false;  // set by a yield: the next pick tries the group queue first
   uint64_t rng_;
   AltSignalStack alt_stack_;
-
- public:
-  // Park word: a waker bumps it, then FutexWake()s it (or calls io_->Wake()).
-  alignas(64) std::atomic<uint32_t> epoch_{0};
 };
 
 }  // namespace trpc::fiber::detail
