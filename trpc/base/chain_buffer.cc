@@ -144,10 +144,9 @@ ChainBuffer& ChainBuffer::operator=(ChainBuffer&& o) noexcept {
   return *this;
 }
 
-void ChainBuffer::Clear() {
+void ChainBuffer::ReleaseBlocks() {
   for (size_t i = 0; i < refs_.size(); ++i) detail::ReleaseBlock(refs_[i].block);
   refs_.clear();
-  size_ = 0;
 }
 
 ChainBuffer ChainBuffer::Clone() const {

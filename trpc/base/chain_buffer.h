@@ -158,7 +158,9 @@ class ChainBuffer {
   ChainBuffer& operator=(ChainBuffer&& o) noexcept;
   ChainBuffer(const ChainBuffer&) = delete;
   ChainBuffer& operator=(const ChainBuffer&) = delete;
-  ~ChainBuffer() { Clear(); }
+  ~ChainBuffer() {
+    if (!refs_.empty()) ReleaseBlocks();
+  }
 
   /// A second buffer viewing the same bytes (no copy; blocks gain a reference).
   ChainBuffer Clone() const;
@@ -166,7 +168,11 @@ class ChainBuffer {
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   size_t BlockCount() const { return refs_.size(); }
-  void Clear();
+  /// Inline for the empty buffer, the common case of a buffer moved from (most destructions).
+  void Clear() {
+    if (!refs_.empty()) ReleaseBlocks();
+    size_ = 0;
+  }
 
   /// Copies bytes in, filling the thread's write block first.
   void Append(const void* data, size_t n);
@@ -226,6 +232,9 @@ class ChainBuffer {
 
  private:
   void AppendRef(detail::Block* b, uint32_t offset, uint32_t length);
+
+  // Drops every block reference; leaves no spans.
+  void ReleaseBlocks();
 
   detail::RefList refs_;
   size_t size_ = 0;

@@ -86,23 +86,6 @@ inline bool NextListItem(std::string_view* list, std::string_view* item, bool* m
   return true;
 }
 
-// memchr(p, '\n', end - p) without the call: heads are short lines, where the call and its set-up
-// cost more than the search.
-inline const char* FindLf(const char* p, const char* end) {
-#if defined(__SSE2__)
-  const __m128i lf = _mm_set1_epi8('\n');
-  for (; end - p >= 16; p += 16) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const int mask = _mm_movemask_epi8(_mm_cmpeq_epi8(v, lf));
-    if (mask != 0) return p + __builtin_ctz(static_cast<unsigned>(mask));
-  }
-#endif
-  for (; p < end; ++p) {
-    if (*p == '\n') return p;
-  }
-  return nullptr;
-}
-
 // The first byte in [p, end) that is not a field-value byte (HTAB, SP, VCHAR, obs-text), or end.
 inline const char* SkipFieldValue(const char* p, const char* end) {
 #if defined(__SSE2__)

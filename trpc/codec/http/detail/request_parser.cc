@@ -1,7 +1,6 @@
 #include "trpc/codec/http/detail/request_parser.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "trpc/codec/http/detail/http_syntax.h"
 
@@ -96,6 +95,9 @@ RequestParser::RequestParser(const ParserLimits& limits) { set_limits(limits); }
 
 void RequestParser::set_limits(const ParserLimits& limits) {
   limits_ = limits;
+  // RFC 9112 §2.2: a server SHOULD ignore at least one empty line before the request-line.
+  head_limits_ = HeadLimits{limits.max_request_line, limits.max_header_bytes,
+                            limits.max_header_count, limits.max_message_bytes, 2};
   chunked_.set_limits(
       ChunkedLimits{limits.max_body_bytes, limits.max_chunk_line, limits.max_header_bytes});
 }
@@ -108,13 +110,7 @@ void RequestParser::Reset() {
   head_size_ = wire_size_ = 0;
   error_status_ = 0;
   error_.clear();
-  pos_ = 0;
-  cursor_.Reset();
-  last_byte_ = 0;
-  line_start_ = request_line_start_ = request_line_end_ = 0;
-  in_request_line_ = true;
-  empty_lines_ = 0;
-  field_lines_ = 0;
+  scanner_.Reset();
   host_count_ = 0;
   framing_ = FramingFields();
   if (state_chunked_) chunked_.Reset();
@@ -165,88 +161,40 @@ RequestParser::Result RequestParser::Parse(const ChainBuffer& in) {
   return RunChunked(in);
 }
 
-// Finds the blank line that ends the head, examining each byte once across calls: look for LF,
-// then the byte before it must be CR. A bare CR inside a line is left to the head parse, which
-// rejects it wherever it stands.
 RequestParser::Result RequestParser::ScanHead(const ChainBuffer& in) {
-  const size_t size = in.size();
-  while (pos_ < size) {
-    const std::string_view span = cursor_.At(in, pos_);
-    const size_t span_end = cursor_.begin() + span.size();
-    for (;;) {  // the lines of this span
-      // The LF of the current line must come before `limit`, or a bound is certainly exceeded.
-      // Searching no further than that makes every verdict the same however the bytes arrive.
-      // (The bound on the request line is at least 2, so an empty line always fits.)
-      // Nor beyond the bound on the whole request.
-      const size_t limit =
-          std::min(in_request_line_
-                       ? SaturatingAdd(line_start_, std::max<size_t>(limits_.max_request_line, 2))
-                       : SaturatingAdd(request_line_start_, limits_.max_header_bytes),
-                   limits_.max_message_bytes);
-      if (pos_ >= limit) {
-        if (pos_ >= limits_.max_message_bytes) return FailOverMessage(in_request_line_ ? 414 : 431);
-        return in_request_line_ ? Fail(414, "request line too long")
-                                : Fail(431, "header section too large");
-      }
-      if (pos_ == span_end) break;
-      const char* p = span.data() + (pos_ - cursor_.begin());
-      const char* end = span.data() + (std::min(span_end, limit) - cursor_.begin());
-      const char* lf = FindLf(p, end);
-      const size_t n = (lf == nullptr ? end : lf + 1) - p;
-      examined_ += n;
-      pos_ += n;
-      if (lf == nullptr) {
-        last_byte_ = end[-1];
-        continue;
-      }
-      const char before = lf > p ? lf[-1] : last_byte_;
-      last_byte_ = '\n';
-      if (before != '\r') return Fail(400, kBareLf);
-      const size_t line_size = pos_ - line_start_;
-      line_start_ = pos_;
-      if (line_size == 2) {
-        if (!in_request_line_) {
-          head_size_ = pos_;  // within max_header_bytes: the LF came before `limit`
-          return ParseHead(in);
-        }
-        // RFC 9112 §2.2: a server SHOULD ignore at least one empty line before the request-line.
-        if (++empty_lines_ > 2) return Fail(400, "more than 2 empty lines before the request line");
-        continue;
-      }
-      if (in_request_line_) {
-        if (line_size > limits_.max_request_line) return Fail(414, "request line too long");
-        in_request_line_ = false;
-        request_line_start_ = pos_ - line_size;
-        request_line_end_ = pos_;
-      } else if (++field_lines_ > limits_.max_header_count) {
-        return Fail(431, "too many header fields");
-      }
-      // The head still needs at least its blank line.
-      if (pos_ - request_line_start_ + 2 > limits_.max_header_bytes) {
-        return Fail(431, "header section too large");
-      }
-    }
+  const HeadScanner::Result r = scanner_.Scan(in, head_limits_);
+  if (r == HeadScanner::Result::kHead) {
+    head_size_ = scanner_.head_end();  // within max_header_bytes
+    return ParseHead(in);
   }
-  // Every byte so far has been examined, and the bound checked at this position.
-  return Result::kNeedMore;
+  return r == HeadScanner::Result::kNeedMore ? Result::kNeedMore : FailScan();
+}
+
+RequestParser::Result RequestParser::FailScan() {
+  switch (scanner_.error()) {
+    case HeadScanner::Error::kOverMessage:
+      return FailOverMessage(scanner_.in_first_line() ? 414 : 431);
+    case HeadScanner::Error::kFirstLineTooLong:
+      return Fail(414, "request line too long");
+    case HeadScanner::Error::kBareLf:
+      return Fail(400, kBareLf);
+    case HeadScanner::Error::kEmptyLine:
+      return Fail(400, "more than 2 empty lines before the request line");
+    case HeadScanner::Error::kTooManyFields:
+      return Fail(431, "too many header fields");
+    default:
+      return Fail(431, "header section too large");
+  }
 }
 
 RequestParser::Result RequestParser::ParseHead(const ChainBuffer& in) {
   head_done_ = true;
-  const char* data;
-  if (in.Span(0).size() >= head_size_) {
-    data = in.Span(0).data();
-  } else {
-    scratch_.resize(head_size_);
-    in.CopyTo(scratch_.data(), head_size_);
-    data = scratch_.data();
-  }
-  examined_ += head_size_ - request_line_start_;
+  const char* data = scanner_.HeadBytes(in);
   // The scan has checked that every LF ends a CRLF and that the last line is empty.
-  Result r = ParseRequestLine(
-      std::string_view(data + request_line_start_, request_line_end_ - 2 - request_line_start_));
+  const size_t line_end = scanner_.first_line_end() - scanner_.head_start();
+  Result r = ParseRequestLine(std::string_view(data, line_end - 2));
   if (r != Result::kNeedMore) return r;
-  r = ParseFields(data + request_line_end_, data + head_size_ - 2);
+  r = ParseFields(data + line_end, data + (head_size_ - scanner_.head_start()) - 2);
   if (r != Result::kNeedMore) return r;
   return CheckFraming();
 }
@@ -382,11 +330,12 @@ RequestParser::Result RequestParser::CheckFraming() {
 // The chunked body, through the decoder, which reads no further than max_message_bytes: a body
 // not complete there is over it, whatever the bytes after would say.
 RequestParser::Result RequestParser::RunChunked(const ChainBuffer& in) {
-  const size_t from = pos_;
+  size_t& pos = scanner_.pos();
+  const size_t from = pos;
   const size_t end = std::min(in.size(), limits_.max_message_bytes);
-  const ChunkedDecoder::Result r = chunked_.DecodeFrom(in, end, &cursor_, &pos_, &body_);
-  examined_ += pos_ - from;
-  if (r == ChunkedDecoder::Result::kComplete) return Complete(pos_);
+  const ChunkedDecoder::Result r = chunked_.DecodeFrom(in, end, &scanner_.cursor(), &pos, &body_);
+  scanner_.AddExamined(pos - from);
+  if (r == ChunkedDecoder::Result::kComplete) return Complete(pos);
   if (r == ChunkedDecoder::Result::kError) return Fail(chunked_.error_status(), chunked_.error());
   if (in.size() > end) return FailOverMessage(413);
   return Result::kNeedMore;

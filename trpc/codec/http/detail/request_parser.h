@@ -9,8 +9,8 @@
 
 #include "trpc/base/chain_buffer.h"
 #include "trpc/codec/http/detail/chunked_decoder.h"
+#include "trpc/codec/http/detail/head_scanner.h"
 #include "trpc/codec/http/detail/http_syntax.h"
-#include "trpc/codec/http/detail/span_cursor.h"
 #include "trpc/codec/http/http_method.h"
 
 namespace trpc::http::detail {
@@ -105,7 +105,7 @@ class RequestParser {
   const ParserLimits& limits() const { return limits_; }
 
   /// Test hook: bytes examined since construction (the linear-work tests read it).
-  size_t bytes_examined() const { return examined_; }
+  size_t bytes_examined() const { return scanner_.examined(); }
 
  private:
   enum class State : uint8_t {
@@ -117,6 +117,8 @@ class RequestParser {
   };
 
   Result ScanHead(const ChainBuffer& in);
+  // The scanner's error as a status and a reason.
+  Result FailScan();
   Result ParseHead(const ChainBuffer& in);
   Result ParseRequestLine(std::string_view line);
   Result ParseFields(const char* p, const char* end);
@@ -135,21 +137,9 @@ class RequestParser {
   int error_status_ = 0;
   std::string error_;
 
-  // Where the previous calls stopped: the next byte to examine, and the span that holds it
-  // (spans before it never move while the caller only appends).
-  size_t pos_ = 0;
-  SpanCursor cursor_;
-  size_t examined_ = 0;
-
-  // Head scan.
-  char last_byte_ = 0;     // the byte at pos_ - 1
-  size_t line_start_ = 0;  // offset of the line being scanned
-  size_t request_line_start_ = 0;
-  size_t request_line_end_ = 0;  // just past its CRLF
-  bool in_request_line_ = true;  // no request line seen yet (empty lines may come first)
-  uint8_t empty_lines_ = 0;
-  size_t field_lines_ = 0;
-  std::string scratch_;  // the head, when it spans blocks
+  // The head scan, and the input position the body carries on from.
+  HeadScanner scanner_;
+  HeadLimits head_limits_;
   // The previous request's fields, whose strings ParseFields assigns into (no allocation for
   // values that fit the capacity they already have).
   std::vector<std::pair<std::string, std::string>> spare_headers_;

@@ -35,6 +35,8 @@ void ResponseParser::set_limits(const ResponseLimits& limits) {
   chunked_.set_limits(ChunkedLimits{max_body, limits.max_chunk_line, limits.max_header_bytes});
   // At least 1: a response has a byte, and an empty input must not be over the bound.
   max_message_ = streaming_ ? SIZE_MAX : std::max<size_t>(limits.max_message_bytes, 1);
+  head_limits_ = HeadLimits{limits.max_status_line, limits.max_header_bytes,
+                            limits.max_header_count, max_message_, 0};
 }
 
 void ResponseParser::set_streaming(bool streaming) {
@@ -48,22 +50,18 @@ void ResponseParser::StartHead(size_t at) {
   head_.Clear();
   head_offset_ = at;
   head_end_ = 0;
-  line_start_ = at;
-  status_line_end_ = 0;
-  field_lines_ = 0;
+  scanner_.StartHead(at);
   framing_ = FramingFields();
 }
 
 void ResponseParser::Reset() {
   state_ = State::kHead;
+  scanner_.Reset();
   StartHead(0);
   head_request_ = false;
   wire_size_ = 0;
   interim_ = 0;
   error_.clear();
-  pos_ = 0;
-  cursor_.Reset();
-  last_byte_ = 0;
   chunked_.Reset();
   if (!body_.empty()) body_.Clear();
   stream_body_left_ = 0;
@@ -126,7 +124,8 @@ ResponseParser::Result ResponseParser::Parse(const ChainBuffer& in, bool eof) {
 }
 
 // The body states of Parse, re-done for a body that is handed out as it arrives: what has been
-// decoded leaves `*in` at once, so offsets restart at 0 after every call (pos_, the cursor).
+// decoded leaves `*in` at once, so offsets restart at 0 after every call (the scanner's position
+// and cursor).
 ResponseParser::Result ResponseParser::ParseStream(ChainBuffer* in, bool eof, ChainBuffer* body) {
   switch (state_) {
     case State::kComplete:
@@ -139,8 +138,8 @@ ResponseParser::Result ResponseParser::ParseStream(ChainBuffer* in, bool eof, Ch
       if (state_ == State::kHead) return eof && !in->empty() ? Fail(kCutShort) : r;
       // The head is parsed (and copied into head_): drop it, and start the body at offset 0.
       in->Skip(head_end_);
-      pos_ = 0;
-      cursor_.Reset();
+      scanner_.pos() = 0;
+      scanner_.cursor().Reset();
       head_offset_ = head_end_ = 0;
       if (state_ == State::kComplete) {
         wire_size_ = 0;
@@ -155,7 +154,7 @@ ResponseParser::Result ResponseParser::ParseStream(ChainBuffer* in, bool eof, Ch
   switch (state_) {
     case State::kBody: {
       const uint64_t take = std::min<uint64_t>(in->size(), stream_body_left_);
-      examined_ += take;
+      scanner_.AddExamined(take);
       body->Append(in->Cut(take));
       stream_body_left_ -= take;
       if (stream_body_left_ == 0) return Complete(0);
@@ -163,16 +162,16 @@ ResponseParser::Result ResponseParser::ParseStream(ChainBuffer* in, bool eof, Ch
     }
     case State::kChunked: {
       const Result r = RunChunked(*in);
-      in->Skip(pos_);
-      pos_ = 0;
-      cursor_.Reset();
+      in->Skip(scanner_.pos());
+      scanner_.pos() = 0;
+      scanner_.cursor().Reset();
       if (!body_.empty()) body->Append(std::move(body_));
       if (r == Result::kComplete) wire_size_ = 0;
       if (r != Result::kNeedMore) return r;
       break;
     }
     case State::kUntilClose:
-      examined_ += in->size();
+      scanner_.AddExamined(in->size());
       body->Append(std::move(*in));
       if (eof) return Complete(0);
       break;
@@ -182,73 +181,42 @@ ResponseParser::Result ResponseParser::ParseStream(ChainBuffer* in, bool eof, Ch
   return eof ? Fail(kCutShort) : Result::kNeedMore;
 }
 
-// Finds the blank line that ends a head, examining each byte once across calls: look for LF,
-// then the byte before it must be CR. A bare CR inside a line is left to the head parse.
 ResponseParser::Result ResponseParser::ScanHead(const ChainBuffer& in) {
-  const size_t size = in.size();
   for (;;) {
-    // The LF of the current line must come before `limit`, or a bound is certainly exceeded;
-    // searching no further makes every verdict the same however the bytes arrive. Nor beyond
-    // the bound on the whole response (interim ones included).
-    const bool in_status_line = status_line_end_ == 0;
-    const size_t limit = std::min(
-        in_status_line ? SaturatingAdd(line_start_, std::max<size_t>(limits_.max_status_line, 2))
-                       : SaturatingAdd(head_offset_, limits_.max_header_bytes),
-        max_message_);
-    if (pos_ >= limit) {
-      if (pos_ >= max_message_) return FailOverMessage();
-      return Fail(in_status_line ? "status line too long" : "header section too large");
-    }
-    if (pos_ >= size) return Result::kNeedMore;
-    const std::string_view span = cursor_.At(in, pos_);
-    const char* p = span.data() + (pos_ - cursor_.begin());
-    const char* end = p + std::min<size_t>(span.data() + span.size() - p, limit - pos_);
-    const char* lf = FindLf(p, end);
-    const size_t n = (lf == nullptr ? end : lf + 1) - p;
-    examined_ += n;
-    pos_ += n;
-    if (lf == nullptr) {
-      last_byte_ = end[-1];
-      continue;
-    }
-    const char before = lf > p ? lf[-1] : last_byte_;
-    last_byte_ = '\n';
-    if (before != '\r') return Fail(kBareLf);
-    const size_t line_size = pos_ - line_start_;
-    line_start_ = pos_;
-    if (in_status_line) {
-      if (line_size == 2) return Fail("empty line where the status line belongs");
-      if (line_size > limits_.max_status_line) return Fail("status line too long");
-      status_line_end_ = pos_;
-    } else if (line_size == 2) {
-      head_end_ = pos_;  // within max_header_bytes: the LF came before `limit`
-      Result r = ParseHead(in);
-      // An interim response: the final one's head follows (ParseHead has started it).
-      if (r == Result::kNeedMore && state_ == State::kHead) continue;
-      return r;
-    } else if (++field_lines_ > limits_.max_header_count) {
+    const HeadScanner::Result r = scanner_.Scan(in, head_limits_);
+    if (r == HeadScanner::Result::kNeedMore) return Result::kNeedMore;
+    if (r == HeadScanner::Result::kError) return FailScan();
+    head_end_ = scanner_.head_end();  // within max_header_bytes
+    const Result parsed = ParseHead(in);
+    // An interim response: the final one's head follows (ParseHead has started it), bounded
+    // by the whole response's limit from where it starts.
+    if (parsed != Result::kNeedMore || state_ != State::kHead) return parsed;
+    if (head_end_ >= max_message_) return FailOverMessage();
+  }
+}
+
+ResponseParser::Result ResponseParser::FailScan() {
+  switch (scanner_.error()) {
+    case HeadScanner::Error::kOverMessage:
+      return FailOverMessage();
+    case HeadScanner::Error::kFirstLineTooLong:
+      return Fail("status line too long");
+    case HeadScanner::Error::kBareLf:
+      return Fail(kBareLf);
+    case HeadScanner::Error::kEmptyLine:
+      return Fail("empty line where the status line belongs");
+    case HeadScanner::Error::kTooManyFields:
       return Fail("too many header fields");
-    }
-    // The head still needs at least its blank line.
-    if (pos_ - head_offset_ + 2 > limits_.max_header_bytes) {
+    default:
       return Fail("header section too large");
-    }
   }
 }
 
 ResponseParser::Result ResponseParser::ParseHead(const ChainBuffer& in) {
   const size_t head_size = head_end_ - head_offset_;
-  const char* data;
-  if (in.Span(0).size() >= head_end_) {
-    data = in.Span(0).data() + head_offset_;
-  } else {
-    scratch_.resize(head_size);
-    in.CopyTo(scratch_.data(), head_size, head_offset_);
-    data = scratch_.data();
-  }
-  examined_ += head_size;
+  const char* data = scanner_.HeadBytes(in);
   // The scan has checked that every LF ends a CRLF and that the last line is empty.
-  const size_t status_line = status_line_end_ - head_offset_;
+  const size_t status_line = scanner_.first_line_end() - head_offset_;
   Result r = ParseStatusLine(std::string_view(data, status_line - 2));
   if (r != Result::kNeedMore) return r;
   r = ParseFields(data + status_line, data + head_size - 2);
@@ -346,11 +314,12 @@ ResponseParser::Result ResponseParser::CheckFraming() {
 // The chunked body, through the decoder, which reads no further than max_message_: a body not
 // complete there is over it, whatever the bytes after would say.
 ResponseParser::Result ResponseParser::RunChunked(const ChainBuffer& in) {
-  const size_t from = pos_;
+  size_t& pos = scanner_.pos();
+  const size_t from = pos;
   const size_t end = std::min(in.size(), max_message_);
-  const ChunkedDecoder::Result r = chunked_.DecodeFrom(in, end, &cursor_, &pos_, &body_);
-  examined_ += pos_ - from;
-  if (r == ChunkedDecoder::Result::kComplete) return Complete(pos_);
+  const ChunkedDecoder::Result r = chunked_.DecodeFrom(in, end, &scanner_.cursor(), &pos, &body_);
+  scanner_.AddExamined(pos - from);
+  if (r == ChunkedDecoder::Result::kComplete) return Complete(pos);
   if (r == ChunkedDecoder::Result::kError) return Fail(chunked_.error());
   if (in.size() > end) return FailOverMessage();
   return Result::kNeedMore;

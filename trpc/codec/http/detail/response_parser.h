@@ -9,8 +9,8 @@
 
 #include "trpc/base/chain_buffer.h"
 #include "trpc/codec/http/detail/chunked_decoder.h"
+#include "trpc/codec/http/detail/head_scanner.h"
 #include "trpc/codec/http/detail/http_syntax.h"
-#include "trpc/codec/http/detail/span_cursor.h"
 
 namespace trpc::http::detail {
 
@@ -125,7 +125,7 @@ class ResponseParser {
   const ResponseLimits& limits() const { return limits_; }
 
   /// Test hook: bytes examined since construction (the linear-work tests read it).
-  size_t bytes_examined() const { return examined_; }
+  size_t bytes_examined() const { return scanner_.examined(); }
 
  private:
   enum class State : uint8_t {
@@ -138,6 +138,8 @@ class ResponseParser {
   };
 
   Result ScanHead(const ChainBuffer& in);
+  // The scanner's error as a reason.
+  Result FailScan();
   Result ParseHead(const ChainBuffer& in);
   Result ParseStatusLine(std::string_view line);
   Result ParseFields(const char* p, const char* end);
@@ -162,18 +164,10 @@ class ResponseParser {
   size_t interim_ = 0;  // 1xx responses skipped so far
   std::string error_;
 
-  // Where the previous calls stopped: the next byte to examine, and the span that holds it
-  // (spans before it never move while the caller only appends).
-  size_t pos_ = 0;
-  SpanCursor cursor_;
-  size_t examined_ = 0;
-
-  // Head scan (of the head starting at head_offset_).
-  char last_byte_ = 0;          // the byte at pos_ - 1
-  size_t line_start_ = 0;       // offset of the line being scanned
-  size_t status_line_end_ = 0;  // just past its CRLF; 0 while the status line is being read
-  size_t field_lines_ = 0;
-  std::string scratch_;  // the head, when it spans blocks
+  // The head scan (of the head starting at head_offset_), and the input position the body
+  // carries on from.
+  HeadScanner scanner_;
+  HeadLimits head_limits_;
   std::vector<std::pair<std::string, std::string>> spare_headers_;
 
   // Head parse: the framing fields seen.
