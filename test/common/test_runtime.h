@@ -18,24 +18,21 @@
 namespace trpc::testing {
 
 /// Loads `yaml` (called `file` in its errors) into `*config` and starts the runtime with the
-/// thread models of its `global` section. The caller calls runtime::Stop() once whatever runs on
-/// the runtime (servers, proxies, clients) has stopped.
+/// thread models of its `global` section; with `apply_log_level`, sets the log level that
+/// `plugins.log.level` names first, as TrpcApp does. The caller calls runtime::Stop() once
+/// whatever runs on the runtime (servers, proxies, clients) has stopped.
 inline ::testing::AssertionResult StartRuntime(const std::string& yaml, const std::string& file,
-                                               Config* config) {
+                                               Config* config, bool apply_log_level = false) {
   std::string err;
   if (!LoadConfigFromString(yaml, file, config, &err)) {
     return ::testing::AssertionFailure() << "config: " << err;
   }
+  log::Level level;
+  if (apply_log_level && log::ParseLevel(config->plugins.log.level, &level)) log::SetLevel(level);
   if (!runtime::Start(config->global.threadmodel, &err)) {
     return ::testing::AssertionFailure() << "runtime: " << err;
   }
   return ::testing::AssertionSuccess();
-}
-
-/// Sets the log level the config's `plugins.log.level` names, as TrpcApp does at start-up.
-inline void ApplyLogLevel(const Config& config) {
-  log::Level level;
-  if (log::ParseLevel(config.plugins.log.level, &level)) log::SetLevel(level);
 }
 
 /// The runtime for one test's scope: Start() as StartRuntime; the destructor stops it. Declare
@@ -48,9 +45,9 @@ class ScopedRuntime {
   ScopedRuntime(const ScopedRuntime&) = delete;
   ScopedRuntime& operator=(const ScopedRuntime&) = delete;
 
-  ::testing::AssertionResult Start(const std::string& yaml, const std::string& file,
-                                   Config* config) {
-    ::testing::AssertionResult r = StartRuntime(yaml, file, config);
+  ::testing::AssertionResult Start(const std::string& yaml, const std::string& file, Config* config,
+                                   bool apply_log_level = false) {
+    ::testing::AssertionResult r = StartRuntime(yaml, file, config, apply_log_level);
     started_ = static_cast<bool>(r);
     return r;
   }

@@ -175,8 +175,7 @@ TEST(CodegenTest, GeneratedProxiesCallGeneratedServicesOverLoopback) {
   trpc::testing::ScopedRuntime scoped_runtime;
   ASSERT_TRUE(scoped_runtime.Start(
       trpc::testing::ThreadModelYaml(/*fiber=*/false, {{"codegen", 1}}) + kServerConfig,
-      "codegen_test.yaml", &config));
-  trpc::testing::ApplyLogLevel(config);
+      "codegen_test.yaml", &config, /*apply_log_level=*/true));
   auto server = std::make_unique<Server>(config.server);
   ASSERT_TRUE(server->RegisterService(kGreeterName, std::make_shared<GreeterImpl>()));
   ASSERT_TRUE(server->RegisterService(kCounterName, std::make_shared<AsyncCounterImpl>()));
