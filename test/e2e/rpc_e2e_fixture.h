@@ -20,6 +20,7 @@
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "test/common/test_runtime.h"
 #include "test/common/thread_model_yaml.h"
+#include "test/common/wait_for.h"
 #include "test/e2e/rpc_e2e_wire.h"
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
@@ -104,16 +105,7 @@ class TestGreeter final : public Greeter {
   }
 };
 
-// Polls `pred` until it holds or `timeout_ms` passes; returns its final value.
-template <typename Pred>
-bool WaitFor(Pred pred, int64_t timeout_ms = kIoTimeoutMs) {
-  int64_t deadline = MonotonicMillis() + timeout_ms;
-  while (!pred()) {
-    if (MonotonicMillis() > deadline) return pred();
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
-}
+using trpc::testing::WaitFor;
 
 // Letters in a position-dependent order (a proto3 string must be valid UTF-8).
 inline std::string Letters(size_t n) {
