@@ -30,6 +30,8 @@
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "fmt/format.h"
 #include "test/common/child_server.h"
+#include "test/common/test_runtime.h"
+#include "test/common/thread_model_yaml.h"
 #include "trpc/base/clock.h"
 #include "trpc/config/config.h"
 #include "trpc/runtime/runtime.h"
@@ -355,13 +357,8 @@ class TrpcBenchTest : public ::testing::Test {
   static void SetUpTestSuite() {
     std::string err;
     Config config;
-    ASSERT_TRUE(LoadConfigFromString(R"(global:
-  threadmodel:
-    default:
-      - instance_name: bench_test
-        io_handle_type: merge
-        io_thread_num: 1
-server:
+    ASSERT_TRUE(trpc::testing::StartRuntime(
+        trpc::testing::ThreadModelYaml(/*fiber=*/false, {{"bench_test", 1}}) + R"(server:
   service:
     - name: trpc.test.helloworld.Greeter
       ip: 127.0.0.1
@@ -375,9 +372,7 @@ server:
       ip: 127.0.0.1
       port: 0
 )",
-                                     "bench_test.yaml", &config, &err))
-        << err;
-    ASSERT_TRUE(runtime::Start(config.global.threadmodel, &err)) << err;
+        "bench_test.yaml", &config));
     server_ = new Server(config.server);
     server_->RegisterService("trpc.test.helloworld.Greeter", std::make_shared<TestGreeter>());
     server_->RegisterService("trpc.test.http_hello.Http", MakeHttpService());

@@ -20,6 +20,8 @@
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "fmt/format.h"
 #include "test/common/child_server.h"
+#include "test/common/test_runtime.h"
+#include "test/common/thread_model_yaml.h"
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
 #include "trpc/runtime/runtime.h"
@@ -35,19 +37,10 @@ constexpr char kTailKey[] = "trpc-bench-tail";
 
 // echo_server on a free port, with a config written for it.
 std::string StartBenchEchoServer(ChildServer* server, const std::string& model, int workers) {
-  std::string threadmodel = model == "fiber"
-                                ? fmt::format(
-                                      "    fiber:\n      - instance_name: bench\n"
-                                      "        concurrency_hint: {}\n",
-                                      workers)
-                                : fmt::format(
-                                      "    default:\n      - instance_name: bench\n"
-                                      "        io_handle_type: merge\n        io_thread_num: {}\n",
-                                      workers);
   std::string path =
       fmt::format("{}bench_echo_{}_{}_{}.yaml", ::testing::TempDir(), model, workers, getpid());
-  std::ofstream(path) << "global:\n  threadmodel:\n"
-                      << threadmodel << R"(server:
+  std::ofstream(path) << trpc::testing::ThreadModelYaml(model == "fiber", {{"bench", workers}})
+                      << R"(server:
   service:
     - name: trpc.test.helloworld.Greeter
       ip: 127.0.0.1
@@ -62,31 +55,10 @@ plugins:
   return addr;
 }
 
-class BenchmarkServersTest : public ::testing::Test {
+// The client side (trpc::testing::ClientRuntimeTest): one merge worker, so every call of a proxy
+// (max_conn_num 1) goes out on one connection in the order it was made.
+class BenchmarkServersTest : public trpc::testing::ClientRuntimeTest {
  protected:
-  // The client side: one merge worker, so every call of a proxy (max_conn_num 1) goes out on
-  // one connection in the order it was made.
-  static void SetUpTestSuite() {
-    std::string err;
-    Config config;
-    ASSERT_TRUE(LoadConfigFromString(R"(global:
-  threadmodel:
-    default:
-      - instance_name: client
-        io_handle_type: merge
-        io_thread_num: 1
-)",
-                                     "client.yaml", &config, &err))
-        << err;
-    ASSERT_TRUE(runtime::Start(config.global.threadmodel, &err)) << err;
-    SetTrpcClient(std::make_shared<TrpcClient>(ClientConfig{}));
-  }
-
-  static void TearDownTestSuite() {
-    if (auto client = SetTrpcClient(nullptr)) client->Stop();
-    runtime::Stop();
-  }
-
   static std::shared_ptr<GreeterServiceProxy> Proxy(const std::string& target) {
     ClientServiceConfig c;
     c.target = target;

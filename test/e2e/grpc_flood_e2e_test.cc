@@ -18,6 +18,8 @@
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "test/common/hedging_check.h"
+#include "test/common/test_runtime.h"
+#include "test/common/thread_model_yaml.h"
 #include "test/e2e/raw_h2_client.h"
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
@@ -42,10 +44,7 @@ class EchoGreeter final : public Greeter {
   }
 };
 
-bool FiberModel() {
-  const char* m = std::getenv("TRPC_E2E_THREAD_MODEL");
-  return m != nullptr && std::string_view(m) == "fiber";
-}
+using trpc::testing::FiberModel;
 
 // Accepts connections on a loopback port and reads and drops what comes, until destroyed.
 class Sink {
@@ -133,11 +132,7 @@ double FloodSeconds() {
 }
 
 TEST(GrpcFloodE2eTest, EmptyDataFloodIsCutAndOthersKeepTheirP99) {
-  std::string model =
-      FiberModel() ? "    fiber:\n      - instance_name: flood\n        concurrency_hint: 1\n"
-                   : "    default:\n      - instance_name: flood\n        io_handle_type: merge\n"
-                     "        io_thread_num: 1\n";
-  std::string yaml = "global:\n  threadmodel:\n" + model + R"(server:
+  std::string yaml = trpc::testing::ThreadModelYaml({{"flood", 1}}) + R"(server:
   service:
     - name: flooded
       protocol: grpc
@@ -150,8 +145,8 @@ TEST(GrpcFloodE2eTest, EmptyDataFloodIsCutAndOthersKeepTheirP99) {
 )";
   Config config;
   std::string err;
-  ASSERT_TRUE(LoadConfigFromString(yaml, "grpc_flood.yaml", &config, &err)) << err;
-  ASSERT_TRUE(runtime::Start(config.global.threadmodel, &err)) << err;
+  trpc::testing::ScopedRuntime scoped_runtime;
+  ASSERT_TRUE(scoped_runtime.Start(yaml, "grpc_flood.yaml", &config));
   {
     Server server(config.server);
     auto greeter = std::make_shared<EchoGreeter>();
@@ -228,7 +223,7 @@ TEST(GrpcFloodE2eTest, EmptyDataFloodIsCutAndOthersKeepTheirP99) {
     SetTrpcClient(nullptr)->Stop();
     server.Stop();
   }
-  runtime::Stop();
+  scoped_runtime.Stop();
 }
 
 }  // namespace

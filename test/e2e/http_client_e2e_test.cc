@@ -28,6 +28,8 @@
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "fmt/format.h"
+#include "test/common/test_runtime.h"
+#include "test/common/thread_model_yaml.h"
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/client/http/http_client.h"
@@ -48,26 +50,9 @@ using test::helloworld::HelloRequest;
 
 constexpr char kServiceName[] = "trpc.test.http.Http";
 
-bool FiberModel() {
-  const char* m = std::getenv("TRPC_E2E_THREAD_MODEL");
-  return m != nullptr && std::string_view(m) == "fiber";
-}
+using trpc::testing::FiberModel;
 
-std::string ModelsYaml() {
-  return FiberModel() ? R"(global:
-  threadmodel:
-    fiber:
-      - instance_name: http_client
-        concurrency_hint: 2
-)"
-                      : R"(global:
-  threadmodel:
-    default:
-      - instance_name: http_client
-        io_handle_type: merge
-        io_thread_num: 2
-)";
-}
+std::string ModelsYaml() { return trpc::testing::ThreadModelYaml({{"http_client", 2}}); }
 
 void SleepMs(int ms) {
   if (FiberModel()) {
@@ -221,7 +206,8 @@ class HttpClientE2eTest : public ::testing::Test {
   static void SetUpTestSuite() {
     std::string err;
     Config config;
-    ASSERT_TRUE(LoadConfigFromString(ModelsYaml() + R"(server:
+    log::SetLevel(log::Level::kError);
+    ASSERT_TRUE(trpc::testing::StartRuntime(ModelsYaml() + R"(server:
   service:
     - name: trpc.test.http.Http
       protocol: http
@@ -236,10 +222,7 @@ class HttpClientE2eTest : public ::testing::Test {
       idle_time: 100
       timeout: 5000
 )",
-                                     "http_client_e2e.yaml", &config, &err))
-        << err;
-    log::SetLevel(log::Level::kError);
-    ASSERT_TRUE(runtime::Start(config.global.threadmodel, &err)) << err;
+                                            "http_client_e2e.yaml", &config));
     auto http = std::make_shared<HttpService>();
     http->MapRpc(std::make_shared<TestGreeter>());
     http->Get("/hello", [](const ServerContextPtr&, const HttpRequest& req, HttpResponse* rsp) {

@@ -18,6 +18,8 @@
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "test/common/listen_file.h"
+#include "test/common/test_runtime.h"
+#include "test/common/thread_model_yaml.h"
 #include "trpc/admin/admin.h"
 #include "trpc/app/trpc_app.h"
 #include "trpc/config/config.h"
@@ -30,23 +32,7 @@ using trpc::testing::ReadListenFile;
 constexpr char kGreeter[] = "trpc.test.helloworld.Greeter";
 constexpr char kGreeterV6[] = "greeter_v6";
 
-std::string ThreadModelYaml() {
-  const char* m = std::getenv("TRPC_E2E_THREAD_MODEL");
-  return m != nullptr && std::string_view(m) == "fiber" ? R"(global:
-  threadmodel:
-    fiber:
-      - instance_name: lf
-        concurrency_hint: 1
-        scheduling_group_size: 0
-)"
-                                                        : R"(global:
-  threadmodel:
-    default:
-      - instance_name: lf
-        io_handle_type: merge
-        io_thread_num: 1
-)";
-}
+std::string ModelsYaml() { return trpc::testing::ThreadModelYaml({{"lf", 1}}); }
 
 class EchoGreeter final : public Greeter {
  public:
@@ -69,7 +55,7 @@ class TwoGreetersApp final : public TrpcApp {
 Config AppConfig(const std::string& listen_file) {
   Config config;
   std::string err;
-  EXPECT_TRUE(LoadConfigFromString(ThreadModelYaml() + R"(server:
+  EXPECT_TRUE(LoadConfigFromString(ModelsYaml() + R"(server:
   admin_port: auto
   listen_file: ')" + listen_file + R"('
   service:

@@ -22,6 +22,8 @@
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "test/common/hedging_check.h"
+#include "test/common/test_runtime.h"
+#include "test/common/thread_model_yaml.h"
 #include "trpc/app/naming_plugins.h"
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
@@ -40,24 +42,6 @@ using ::trpc::test::P99Ms;
 constexpr char kGreeterName[] = "trpc.test.helloworld.Greeter";
 constexpr char kClientModel[] = "e2e_client";
 
-constexpr char kMergeModels[] = R"(global:
-  threadmodel:
-    default:
-      - instance_name: e2e_server
-        io_handle_type: merge
-        io_thread_num: 2
-      - instance_name: e2e_client
-        io_handle_type: merge
-        io_thread_num: 1
-)";
-constexpr char kFiberModels[] = R"(global:
-  threadmodel:
-    fiber:
-      - instance_name: e2e_server
-        concurrency_hint: 2
-      - instance_name: e2e_client
-        concurrency_hint: 1
-)";
 constexpr char kServerYaml[] = R"(server:
   service:
     - name: trpc.test.helloworld.Greeter
@@ -70,10 +54,7 @@ plugins:
     level: error
 )";
 
-bool FiberModel() {
-  const char* m = std::getenv("TRPC_E2E_THREAD_MODEL");
-  return m != nullptr && std::string_view(m) == "fiber";
-}
+using trpc::testing::FiberModel;
 
 // Counts the calls it serves. "overload" answers 22; "maybe_slow" sleeps 50 ms in 5% of calls,
 // drawn here (so a hedged copy of a slow call is usually fast); anything else echoes.
@@ -110,13 +91,12 @@ uint16_t DeadPort() {
 class ResilienceE2eTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    std::string err;
-    config_ = new Config;
-    std::string yaml = std::string(FiberModel() ? kFiberModels : kMergeModels) + kServerYaml;
-    ASSERT_TRUE(LoadConfigFromString(yaml, "resilience_e2e_test.yaml", config_, &err)) << err;
     log::SetLevel(log::Level::kError);
     naming::RegisterNamingPlugins();  // p2c
-    ASSERT_TRUE(runtime::Start(config_->global.threadmodel, &err)) << err;
+    config_ = new Config;
+    std::string yaml =
+        trpc::testing::ThreadModelYaml({{"e2e_server", 2}, {"e2e_client", 1}}) + kServerYaml;
+    ASSERT_TRUE(trpc::testing::StartRuntime(yaml, "resilience_e2e_test.yaml", config_));
   }
   static void TearDownTestSuite() {
     runtime::Stop();

@@ -22,6 +22,8 @@
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "fmt/format.h"
+#include "test/common/test_runtime.h"
+#include "test/common/thread_model_yaml.h"
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/client/service_proxy.h"
@@ -38,18 +40,10 @@ constexpr int kStopLimitMs = 100;
 constexpr int kRounds = 4;
 constexpr int kClients = 4;
 
-bool FiberModel() {
-  const char* m = std::getenv("TRPC_E2E_THREAD_MODEL");
-  return m != nullptr && std::string_view(m) == "fiber";
-}
+using trpc::testing::FiberModel;
 
 std::string ConfigYaml() {
-  std::string models =
-      FiberModel() ? "    fiber:\n      - instance_name: stop_server\n        concurrency_hint: 2\n"
-                     "      - instance_name: stop_client\n        concurrency_hint: 1\n"
-                   : "    default:\n      - instance_name: stop_server\n        io_thread_num: 2\n"
-                     "      - instance_name: stop_client\n        io_thread_num: 1\n";
-  return "global:\n  threadmodel:\n" + models +
+  return trpc::testing::ThreadModelYaml({{"stop_server", 2}, {"stop_client", 1}}) +
          fmt::format(R"(server:
   stop_max_wait_time: {}
   service:
@@ -109,12 +103,9 @@ class GateGreeter final : public Greeter {
 class StopE2eTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    std::string err;
     config_ = new Config;
-    ASSERT_TRUE(LoadConfigFromString(ConfigYaml(), "stop_e2e_test.yaml", config_, &err)) << err;
-    log::Level level;
-    if (log::ParseLevel(config_->plugins.log.level, &level)) log::SetLevel(level);
-    ASSERT_TRUE(runtime::Start(config_->global.threadmodel, &err)) << err;
+    ASSERT_TRUE(trpc::testing::StartRuntime(ConfigYaml(), "stop_e2e_test.yaml", config_,
+                                            /*apply_log_level=*/true));
   }
   static void TearDownTestSuite() {
     runtime::Stop();  // hangs if a worker a stop took over never came back

@@ -17,6 +17,8 @@
 #include "fmt/format.h"
 #include "test/common/child_server.h"
 #include "test/common/listen_file.h"
+#include "test/common/test_runtime.h"
+#include "test/common/thread_model_yaml.h"
 #include "trpc/base/net_address.h"
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
@@ -30,8 +32,7 @@ using helloworld::HelloRequest;
 
 // The thread model under test: TRPC_FAULT_THREAD_MODEL=fiber|merge (default merge).
 inline std::string ModelUnderTest() {
-  const char* m = getenv("TRPC_FAULT_THREAD_MODEL");
-  return m != nullptr && std::string(m) == "fiber" ? "fiber" : "merge";
+  return trpc::testing::FiberModel("TRPC_FAULT_THREAD_MODEL") ? "fiber" : "merge";
 }
 
 struct FaultServerOptions {
@@ -50,22 +51,14 @@ struct FaultServerOptions {
 // picks (`admin_port: auto`), whose "IP:PORT" `*admin_addr` gets from the server's listen file.
 inline std::string StartFaultServer(ChildServer* server, const FaultServerOptions& o = {},
                                     std::string* admin_addr = nullptr) {
-  std::string threadmodel =
-      o.model == "fiber"
-          ? fmt::format("    fiber:\n      - instance_name: fault\n        concurrency_hint: {}\n",
-                        o.workers)
-          : fmt::format(
-                "    default:\n      - instance_name: fault\n        io_handle_type: merge\n"
-                "        io_thread_num: {}\n",
-                o.workers);
   static int configs_written = 0;
   std::string path =
       fmt::format("{}fault_server_{}_{}.yaml", ::testing::TempDir(), getpid(), ++configs_written);
   std::string listen_file = path + ".listen";
   std::string admin_yaml =
       admin_addr != nullptr ? "  admin_port: auto\n  listen_file: " + listen_file + "\n" : "";
-  std::ofstream(path) << "global:\n  threadmodel:\n"
-                      << threadmodel << "server:\n"
+  std::ofstream(path) << trpc::testing::ThreadModelYaml(o.model == "fiber", {{"fault", o.workers}})
+                      << "server:\n"
                       << admin_yaml << o.server_yaml << R"(  service:
     - name: trpc.test.helloworld.Greeter
       ip: 127.0.0.1
@@ -132,32 +125,8 @@ inline double MetricValue(const std::string& metrics, const std::string& sample)
 }
 
 // A test suite with a client runtime: one merge worker.
-class FaultTest : public ::testing::Test {
+class FaultTest : public trpc::testing::ClientRuntimeTest {
  protected:
-  static void SetUpTestSuite() { StartClient(""); }
-  // The client runtime, with `client_yaml` as the client section's keys (each line indented
-  // by 2 spaces).
-  static void StartClient(const std::string& client_yaml) {
-    std::string err;
-    Config config;
-    ASSERT_TRUE(LoadConfigFromString(R"(global:
-  threadmodel:
-    default:
-      - instance_name: client
-        io_handle_type: merge
-        io_thread_num: 1
-)" + (client_yaml.empty() ? "" : "client:\n" + client_yaml),
-                                     "client.yaml", &config, &err))
-        << err;
-    ASSERT_TRUE(runtime::Start(config.global.threadmodel, &err)) << err;
-    SetTrpcClient(std::make_shared<TrpcClient>(config.client));
-  }
-
-  static void TearDownTestSuite() {
-    if (auto client = SetTrpcClient(nullptr)) client->Stop();
-    runtime::Stop();
-  }
-
   // A proxy of its own (a fresh connection) to `target`; `c` gives timeout and the rest.
   static std::shared_ptr<GreeterServiceProxy> Proxy(const std::string& target,
                                                     ClientServiceConfig c = {}) {

@@ -23,6 +23,8 @@
 #include "grpc/testing/test.trpc.pb.h"
 #include "test/common/child_server.h"
 #include "test/common/peer.h"
+#include "test/common/test_runtime.h"
+#include "test/common/thread_model_yaml.h"
 #include "test/grpc_interop/trpc_interop_service.h"
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
@@ -40,8 +42,7 @@ using ::grpc::testing::TestServiceServiceProxy;
 using ::grpc::testing::UnimplementedServiceServiceProxy;
 
 std::string Model() {
-  const char* m = getenv("TRPC_GRPC_INTEROP_MODEL");
-  return m != nullptr && std::string(m) == "fiber" ? "fiber" : "merge";
+  return trpc::testing::FiberModel("TRPC_GRPC_INTEROP_MODEL") ? "fiber" : "merge";
 }
 
 // Runs a shell command; its exit status and combined output.
@@ -59,13 +60,9 @@ class GrpcInteropTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     std::string err;
-    std::string model =
-        Model() == "fiber"
-            ? "    fiber:\n      - instance_name: interop\n        concurrency_hint: 2\n"
-            : "    default:\n      - instance_name: interop\n        io_handle_type: "
-              "merge\n        io_thread_num: 2\n";
     Config config;
-    std::string yaml = "global:\n  threadmodel:\n" + model + R"(server:
+    std::string yaml =
+        trpc::testing::ThreadModelYaml(Model() == "fiber", {{"interop", 2}}) + R"(server:
   service:
     - name: grpc.testing.TestService
       protocol: grpc
@@ -77,8 +74,7 @@ class GrpcInteropTest : public ::testing::Test {
       ip: 127.0.0.1
       port: 0
 )";
-    ASSERT_TRUE(LoadConfigFromString(yaml, "interop.yaml", &config, &err)) << err;
-    ASSERT_TRUE(runtime::Start(config.global.threadmodel, &err)) << err;
+    ASSERT_TRUE(trpc::testing::StartRuntime(yaml, "interop.yaml", &config));
     service_ = std::make_shared<TestServiceImpl>();
     server_ = new Server(config.server);
     ASSERT_TRUE(server_->RegisterService("grpc.testing.TestService", service_));

@@ -27,6 +27,8 @@
 #include "test/common/child_server.h"
 #include "test/common/hedging_check.h"
 #include "test/common/peer.h"
+#include "test/common/test_runtime.h"
+#include "test/common/thread_model_yaml.h"
 #include "test/naming/etcd/etcd_process.h"
 #include "trpc/app/naming_plugins.h"
 #include "trpc/base/clock.h"
@@ -68,19 +70,11 @@ class NamingE2eTest : public ::testing::Test {
   static void SetUpTestSuite() {
     log::SetLevel(log::Level::kError);
     naming::RegisterNamingPlugins();
-    std::string err;
     Config c;
-    ASSERT_TRUE(LoadConfigFromString(R"(global:
-  threadmodel:
-    fiber:
-      - instance_name: naming_server
-        concurrency_hint: 2
-      - instance_name: naming_client
-        concurrency_hint: 2
-)",
-                                     "naming_e2e_test.yaml", &c, &err))
-        << err;
-    ASSERT_TRUE(runtime::Start(c.global.threadmodel, &err)) << err;
+    ASSERT_TRUE(trpc::testing::StartRuntime(
+        trpc::testing::ThreadModelYaml(/*fiber=*/true,
+                                       {{"naming_server", 2}, {"naming_client", 2}}),
+        "naming_e2e_test.yaml", &c));
   }
   static void TearDownTestSuite() { runtime::Stop(); }
 
@@ -127,9 +121,8 @@ class NamingE2eTest : public ::testing::Test {
   // An echo_server child registered with etcd (fiber model); returns its "ip:port".
   std::string StartChild(const std::string& extra_server_keys = "") {
     std::string path = etcd_.dir() + "/child" + std::to_string(children_.size()) + ".yaml";
-    std::ofstream(path) << "global:\n  threadmodel:\n    fiber:\n      - instance_name: f\n"
-                           "        concurrency_hint: 1\n"
-                           "server:\n  registry_name: etcd\n  deregister_wait: 500\n"
+    std::ofstream(path) << trpc::testing::ThreadModelYaml(/*fiber=*/true, {{"f", 1}})
+                        << "server:\n  registry_name: etcd\n  deregister_wait: 500\n"
                         << extra_server_keys
                         << "  service:\n    - name: trpc.test.helloworld.Greeter\n"
                            "      ip: 127.0.0.1\n      port: 0\n"

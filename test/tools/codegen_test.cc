@@ -13,6 +13,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "test/common/test_runtime.h"
+#include "test/common/thread_model_yaml.h"
 #include "test/tools/codegen/services.trpc.pb.h"
 #include "test/tools/codegen/streaming.trpc.pb.h"
 #include "trpc/base/logging.h"
@@ -129,13 +131,7 @@ class AsyncCounterImpl final : public AsyncCounter {
   }
 };
 
-constexpr char kConfig[] = R"(global:
-  threadmodel:
-    default:
-      - instance_name: codegen
-        io_handle_type: merge
-        io_thread_num: 1
-server:
+constexpr char kServerConfig[] = R"(server:
   app: test
   server: codegen
   service:
@@ -176,10 +172,10 @@ std::shared_ptr<P> MakeProxy(const Server& server, const std::string& name) {
 TEST(CodegenTest, GeneratedProxiesCallGeneratedServicesOverLoopback) {
   Config config;
   std::string err;
-  ASSERT_TRUE(LoadConfigFromString(kConfig, "codegen_test.yaml", &config, &err)) << err;
-  log::Level level;
-  if (log::ParseLevel(config.plugins.log.level, &level)) log::SetLevel(level);
-  ASSERT_TRUE(runtime::Start(config.global.threadmodel, &err)) << err;
+  trpc::testing::ScopedRuntime scoped_runtime;
+  ASSERT_TRUE(scoped_runtime.Start(
+      trpc::testing::ThreadModelYaml(/*fiber=*/false, {{"codegen", 1}}) + kServerConfig,
+      "codegen_test.yaml", &config, /*apply_log_level=*/true));
   auto server = std::make_unique<Server>(config.server);
   ASSERT_TRUE(server->RegisterService(kGreeterName, std::make_shared<GreeterImpl>()));
   ASSERT_TRUE(server->RegisterService(kCounterName, std::make_shared<AsyncCounterImpl>()));
@@ -229,7 +225,7 @@ TEST(CodegenTest, GeneratedProxiesCallGeneratedServicesOverLoopback) {
   if (counter) counter->Stop();
   server->Stop();
   server.reset();
-  runtime::Stop();
+  scoped_runtime.Stop();
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "test/common/wait_for.h"
 #include "trpc/base/clock.h"
 #include "trpc/reactor/reactor.h"
 
@@ -47,16 +48,5 @@ class ReactorThread {
   Reactor reactor_;
   std::thread thread_;
 };
-
-/// Polls `pred` until it holds or `timeout_ms` passes; returns the last value of `pred`.
-template <typename Pred>
-bool WaitFor(Pred pred, int64_t timeout_ms = 10'000) {
-  int64_t deadline = MonotonicMillis() + timeout_ms;
-  while (!pred()) {
-    if (MonotonicMillis() > deadline) return pred();
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
-}
 
 }  // namespace trpc::testing
