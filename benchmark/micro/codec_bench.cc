@@ -8,7 +8,7 @@
 
 #include "examples/helloworld/helloworld.pb.h"
 #include "trpc/base/zero_copy_stream.h"
-#include "trpc/codec/trpc/trpc_codec.h"
+#include "trpc/codec/trpc/detail/trpc_codec.h"
 
 namespace trpc {
 namespace {

@@ -13,7 +13,7 @@
 #include "trpc/config/config.h"
 #include "trpc/fiber/latch.h"
 #include "trpc/fiber/thread_bridge.h"
-#include "trpc/runtime/fiber_thread_model.h"
+#include "trpc/runtime/detail/fiber_thread_model.h"
 
 namespace trpc {
 namespace {

@@ -15,10 +15,10 @@
 #include <boost/context/detail/fcontext.hpp>
 
 #include "trpc/fiber/condition_variable.h"
+#include "trpc/fiber/detail/scheduler.h"
 #include "trpc/fiber/detail/stack.h"
 #include "trpc/fiber/fiber.h"
 #include "trpc/fiber/mutex.h"
-#include "trpc/fiber/scheduler.h"
 #include "trpc/fiber/thread_bridge.h"
 
 namespace trpc::fiber {

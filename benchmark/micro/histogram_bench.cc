@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "trpc/base/histogram.h"
+#include "trpc/base/detail/histogram.h"
 
 namespace trpc {
 namespace {

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "trpc/naming/lb/load_balancers.h"
+#include "trpc/naming/lb/detail/load_balancers.h"
 #include "trpc/naming/load_balancer.h"
 
 namespace trpc::naming {

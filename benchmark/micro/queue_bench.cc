@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "trpc/base/mpsc_queue.h"
+#include "trpc/base/detail/mpsc_queue.h"
 
 namespace trpc {
 namespace {

@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-#include "trpc/base/histogram.h"
+#include "trpc/base/detail/histogram.h"
 
 namespace trpc::bench {
 

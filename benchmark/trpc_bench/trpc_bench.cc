@@ -27,7 +27,7 @@
 #include "examples/helloworld/helloworld.pb.h"
 #include "fmt/format.h"
 #include "trpc/base/clock.h"
-#include "trpc/codec/codec.h"
+#include "trpc/codec/detail/codec.h"
 #include "trpc/transport/socket.h"
 
 namespace trpc::bench {

@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "trpc/base/clock.h"
-#include "trpc/codec/http/http_client_codec.h"
+#include "trpc/codec/http/detail/http_client_codec.h"
 
 namespace trpc::bench {
 

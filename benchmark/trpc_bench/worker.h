@@ -9,7 +9,7 @@
 #include "benchmark/trpc_bench/load_stats.h"
 #include "benchmark/trpc_bench/options.h"
 #include "examples/helloworld/helloworld.pb.h"
-#include "trpc/codec/codec.h"
+#include "trpc/codec/detail/codec.h"
 #include "trpc/reactor/reactor.h"
 #include "trpc/transport/client_connection.h"
 

@@ -1,4 +1,4 @@
-#include "trpc/admin/process_metrics.h"
+#include "trpc/admin/detail/process_metrics.h"
 
 #include <gtest/gtest.h>
 

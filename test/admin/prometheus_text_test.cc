@@ -1,11 +1,11 @@
-#include "trpc/admin/prometheus_text.h"
+#include "trpc/admin/detail/prometheus_text.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 #include <sstream>
 
-#include "trpc/admin/stats_json.h"
+#include "trpc/admin/detail/stats_json.h"
 
 namespace trpc::admin {
 namespace {

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "trpc/base/mpsc_queue.h"
+#include "trpc/base/detail/mpsc_queue.h"
 
 namespace trpc {
 namespace {

@@ -1,4 +1,4 @@
-#include "trpc/base/escape.h"
+#include "trpc/base/detail/escape.h"
 
 #include <gtest/gtest.h>
 

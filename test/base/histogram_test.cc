@@ -1,4 +1,4 @@
-#include "trpc/base/histogram.h"
+#include "trpc/base/detail/histogram.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "trpc/base/mpmc_queue.h"
+#include "trpc/base/detail/mpmc_queue.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "trpc/base/mpsc_queue.h"
+#include "trpc/base/detail/mpsc_queue.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "trpc/base/timer_queue.h"
+#include "trpc/base/detail/timer_queue.h"
 
 #include <gtest/gtest.h>
 

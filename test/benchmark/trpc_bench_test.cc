@@ -34,7 +34,7 @@
 #include "test/common/thread_model_yaml.h"
 #include "trpc/base/clock.h"
 #include "trpc/config/config.h"
-#include "trpc/runtime/runtime.h"
+#include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/http/http_service.h"
 #include "trpc/server/server.h"
 

@@ -24,7 +24,7 @@
 #include "test/common/thread_model_yaml.h"
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
-#include "trpc/runtime/runtime.h"
+#include "trpc/runtime/detail/runtime.h"
 
 namespace trpc::test::benchmark_servers {
 namespace {

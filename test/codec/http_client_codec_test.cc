@@ -2,7 +2,7 @@
 // split of responses with per-connection state (FIFO order, HEAD, Connection: close, the
 // server's close, bytes nobody asked for), the mapping of statuses and JSON error bodies back
 // to framework codes, and the JSON error body reader.
-#include "trpc/codec/http/http_client_codec.h"
+#include "trpc/codec/http/detail/http_client_codec.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "trpc/codec/trpc/trpc_codec.h"
+#include "trpc/codec/trpc/detail/trpc_codec.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

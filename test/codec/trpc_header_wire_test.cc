@@ -19,8 +19,8 @@
 
 #include "test/codec/trpc_test_frames.h"
 #include "trpc/codec/trpc/detail/header_wire.h"
+#include "trpc/codec/trpc/detail/trpc_codec.h"
 #include "trpc/codec/trpc/trpc.pb.h"
-#include "trpc/codec/trpc/trpc_codec.h"
 
 namespace trpc::detail {
 namespace {

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "test/codec/trpc_test_frames.h"
+#include "trpc/codec/trpc/detail/trpc_codec.h"
 #include "trpc/codec/trpc/trpc.pb.h"
-#include "trpc/codec/trpc/trpc_codec.h"
 
 namespace trpc {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "test/codec/trpc_test_frames.h"
-#include "trpc/codec/trpc/trpc_codec.h"
+#include "trpc/codec/trpc/detail/trpc_codec.h"
 
 namespace trpc {
 namespace {

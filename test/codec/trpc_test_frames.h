@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "trpc/base/chain_buffer.h"
-#include "trpc/codec/trpc/frame_header.h"
+#include "trpc/codec/trpc/detail/frame_header.h"
 
 namespace trpc::codec_test {
 

@@ -13,7 +13,7 @@
 #include "trpc/base/logging.h"
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
-#include "trpc/runtime/runtime.h"
+#include "trpc/runtime/detail/runtime.h"
 
 namespace trpc::testing {
 

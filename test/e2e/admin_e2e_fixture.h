@@ -36,12 +36,12 @@
 #include "test/common/wait_for.h"
 #include "trpc/admin/admin.h"
 #include "trpc/base/clock.h"
+#include "trpc/base/detail/version.h"
 #include "trpc/base/logging.h"
-#include "trpc/base/version.h"
 #include "trpc/client/service_proxy.h"
 #include "trpc/config/config.h"
 #include "trpc/fiber/fiber.h"
-#include "trpc/runtime/runtime.h"
+#include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/server.h"
 
 namespace trpc::test::helloworld {

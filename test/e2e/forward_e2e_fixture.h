@@ -27,7 +27,7 @@
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
 #include "trpc/fiber/fiber.h"
-#include "trpc/runtime/runtime.h"
+#include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/make_client_context.h"
 #include "trpc/server/server.h"
 #include "trpc/server/server_filter.h"

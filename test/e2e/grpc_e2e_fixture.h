@@ -26,7 +26,7 @@
 #include "trpc/client/client_filter.h"
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
-#include "trpc/runtime/runtime.h"
+#include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/grpc/grpc_server.h"
 #include "trpc/server/make_client_context.h"
 #include "trpc/server/server.h"

@@ -23,7 +23,7 @@
 #include "test/e2e/raw_h2_client.h"
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
-#include "trpc/runtime/runtime.h"
+#include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/make_client_context.h"
 #include "trpc/server/server.h"
 

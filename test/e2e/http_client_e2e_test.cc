@@ -36,7 +36,7 @@
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
 #include "trpc/fiber/fiber.h"
-#include "trpc/runtime/runtime.h"
+#include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/http/http_service.h"
 #include "trpc/server/server.h"
 

@@ -31,7 +31,7 @@
 #include "trpc/base/logging.h"
 #include "trpc/config/config.h"
 #include "trpc/fiber/fiber.h"
-#include "trpc/runtime/runtime.h"
+#include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/http/http_service.h"
 #include "trpc/server/server.h"
 

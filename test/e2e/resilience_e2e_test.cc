@@ -24,13 +24,13 @@
 #include "test/common/hedging_check.h"
 #include "test/common/test_runtime.h"
 #include "test/common/thread_model_yaml.h"
-#include "trpc/app/naming_plugins.h"
+#include "trpc/app/detail/naming_plugins.h"
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/client/service_proxy.h"
 #include "trpc/config/config.h"
 #include "trpc/fiber/fiber.h"
-#include "trpc/runtime/runtime.h"
+#include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/server.h"
 
 namespace trpc::test::helloworld {

@@ -27,7 +27,7 @@
 #include "trpc/client/service_proxy.h"
 #include "trpc/config/config.h"
 #include "trpc/fiber/fiber.h"
-#include "trpc/runtime/runtime.h"
+#include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/detail/service_adapter.h"
 #include "trpc/server/server.h"
 

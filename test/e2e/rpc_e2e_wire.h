@@ -17,7 +17,7 @@
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "trpc/base/clock.h"
-#include "trpc/codec/codec.h"
+#include "trpc/codec/detail/codec.h"
 
 namespace trpc::test::helloworld {
 

@@ -22,7 +22,7 @@
 #include "trpc/base/net_address.h"
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
-#include "trpc/runtime/runtime.h"
+#include "trpc/runtime/detail/runtime.h"
 
 namespace trpc::test::fault {
 

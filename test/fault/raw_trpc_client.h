@@ -19,7 +19,7 @@
 #include "examples/helloworld/helloworld.pb.h"
 #include "trpc/base/chain_buffer.h"
 #include "trpc/base/net_address.h"
-#include "trpc/codec/codec.h"
+#include "trpc/codec/detail/codec.h"
 
 namespace trpc::test::fault {
 

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "trpc/fiber/detail/context.h"  // TRPC_FIBER_TSAN
-#include "trpc/fiber/scheduler.h"
+#include "trpc/fiber/detail/scheduler.h"
 
 namespace trpc::fiber::testing {
 

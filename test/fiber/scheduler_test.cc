@@ -1,4 +1,4 @@
-#include "trpc/fiber/scheduler.h"
+#include "trpc/fiber/detail/scheduler.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

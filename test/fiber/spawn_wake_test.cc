@@ -17,7 +17,7 @@
 
 #include "test/fiber/fiber_test_util.h"
 #include "trpc/base/clock.h"
-#include "trpc/fiber/scheduler.h"
+#include "trpc/fiber/detail/scheduler.h"
 
 namespace trpc::fiber {
 namespace {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "trpc/base/clock.h"
+#include "trpc/fiber/detail/scheduler.h"
 #include "trpc/fiber/fiber.h"
-#include "trpc/fiber/scheduler.h"
 
 namespace trpc {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "trpc/codec/grpc/grpc_codec.h"
+#include "trpc/codec/grpc/detail/grpc_codec.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "trpc/codec/trpc/trpc_codec.h"
+#include "trpc/codec/trpc/detail/trpc_codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static trpc::TrpcServerCodec server;

@@ -28,7 +28,7 @@
 #include "test/grpc_interop/trpc_interop_service.h"
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
-#include "trpc/runtime/runtime.h"
+#include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/detail/service_adapter.h"
 #include "trpc/server/server.h"
 

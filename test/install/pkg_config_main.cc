@@ -3,7 +3,7 @@
 
 #include <cstdio>
 
-#include "trpc/codec/codec.h"
+#include "trpc/codec/detail/codec.h"
 #include "trpc/future/future.h"
 
 int main() {

@@ -30,13 +30,13 @@
 #include "test/common/test_runtime.h"
 #include "test/common/thread_model_yaml.h"
 #include "test/naming/etcd/etcd_process.h"
-#include "trpc/app/naming_plugins.h"
+#include "trpc/app/detail/naming_plugins.h"
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/config/config.h"
 #include "trpc/naming/registry.h"
 #include "trpc/naming/selector.h"
-#include "trpc/runtime/runtime.h"
+#include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/server.h"
 
 namespace trpc::test::helloworld {

@@ -2,7 +2,7 @@
 // iteration, e.g. one read's pipelined batch) is run:
 // in one fiber while nothing blocks, handed to a new fiber when a request parks, spread over
 // idle workers, each request with fresh fiber-locals.
-#include "trpc/runtime/fiber_thread_model.h"
+#include "trpc/runtime/detail/fiber_thread_model.h"
 
 #include <gtest/gtest.h>
 

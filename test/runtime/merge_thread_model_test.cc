@@ -1,4 +1,4 @@
-#include "trpc/runtime/merge_thread_model.h"
+#include "trpc/runtime/detail/merge_thread_model.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <set>
 #include <thread>
 
-#include "trpc/runtime/runtime.h"
+#include "trpc/runtime/detail/runtime.h"
 
 namespace trpc {
 namespace {

@@ -19,7 +19,7 @@
 #include "test/tools/codegen/streaming.trpc.pb.h"
 #include "trpc/base/logging.h"
 #include "trpc/config/config.h"
-#include "trpc/runtime/runtime.h"
+#include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/server.h"
 
 namespace trpc::test::codegen {

@@ -1,4 +1,4 @@
-#include "trpc/admin/admin_service.h"
+#include "trpc/admin/detail/admin_service.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -10,12 +10,12 @@
 #include <string_view>
 
 #include "trpc/admin/admin.h"
-#include "trpc/admin/process_metrics.h"
-#include "trpc/admin/prometheus_text.h"
-#include "trpc/admin/stats_json.h"
+#include "trpc/admin/detail/process_metrics.h"
+#include "trpc/admin/detail/prometheus_text.h"
+#include "trpc/admin/detail/stats_json.h"
+#include "trpc/base/detail/version.h"
 #include "trpc/base/logging.h"
-#include "trpc/base/version.h"
-#include "trpc/codec/http/http_codec.h"
+#include "trpc/codec/http/detail/http_codec.h"
 #include "trpc/server/server.h"
 
 namespace trpc::admin {

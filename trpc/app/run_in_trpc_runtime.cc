@@ -4,10 +4,10 @@
 #include <memory>
 #include <string>
 
-#include "trpc/app/naming_plugins.h"
+#include "trpc/app/detail/naming_plugins.h"
 #include "trpc/base/logging.h"
 #include "trpc/client/trpc_client.h"
-#include "trpc/runtime/runtime.h"
+#include "trpc/runtime/detail/runtime.h"
 
 namespace trpc {
 

@@ -11,10 +11,10 @@
 #include <thread>
 
 #include "trpc/admin/admin.h"
-#include "trpc/app/naming_plugins.h"
+#include "trpc/app/detail/naming_plugins.h"
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
-#include "trpc/runtime/runtime.h"
+#include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/grpc/grpc_server.h"
 
 namespace trpc {

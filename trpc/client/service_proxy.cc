@@ -17,12 +17,12 @@
 #include "trpc/client/detail/endpoint_set.h"
 #include "trpc/client/detail/outlier_ejection.h"
 #include "trpc/client/detail/overload_throttle.h"
-#include "trpc/codec/codec.h"
-#include "trpc/codec/message_body.h"
+#include "trpc/codec/detail/codec.h"
+#include "trpc/codec/detail/message_body.h"
 #include "trpc/fiber/event.h"
 #include "trpc/naming/load_balancer.h"
 #include "trpc/naming/selector.h"
-#include "trpc/runtime/thread_model.h"
+#include "trpc/runtime/detail/thread_model.h"
 
 namespace trpc {
 

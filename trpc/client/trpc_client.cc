@@ -7,10 +7,10 @@
 #include "trpc/base/suggest.h"
 #include "trpc/client/client_filter.h"
 #include "trpc/client/detail/codec_options.h"
-#include "trpc/codec/codec.h"
+#include "trpc/codec/detail/codec.h"
 #include "trpc/naming/load_balancer.h"
 #include "trpc/naming/selector.h"
-#include "trpc/runtime/runtime.h"
+#include "trpc/runtime/detail/runtime.h"
 #include "trpc/transport/buffer_budget.h"
 
 namespace trpc {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "trpc/fiber/scheduler.h"
+#include "trpc/fiber/detail/scheduler.h"
 
 namespace trpc::fiber {
 

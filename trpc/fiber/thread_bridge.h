@@ -9,9 +9,9 @@
 
 #include "trpc/base/logging.h"
 #include "trpc/fiber/detail/await_flag.h"
+#include "trpc/fiber/detail/scheduler.h"
 #include "trpc/fiber/event.h"
 #include "trpc/fiber/fiber.h"
-#include "trpc/fiber/scheduler.h"
 
 namespace trpc::fiber {
 

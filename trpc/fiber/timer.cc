@@ -3,9 +3,9 @@
 #include <atomic>
 
 #include "trpc/fiber/detail/fiber_entity.h"
+#include "trpc/fiber/detail/scheduler.h"
 #include "trpc/fiber/detail/worker_timer.h"
 #include "trpc/fiber/fiber.h"
-#include "trpc/fiber/scheduler.h"
 
 namespace trpc::fiber {
 

@@ -26,7 +26,7 @@ struct RegistryInstance {
 
 /// Makes a server's instances known to callers and keeps them known while it runs: a naming
 /// plug-in, one instance per name per process (`server.registry_name`; settings in
-/// `plugins.registry.<name>`). The naming plug-ins add "etcd" (trpc/app/naming_plugins.h).
+/// `plugins.registry.<name>`). The naming plug-ins add "etcd" (trpc/app/detail/naming_plugins.h).
 ///
 /// Thread contract: Init once; Register and Deregister from any thread; Stop once at exit
 /// (it deregisters whatever is still registered).

@@ -44,7 +44,7 @@ class SelectorSubscription {
 /// Finds the endpoints of callees and follows their changes: a naming plug-in, one instance per
 /// name per process (`client.service[].selector_name`; settings in `plugins.selector.<name>`).
 /// Built in: "direct" (the target is a fixed list "ip:port[,ip:port...]"). The naming plug-ins
-/// add "dns" and "etcd" (trpc/app/naming_plugins.h).
+/// add "dns" and "etcd" (trpc/app/detail/naming_plugins.h).
 ///
 /// Thread contract: Init once before any Subscribe; Subscribe and the subscriptions'
 /// destructors from any thread; Stop once after every subscription is gone.

@@ -6,9 +6,9 @@
 #include <thread>
 #include <vector>
 
+#include "trpc/base/detail/mpsc_queue.h"
+#include "trpc/base/detail/timer_queue.h"
 #include "trpc/base/logging.h"
-#include "trpc/base/mpsc_queue.h"
-#include "trpc/base/timer_queue.h"
 #include "trpc/reactor/event_handler.h"
 #include "trpc/reactor/poller.h"
 

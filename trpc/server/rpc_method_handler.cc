@@ -3,7 +3,7 @@
 #include <atomic>
 
 #include "trpc/base/logging.h"
-#include "trpc/codec/message_body.h"
+#include "trpc/codec/detail/message_body.h"
 #include "trpc/server/detail/server_call.h"
 
 namespace trpc {

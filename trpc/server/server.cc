@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "trpc/base/clock.h"
+#include "trpc/base/detail/memory.h"
 #include "trpc/base/logging.h"
-#include "trpc/base/memory.h"
 #include "trpc/base/suggest.h"
-#include "trpc/codec/codec.h"
-#include "trpc/runtime/merge_thread_model.h"
-#include "trpc/runtime/runtime.h"
+#include "trpc/codec/detail/codec.h"
+#include "trpc/runtime/detail/merge_thread_model.h"
+#include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/detail/listen_file.h"
 #include "trpc/server/detail/parked_work.h"
 #include "trpc/server/detail/service_adapter.h"

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "trpc/base/clock.h"
+#include "trpc/base/detail/memory.h"
 #include "trpc/base/logging.h"
-#include "trpc/base/memory.h"
 
 namespace trpc {
 

@@ -8,7 +8,7 @@
 #include "proto/echo.trpc.pb.h"
 #include "trpc/base/logging.h"
 #include "trpc/config/config.h"
-#include "trpc/runtime/runtime.h"
+#include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/server.h"
 
 namespace {

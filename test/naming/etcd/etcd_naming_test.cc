@@ -1,6 +1,6 @@
 // The etcd selector and registry against a real etcd (a child process on loopback ports).
 
-#include "trpc/naming/etcd/etcd_naming.h"
+#include "trpc/naming/etcd/detail/etcd_naming.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The load balancers: the built-in round_robin and the naming layer's weighted_round_robin,
-// consistent_hash and p2c (trpc/naming/lb/load_balancers.h): their shares, the smoothness of
+// consistent_hash and p2c (trpc/naming/lb/detail/load_balancers.h): their shares, the smoothness of
 // the weighted sequence, the ring's stability when endpoints come and go, p2c's avoidance of
 // loaded or slow endpoints, distinct alternatives, and indexes in range under concurrent picks.
 
@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "trpc/naming/lb/load_balancers.h"
+#include "trpc/naming/lb/detail/load_balancers.h"
 
 namespace trpc::naming {
 namespace {

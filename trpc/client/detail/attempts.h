@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "trpc/base/chain_buffer.h"
+#include "trpc/base/detail/timer_queue.h"
 #include "trpc/base/status.h"
-#include "trpc/base/timer_queue.h"
 #include "trpc/client/client_config.h"
 #include "trpc/client/client_context.h"
 #include "trpc/client/detail/backend.h"

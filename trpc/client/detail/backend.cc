@@ -1,6 +1,6 @@
 #include "trpc/client/detail/backend.h"
 
-#include "trpc/runtime/thread_model.h"
+#include "trpc/runtime/detail/thread_model.h"
 
 namespace trpc::detail {
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "trpc/codec/codec.h"
-#include "trpc/runtime/thread_model.h"
+#include "trpc/codec/detail/codec.h"
+#include "trpc/runtime/detail/thread_model.h"
 
 namespace trpc::detail {
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "trpc/client/client_config.h"
-#include "trpc/codec/codec.h"
+#include "trpc/codec/detail/codec.h"
 
 namespace trpc {
 

@@ -5,7 +5,7 @@
 #include <unordered_set>
 
 #include "trpc/base/logging.h"
-#include "trpc/runtime/thread_model.h"
+#include "trpc/runtime/detail/thread_model.h"
 
 namespace trpc::detail {
 

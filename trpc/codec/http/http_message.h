@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "trpc/base/chain_buffer.h"
-#include "trpc/codec/codec.h"
+#include "trpc/codec/detail/codec.h"
 #include "trpc/codec/http/http_method.h"
 
 namespace trpc::http {

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "trpc/fiber/scheduler.h"  // UsableCpuCount()
+#include "trpc/fiber/detail/scheduler.h"  // UsableCpuCount()
 
 namespace trpc::fiber {
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "trpc/fiber/scheduler_options.h"
+#include "trpc/fiber/detail/scheduler_options.h"
 
 namespace trpc::fiber {
 class Scheduler;

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <vector>
 
-#include "trpc/base/mpmc_queue.h"
+#include "trpc/base/detail/mpmc_queue.h"
 #include "trpc/fiber/detail/fiber_entity.h"
 #include "trpc/fiber/detail/scheduler_core.h"
 #include "trpc/fiber/detail/worker_slot.h"

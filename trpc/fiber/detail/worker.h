@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "trpc/base/mpsc_queue.h"
-#include "trpc/base/timer_queue.h"
+#include "trpc/base/detail/mpsc_queue.h"
+#include "trpc/base/detail/timer_queue.h"
 #include "trpc/fiber/detail/context.h"
 #include "trpc/fiber/detail/fiber_entity.h"
 #include "trpc/fiber/detail/scheduler_core.h"

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "trpc/runtime/thread_model.h"
+#include "trpc/runtime/detail/thread_model.h"
 #include "trpc/server/detail/in_flight.h"
 #include "trpc/server/detail/server_call.h"
 #include "trpc/server/detail/service_listener.h"

@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "trpc/base/chain_buffer.h"
-#include "trpc/codec/codec.h"
-#include "trpc/runtime/thread_model.h"
+#include "trpc/codec/detail/codec.h"
+#include "trpc/runtime/detail/thread_model.h"
 #include "trpc/server/detail/concurrency_limiter.h"
 #include "trpc/server/detail/server_call.h"
 #include "trpc/server/detail/service_counters.h"

@@ -8,7 +8,7 @@
 
 #include "trpc/base/clock.h"
 #include "trpc/reactor/reactor.h"
-#include "trpc/runtime/thread_model.h"
+#include "trpc/runtime/detail/thread_model.h"
 
 namespace trpc::detail {
 

@@ -2,7 +2,7 @@
 
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
-#include "trpc/codec/codec.h"
+#include "trpc/codec/detail/codec.h"
 #include "trpc/reactor/reactor.h"
 #include "trpc/server/detail/concurrency_limiter.h"
 #include "trpc/server/detail/in_flight.h"

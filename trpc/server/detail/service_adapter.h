@@ -5,8 +5,8 @@
 #include <string>
 
 #include "trpc/base/clock.h"
-#include "trpc/codec/codec.h"
-#include "trpc/runtime/thread_model.h"
+#include "trpc/codec/detail/codec.h"
+#include "trpc/runtime/detail/thread_model.h"
 #include "trpc/server/detail/bounded_stop.h"
 #include "trpc/server/detail/request_path.h"
 #include "trpc/server/detail/service_counters.h"

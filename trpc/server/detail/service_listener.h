@@ -7,8 +7,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "trpc/codec/codec.h"
-#include "trpc/runtime/thread_model.h"
+#include "trpc/codec/detail/codec.h"
+#include "trpc/runtime/detail/thread_model.h"
 #include "trpc/server/detail/service_counters.h"
 #include "trpc/server/server_config.h"
 #include "trpc/transport/acceptor.h"

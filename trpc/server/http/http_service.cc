@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "trpc/base/logging.h"
-#include "trpc/codec/codec.h"
+#include "trpc/codec/detail/codec.h"
 
 namespace trpc::http {
 

@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "trpc/base/zero_copy_stream.h"
-#include "trpc/codec/codec.h"
+#include "trpc/codec/detail/codec.h"
 #include "trpc/codec/trpc/detail/header_wire.h"
 
 namespace trpc::detail {

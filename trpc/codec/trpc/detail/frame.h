@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "trpc/base/chain_buffer.h"
-#include "trpc/codec/trpc/frame_header.h"
+#include "trpc/codec/trpc/detail/frame_header.h"
 #include "trpc/transport/frame_codec.h"
 
 namespace google::protobuf {

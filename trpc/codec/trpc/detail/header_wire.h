@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "trpc/codec/codec.h"
+#include "trpc/codec/detail/codec.h"
 
 namespace trpc::detail {
 

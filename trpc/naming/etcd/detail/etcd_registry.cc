@@ -3,7 +3,7 @@
 #include <chrono>
 
 #include "trpc/base/clock.h"
-#include "trpc/base/escape.h"
+#include "trpc/base/detail/escape.h"
 #include "trpc/base/logging.h"
 #include "trpc/naming/etcd/detail/backoff.h"
 #include "trpc/naming/etcd/detail/etcd_gateway.pb.h"

@@ -1,0 +1,258 @@
+#include "trpc/admin/detail/prometheus_text.h"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+
+#include "trpc/base/detail/version.h"
+
+namespace trpc::admin {
+
+namespace {
+
+// Exact decimal seconds from nanoseconds ("0.00005", "2.5", "1"), no float rounding.
+std::string Seconds(uint64_t ns) {
+  std::string s = fmt::format("{}.{:09d}", ns / 1'000'000'000, ns % 1'000'000'000);
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  return s;
+}
+
+// Appends families one at a time: the HELP and TYPE lines, then its samples.
+class Writer {
+ public:
+  void Family(std::string_view name, std::string_view type, std::string_view help) {
+    fmt::format_to(std::back_inserter(out_), "# HELP {} {}\n# TYPE {} {}\n", name, help, name,
+                   type);
+  }
+  // `labels` is the rendered label list without braces ("" for none).
+  template <typename V>
+  void Sample(std::string_view name, std::string_view labels, const V& value) {
+    if (labels.empty()) {
+      fmt::format_to(std::back_inserter(out_), "{} {}\n", name, value);
+    } else {
+      fmt::format_to(std::back_inserter(out_), "{}{{{}}} {}\n", name, labels, value);
+    }
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+std::string Label(std::string_view name, std::string_view value) {
+  return fmt::format("{}=\"{}\"", name, EscapeLabelValue(value));
+}
+
+std::string ServiceLabels(const ServiceMetrics& s) { return Label("service", s.name); }
+
+std::string MethodLabels(const ServiceMetrics& s, const MethodMetrics& m) {
+  return ServiceLabels(s) + "," + Label("method", m.name);
+}
+
+}  // namespace
+
+std::string EscapeLabelValue(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string BucketLe(size_t b) {
+  if (b >= kLatencyBucketBoundsNs.size()) return "+Inf";
+  return Seconds(static_cast<uint64_t>(kLatencyBucketBoundsNs[b]));
+}
+
+std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process) {
+  Writer w;
+  w.Family("trpc_build_info", "gauge",
+           "Always 1; the labels say which framework build this server runs.");
+  w.Sample("trpc_build_info",
+           Label("version", Version()) + "," + Label("commit", BuildCommit()) + "," +
+               Label("build_type", BuildType()) + "," + Label("app", m.app) + "," +
+               Label("server", m.server),
+           1);
+
+  w.Family("trpc_server_requests_total", "counter",
+           "Requests answered (replies sent, errors included), by service and method.");
+  for (const auto& s : m.services) {
+    for (const auto& meth : s.methods) {
+      w.Sample("trpc_server_requests_total", MethodLabels(s, meth), meth.requests);
+    }
+  }
+  w.Family("trpc_server_errors_total", "counter",
+           "Requests answered with an error, by code: the framework's ret, or func for a "
+           "handler's own code.");
+  for (const auto& s : m.services) {
+    for (const auto& meth : s.methods) {
+      for (const auto& [code, n] : meth.errors) {
+        w.Sample("trpc_server_errors_total", MethodLabels(s, meth) + "," + Label("code", code), n);
+      }
+    }
+  }
+  w.Family("trpc_server_request_duration_seconds", "histogram",
+           "Time from reading a request to sending its reply, by service and method.");
+  for (const auto& s : m.services) {
+    for (const auto& meth : s.methods) {
+      std::string labels = MethodLabels(s, meth);
+      uint64_t cumulative = 0;
+      for (size_t b = 0; b < kLatencyBuckets; ++b) {
+        cumulative += meth.latency_buckets[b];
+        w.Sample("trpc_server_request_duration_seconds_bucket",
+                 labels + "," + Label("le", BucketLe(b)), cumulative);
+      }
+      w.Sample("trpc_server_request_duration_seconds_sum", labels, Seconds(meth.latency_sum_ns));
+      w.Sample("trpc_server_request_duration_seconds_count", labels, cumulative);
+    }
+  }
+
+  struct PerService {
+    const char* name;
+    const char* type;
+    const char* help;
+    uint64_t (*get)(const ServiceMetrics&);
+  };
+  const PerService per_service[] = {
+      {"trpc_server_connections", "gauge", "Connections open now.",
+       [](const ServiceMetrics& s) -> uint64_t { return s.connections; }},
+      {"trpc_server_connections_accepted_total", "counter", "Connections accepted.",
+       [](const ServiceMetrics& s) { return s.connections_accepted; }},
+      {"trpc_server_connections_refused_total", "counter",
+       "Connections closed because max_conn_num were open: a new one at once, or (admin) the "
+       "least recently active one to make room.",
+       [](const ServiceMetrics& s) { return s.connections_refused; }},
+      {"trpc_server_protocol_errors_total", "counter",
+       "Connections closed because their bytes did not parse.",
+       [](const ServiceMetrics& s) { return s.protocol_errors; }},
+      {"trpc_server_accept_backoffs_total", "counter",
+       "Pauses of accepting because accept() failed (out of file descriptors or memory).",
+       [](const ServiceMetrics& s) { return s.accept_backoffs; }},
+      {"trpc_server_received_bytes_total", "counter", "Bytes read from the service's sockets.",
+       [](const ServiceMetrics& s) { return s.bytes_in; }},
+      {"trpc_server_sent_bytes_total", "counter", "Bytes written to the service's sockets.",
+       [](const ServiceMetrics& s) { return s.bytes_out; }},
+      {"trpc_server_concurrency_limit", "gauge",
+       "max_concurrency now (adaptive with auto); 0 = no limit.",
+       [](const ServiceMetrics& s) -> uint64_t { return s.concurrency_limit; }},
+      {"trpc_server_concurrency_in_flight", "gauge",
+       "Requests admitted by max_concurrency and not yet answered.",
+       [](const ServiceMetrics& s) -> uint64_t { return s.concurrency_in_flight; }},
+  };
+  for (const PerService& f : per_service) {
+    w.Family(f.name, f.type, f.help);
+    for (const auto& s : m.services) w.Sample(f.name, ServiceLabels(s), f.get(s));
+  }
+  w.Family("trpc_server_rejected_total", "counter",
+           "Requests refused without running their handler, by reason: overload "
+           "(max_concurrency), parked_limit (max_parked_requests), deadline_passed, "
+           "deadline_unmeetable.");
+  for (const auto& s : m.services) {
+    std::string labels = ServiceLabels(s) + ",";
+    w.Sample("trpc_server_rejected_total", labels + Label("reason", "overload"),
+             s.rejected_overload);
+    w.Sample("trpc_server_rejected_total", labels + Label("reason", "parked_limit"),
+             s.rejected_parked_limit);
+    w.Sample("trpc_server_rejected_total", labels + Label("reason", "deadline_passed"),
+             s.rejected_deadline_passed);
+    w.Sample("trpc_server_rejected_total", labels + Label("reason", "deadline_unmeetable"),
+             s.rejected_deadline_unmeetable);
+  }
+
+  // The server's bound on buffered bytes (server.max_buffered_bytes): one sample each.
+  struct Whole {
+    const char* name;
+    const char* type;
+    const char* help;
+    int64_t value;
+  };
+  const Whole whole[] = {
+      {"trpc_server_buffered_bytes", "gauge",
+       "Bytes the server's connections hold buffered (input not handled, replies not written).",
+       m.buffers.buffered},
+      {"trpc_server_buffered_bytes_limit", "gauge", "server.max_buffered_bytes in effect.",
+       static_cast<int64_t>(m.buffers.limit)},
+      {"trpc_server_connections_paused_over_limit_total", "counter",
+       "Times a connection stopped reading because the buffered bytes were over the limit.",
+       static_cast<int64_t>(m.buffers.paused_total)},
+      {"trpc_server_connections_closed_over_limit_total", "counter",
+       "Connections closed for staying over their share of the limit past "
+       "buffered_bytes_timeout.",
+       static_cast<int64_t>(m.buffers.closed_over_limit)},
+      {"trpc_server_memory_releases_total", "counter",
+       "Free memory handed back to the system after a burst of buffered bytes.",
+       static_cast<int64_t>(m.buffers.memory_releases)},
+      {"trpc_server_parked_requests", "gauge",
+       "Requests admitted and not finished (handler running or parked, reply deferred); an "
+       "upper bound, counting the permits threads hold in reserve.",
+       static_cast<int64_t>(m.parked.taken)},
+      {"trpc_server_parked_requests_limit", "gauge",
+       "server.max_parked_requests in effect; 0 = no bound.", static_cast<int64_t>(m.parked.limit)},
+  };
+  for (const Whole& f : whole) {
+    w.Family(f.name, f.type, f.help);
+    w.Sample(f.name, "", f.value);
+  }
+
+  w.Family("trpc_threadmodel_workers", "gauge", "Worker threads of each thread-model instance.");
+  for (const auto& t : m.thread_models) {
+    w.Sample("trpc_threadmodel_workers", Label("threadmodel", t.name) + "," + Label("type", t.type),
+             t.workers);
+  }
+  bool any_fibers = false;
+  for (const auto& t : m.thread_models) any_fibers |= t.has_fibers;
+  if (any_fibers) {  // absent in the merge model
+    w.Family("trpc_fibers_alive", "gauge",
+             "Fibers started and not finished (running, runnable or parked).");
+    for (const auto& t : m.thread_models) {
+      if (t.has_fibers) w.Sample("trpc_fibers_alive", Label("threadmodel", t.name), t.fibers_alive);
+    }
+    w.Family("trpc_fiber_run_queue_depth", "gauge", "Runnable fibers waiting for a worker.");
+    for (const auto& t : m.thread_models) {
+      if (t.has_fibers) {
+        w.Sample("trpc_fiber_run_queue_depth", Label("threadmodel", t.name), t.run_queue_depth);
+      }
+    }
+    w.Family("trpc_fiber_steals_total", "counter",
+             "Fibers an idle worker took from another worker or scheduling group.");
+    for (const auto& t : m.thread_models) {
+      if (t.has_fibers) w.Sample("trpc_fiber_steals_total", Label("threadmodel", t.name), t.steals);
+    }
+    w.Family("trpc_fiber_remote_steals_total", "counter",
+             "Fibers an idle worker took from another scheduling group (part of the steals).");
+    for (const auto& t : m.thread_models) {
+      if (t.has_fibers) {
+        w.Sample("trpc_fiber_remote_steals_total", Label("threadmodel", t.name), t.remote_steals);
+      }
+    }
+    w.Family("trpc_fiber_stack_waits_total", "counter",
+             "Times a fiber could not start for want of a stack (the scheduler's bound from "
+             "vm.max_map_count) and was retried a millisecond later.");
+    for (const auto& t : m.thread_models) {
+      if (t.has_fibers) {
+        w.Sample("trpc_fiber_stack_waits_total", Label("threadmodel", t.name), t.stack_waits);
+      }
+    }
+  }
+
+  if (process != nullptr) {
+    w.Family("process_cpu_seconds_total", "counter",
+             "Total user and system CPU time spent in seconds.");
+    w.Sample("process_cpu_seconds_total", "", process->cpu_seconds);
+    w.Family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+    w.Sample("process_resident_memory_bytes", "", process->resident_memory_bytes);
+  }
+  return w.Take();
+}
+
+}  // namespace trpc::admin

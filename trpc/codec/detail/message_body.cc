@@ -1,0 +1,77 @@
+#include "trpc/codec/detail/message_body.h"
+
+#include <google/protobuf/message.h>
+#include <google/protobuf/util/json_util.h>
+
+#include "trpc/base/zero_copy_stream.h"
+#include "trpc/codec/detail/codec.h"
+
+namespace trpc {
+
+namespace {
+const google::protobuf::Message* AsFullMessage(const google::protobuf::MessageLite* msg) {
+  // Lite messages have no descriptors, so no JSON mapping.
+  return dynamic_cast<const google::protobuf::Message*>(msg);
+}
+}  // namespace
+
+bool ParseMessageBody(const ChainBuffer& body, uint32_t content_type,
+                      google::protobuf::MessageLite* msg, std::string* err) {
+  if (content_type == kContentTypeJson) {
+    auto* full = const_cast<google::protobuf::Message*>(AsFullMessage(msg));
+    if (full == nullptr) {
+      *err = "JSON body for a message type without descriptors (lite runtime)";
+      return false;
+    }
+    std::string text = body.ToString();
+    auto st = google::protobuf::util::JsonStringToMessage(text, full);
+    if (!st.ok()) {
+      *err = "cannot parse the JSON body: " + std::string(st.message());
+      return false;
+    }
+    return true;
+  }
+  bool ok;
+  if (body.SpanCount() <= 1) {
+    std::string_view s = body.FirstSpan();
+    ok = msg->ParseFromArray(s.data(), static_cast<int>(s.size()));
+  } else {
+    ChainBufferInputStream in(&body);
+    ok = msg->ParseFromZeroCopyStream(&in);
+  }
+  if (!ok) *err = "cannot parse the request body";
+  return ok;
+}
+
+bool SerializeMessageBody(const google::protobuf::MessageLite& msg, uint32_t content_type,
+                          ChainBuffer* out, std::string* err, bool json_emit_defaults) {
+  if (content_type == kContentTypeJson) {
+    const auto* full = AsFullMessage(&msg);
+    if (full == nullptr) {
+      *err = "JSON reply for a message type without descriptors (lite runtime)";
+      return false;
+    }
+    std::string text;
+    google::protobuf::util::JsonPrintOptions options;
+#if GOOGLE_PROTOBUF_VERSION >= 5026000
+    options.always_print_fields_with_no_presence = json_emit_defaults;
+#else
+    options.always_print_primitive_fields = json_emit_defaults;
+#endif
+    auto st = google::protobuf::util::MessageToJsonString(*full, &text, options);
+    if (!st.ok()) {
+      *err = "cannot write the JSON body: " + std::string(st.message());
+      return false;
+    }
+    out->Append(text);
+    return true;
+  }
+  ChainBufferOutputStream os(out);
+  if (!msg.SerializeToZeroCopyStream(&os)) {
+    *err = "cannot serialize the body";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace trpc

@@ -1,0 +1,66 @@
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "trpc/codec/detail/codec.h"
+#include "trpc/codec/grpc/detail/h2_session.h"
+#include "trpc/codec/grpc/grpc_message.h"
+
+namespace trpc::grpc {
+
+/// gRPC over HTTP/2 (h2c, prior knowledge), server half. Each connection has an HTTP/2 session
+/// (detail::H2Session) as its codec state; requests are cut per stream, replies encoded on the
+/// connection's thread. Unary calls only.
+class GrpcServerCodec final : public ServerCodec {
+ public:
+  GrpcServerCodec() = default;
+  explicit GrpcServerCodec(const detail::H2Options& options) : options_(options) {}
+
+  std::string_view Name() const override { return kGrpcCodecName; }
+  std::unique_ptr<FrameCodecState> NewConnectionState() override;
+  SplitResult Split(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
+                    std::string* err) override;
+  SplitResult SplitWithState(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
+                             std::string* err, FrameCodecState* state) override;
+  /// Takes the frame's ServerRequestMeta (the session cut it); the frame is the message.
+  bool DecodeRequest(ChainBuffer&& frame, RpcRequest* req, std::string* err) override;
+  bool EncodeResponse(RpcResponse* rsp, const google::protobuf::MessageLite* body_msg,
+                      ChainBuffer* out) override;
+  std::shared_ptr<ServerCodec> WithOptions(const std::map<std::string, std::string>& options,
+                                           std::string* key, std::string* err) override;
+  const detail::H2Options& options() const { return options_; }
+
+ private:
+  detail::H2Options options_;
+};
+
+/// The client half: a request per stream on a shared HTTP/2 connection; the response frame is
+/// the whole closed stream.
+class GrpcClientCodec final : public ClientCodec {
+ public:
+  GrpcClientCodec() = default;
+  explicit GrpcClientCodec(const detail::H2Options& options) : options_(options) {}
+
+  std::string_view Name() const override { return kGrpcCodecName; }
+  std::unique_ptr<FrameCodecState> NewConnectionState() override;
+  SplitResult Split(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
+                    std::string* err) override;
+  SplitResult SplitWithState(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
+                             std::string* err, FrameCodecState* state) override;
+  bool PeekResponseId(const ChainBuffer& frame, uint32_t* request_id) override;
+  bool EncodeRequest(RpcRequest* req, const google::protobuf::MessageLite* body_msg,
+                     ChainBuffer* out) override;
+  bool DecodeResponse(ChainBuffer&& frame, RpcResponse* rsp, std::string* err) override;
+  bool SupportsOneway() const override { return false; }
+  std::shared_ptr<ClientCodec> WithOptions(const std::map<std::string, std::string>& options,
+                                           std::string* key, std::string* err) override;
+
+ private:
+  detail::H2Options options_;
+};
+
+}  // namespace trpc::grpc
