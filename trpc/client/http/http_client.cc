@@ -3,6 +3,7 @@
 #include <memory>
 #include <utility>
 
+#include "trpc/codec/http/detail/http_client_codec.h"
 #include "trpc/codec/http/detail/http_syntax.h"
 #include "trpc/codec/http/detail/response_parser.h"
 

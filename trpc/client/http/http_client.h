@@ -6,7 +6,7 @@
 #include "trpc/base/status.h"
 #include "trpc/client/client_context.h"
 #include "trpc/client/service_proxy.h"
-#include "trpc/codec/http/detail/http_client_codec.h"
+#include "trpc/codec/http/http_message.h"
 #include "trpc/future/future.h"
 
 namespace trpc::http {

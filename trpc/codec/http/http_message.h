@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "trpc/base/chain_buffer.h"
-#include "trpc/codec/detail/codec.h"
 #include "trpc/codec/http/http_method.h"
+#include "trpc/codec/rpc_message.h"
 
 namespace trpc::http {
 
