@@ -42,7 +42,8 @@ Block* AcquireBlock();
 /// Drops one reference; the last one returns the block to the calling thread's pool.
 inline void ReleaseBlock(Block* b);
 void FreeBlockSlow(Block* b);
-/// Frees the calling thread's pool of free blocks (ReleaseThreadCaches in memory.h, after a burst).
+/// Frees the calling thread's pool of free blocks (ReleaseThreadCaches in detail/memory.h, after
+/// a burst).
 void ReleasePooledBlocks();
 
 inline void RefBlock(Block* b) { b->refs.fetch_add(1, std::memory_order_relaxed); }

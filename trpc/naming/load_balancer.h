@@ -78,7 +78,8 @@ using PickerMaker = std::function<std::unique_ptr<Picker>(const std::vector<Bala
 
 /// Load balancers by name (`client.service[].load_balance_name`). Built in: "round_robin" (the
 /// default). The naming plug-ins add "weighted_round_robin", "consistent_hash" and "p2c"
-/// (trpc/app/detail/naming_plugins.h). Thread-safe; register before the proxies that use a name are made.
+/// (trpc/app/detail/naming_plugins.h). Thread-safe; register before the proxies that use a name
+/// are made.
 class LoadBalancerFactory {
  public:
   static void Register(std::string name, PickerMaker make);

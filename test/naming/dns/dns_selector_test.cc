@@ -1,7 +1,7 @@
-// The dns selector (trpc/naming/dns/detail/dns_selector.h): localhost and literal targets through the
-// local resolver only, bad targets and settings, and — with a scripted resolver in place of
-// getaddrinfo — updates only on a changed address set, the last list kept on failures, the
-// first-wait bound, and subscriptions destroyed while refreshes deliver (run under TSan too).
+// The dns selector (trpc/naming/dns/detail/dns_selector.h): localhost and literal targets
+// through the local resolver only, bad targets and settings, and — with a scripted resolver in
+// place of getaddrinfo — updates only on a changed address set, the last list kept on failures,
+// the first-wait bound, and subscriptions destroyed while refreshes deliver (run under TSan too).
 
 #include "trpc/naming/dns/detail/dns_selector.h"
 
