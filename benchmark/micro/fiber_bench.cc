@@ -6,13 +6,12 @@
 #include <benchmark/benchmark.h>
 
 #include <atomic>
+#include <boost/context/detail/fcontext.hpp>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
-
-#include <boost/context/detail/fcontext.hpp>
 
 #include "trpc/fiber/condition_variable.h"
 #include "trpc/fiber/detail/scheduler.h"
@@ -28,9 +27,9 @@ namespace ctx = boost::context::detail;
 
 // Reports `per_iteration` events per iteration as "time per event" (seconds, SI-prefixed).
 void SetTimePer(benchmark::State& state, const char* name, double per_iteration) {
-  state.counters[name] = benchmark::Counter(static_cast<double>(state.iterations()) * per_iteration,
-                                            benchmark::Counter::kIsRate |
-                                                benchmark::Counter::kInvert);
+  state.counters[name] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * per_iteration,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 // Starts a scheduler with `workers` workers, runs `body` in a fiber on it (the timing loop goes
@@ -144,12 +143,15 @@ void BM_MutexContended4Fibers(benchmark::State& state) {
     std::atomic<bool> stop{false};
     std::vector<Fiber> others;
     for (int f = 1; f < kFibers; ++f) {
-      others.emplace_back(Scheduler::Current(), [&] {
-        while (!stop.load(std::memory_order_relaxed)) {
-          std::lock_guard lock(mu);
-          ++counter;
-        }
-      }, f);
+      others.emplace_back(
+          Scheduler::Current(),
+          [&] {
+            while (!stop.load(std::memory_order_relaxed)) {
+              std::lock_guard lock(mu);
+              ++counter;
+            }
+          },
+          f);
     }
     for (auto _ : state) {
       std::lock_guard lock(mu);
@@ -174,15 +176,18 @@ void BM_CondVarPingPong(benchmark::State& state) {
     ConditionVariable cv;
     int turn = 0;
     bool stop = false;
-    Fiber other(Scheduler::Current(), [&] {
-      std::unique_lock lock(mu);
-      for (;;) {
-        cv.wait(lock, [&] { return turn == 1 || stop; });
-        if (stop) return;
-        turn = 0;
-        cv.notify_one();
-      }
-    }, state.range(0) > 1 ? 1 : 0);
+    Fiber other(
+        Scheduler::Current(),
+        [&] {
+          std::unique_lock lock(mu);
+          for (;;) {
+            cv.wait(lock, [&] { return turn == 1 || stop; });
+            if (stop) return;
+            turn = 0;
+            cv.notify_one();
+          }
+        },
+        state.range(0) > 1 ? 1 : 0);
     std::unique_lock lock(mu);
     for (auto _ : state) {
       turn = 1;

@@ -131,8 +131,9 @@ TEST(FutureTest, ErrorsSkipValueContinuationsAndReachFutureContinuations) {
 }
 
 TEST(FutureTest, ErrorPassesThroughUnchanged) {
-  auto f = MakeExceptionFuture<int>(Status(kClientNetworkErr, 7, "reset"))
-               .Then([](int v) { return std::to_string(v); });
+  auto f = MakeExceptionFuture<int>(Status(kClientNetworkErr, 7, "reset")).Then([](int v) {
+    return std::to_string(v);
+  });
   static_assert(std::is_same_v<decltype(f), Future<std::string>>);
   ASSERT_TRUE(f.IsFailed());
   EXPECT_FALSE(f.IsReady());
@@ -269,7 +270,9 @@ TEST(FutureTest, ContinuationIsDestroyedRightAfterItRuns) {
 TEST(FutureTest, DroppingTheResultDoesNotCancelTheContinuation) {
   Promise<int> p;
   int ran = 0;
-  { auto ignored = p.GetFuture().Then([&](int) { ++ran; }); }
+  {
+    auto ignored = p.GetFuture().Then([&](int) { ++ran; });
+  }
   p.SetValue(1);
   EXPECT_EQ(ran, 1);
 }
@@ -571,9 +574,8 @@ TEST_F(BlockingGetTest, ManyFibersParkedOnFuturesSetFromAPlainThread) {
   std::atomic<long> sum{0};
   std::vector<fiber::Fiber> getters;
   for (int i = 0; i < kFibers; ++i) {
-    getters.emplace_back(sched_.get(), [&, i] {
-      sum.fetch_add(BlockingGet(std::move(fs[i])).GetValue());
-    });
+    getters.emplace_back(sched_.get(),
+                         [&, i] { sum.fetch_add(BlockingGet(std::move(fs[i])).GetValue()); });
   }
   for (int i = 0; i < kFibers; ++i) ps[i].SetValue(i);
   for (auto& g : getters) g.Join();

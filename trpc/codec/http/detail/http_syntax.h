@@ -174,8 +174,8 @@ inline const char* ReadContentLength(std::string_view value, bool* seen, uint64_
 
 // The transfer-codings of Transfer-Encoding fields, over all of them, in order.
 struct TransferCodings {
-  uint32_t count = 0;            // codings listed
-  bool last_chunked = false;     // the last one listed is "chunked"
+  uint32_t count = 0;             // codings listed
+  bool last_chunked = false;      // the last one listed is "chunked"
   bool chunked_repeated = false;  // "chunked" listed before another coding
 
   // Adds one field's list; null, or why it is malformed.
