@@ -37,7 +37,7 @@ ServerMetrics Sample() {
   meth.latency_sum_ns = 1'500'000;
   meth.errors = {{"func", 1}};
   s.methods.emplace_back().name = "GET /a \"b\"";
-  m.thread_models.push_back({"w", "fiber", 2, true, 5, 1, 9, 4, 12});
+  m.thread_models.push_back({"w", "fiber", 2, true, 5, 1, 9, 4, 12, 14, 15, 2'500'000'000, 16, 17});
   m.buffers = {33554432, 1234, 7, 3, 2};
   m.parked = {26000, 13};
   return m;
@@ -85,6 +85,12 @@ TEST(PrometheusTextTest, FamiliesAndSamples) {
   EXPECT_TRUE(Has(t, "# TYPE trpc_fiber_remote_steals_total counter"));
   EXPECT_TRUE(Has(t, R"(trpc_fiber_remote_steals_total{threadmodel="w"} 4)"));
   EXPECT_TRUE(Has(t, R"(trpc_fiber_stack_waits_total{threadmodel="w"} 12)"));
+  EXPECT_TRUE(Has(t, "# TYPE trpc_fiber_parks_total counter"));
+  EXPECT_TRUE(Has(t, R"(trpc_fiber_parks_total{threadmodel="w"} 14)"));
+  EXPECT_TRUE(Has(t, R"(trpc_fiber_wakeups_total{threadmodel="w"} 15)"));
+  EXPECT_TRUE(Has(t, R"(trpc_fiber_spin_seconds_total{threadmodel="w"} 2.5)")) << t;
+  EXPECT_TRUE(Has(t, R"(trpc_threadmodel_loop_wakeups_total{threadmodel="w"} 16)"));
+  EXPECT_TRUE(Has(t, R"(trpc_threadmodel_cross_thread_replies_total{threadmodel="w"} 17)"));
   EXPECT_TRUE(Has(t, "trpc_server_parked_requests 13"));
   EXPECT_TRUE(Has(t, "trpc_server_parked_requests_limit 26000"));
   EXPECT_TRUE(Has(t, "process_cpu_seconds_total 1.5"));
@@ -130,9 +136,15 @@ TEST(PrometheusTextTest, SamplesAreGroupedUnderTheirFamily) {
 
 TEST(PrometheusTextTest, MergeModelHasNoFiberFamiliesAndProcessIsOptional) {
   ServerMetrics m = Sample();
-  m.thread_models = {{"m", "merge", 4, false, 0, 0}};
+  ThreadModelMetrics merge{"m", "merge", 4};
+  merge.loop_wakeups = 3;
+  merge.cross_thread_replies = 2;
+  m.thread_models = {merge};
   std::string t = PrometheusText(m, nullptr);
   EXPECT_EQ(t.find("trpc_fiber"), std::string::npos);
+  // Every model's reactors count what other threads hand them.
+  EXPECT_TRUE(Has(t, R"(trpc_threadmodel_loop_wakeups_total{threadmodel="m"} 3)"));
+  EXPECT_TRUE(Has(t, R"(trpc_threadmodel_cross_thread_replies_total{threadmodel="m"} 2)"));
   EXPECT_EQ(t.find("process_"), std::string::npos);
   EXPECT_TRUE(Has(t, R"(trpc_threadmodel_workers{threadmodel="m",type="merge"} 4)"));
 }
@@ -172,8 +184,9 @@ TEST(StatsJsonTest, SameNumbers) {
                   std::to_string(m.buffers.memory_releases) +
                   R"(},"parked":{"limit":26000,"taken":13},)"
                   R"("threadmodels":[{"name":"w","type":"fiber","workers":2,)"
+                  R"("loop_wakeups":16,"cross_thread_replies":17,)"
                   R"("fibers_alive":5,"run_queue_depth":1,"steals":9,"remote_steals":4,)"
-                  R"("stack_waits":12}],)"
+                  R"("stack_waits":12,"parks":14,"wakeups":15,"spin_ns":2500000000}],)"
                   R"("process":{"cpu_seconds_total":1.5,"resident_memory_bytes":4096}})"
                   "\n"))
       << j;

@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -96,11 +97,26 @@ inline Status QueueAFiberAndBlockUntilItRuns() {
   return ran->load() ? kSuccStatus : Status(0, 8, "the queued fiber did not run");
 }
 
+// The threads "later" replies from; joined by the fixture's TearDown().
+inline std::mutex g_later_mu;
+inline std::vector<std::thread> g_later;
+
 // SayHello by message: "fail" answers with the handler's own code 7; "throw" throws (ret 31);
-// "block" holds its worker thread (not just its fiber) until g_release; others say hello.
+// "block" holds its worker thread (not just its fiber) until g_release; "later" replies from a
+// thread of its own after the handler returned; others say hello.
 class TestGreeter final : public Greeter {
  public:
-  Status SayHello(ServerContextPtr, const HelloRequest* req, HelloReply* rsp) override {
+  Status SayHello(ServerContextPtr ctx, const HelloRequest* req, HelloReply* rsp) override {
+    if (req->msg() == "later") {
+      ctx->SetResponse(false);
+      std::lock_guard lock(g_later_mu);
+      g_later.emplace_back([ctx] {
+        HelloReply later;
+        later.set_msg("later");
+        ctx->SendUnaryResponse(kSuccStatus, later);
+      });
+      return kSuccStatus;
+    }
     if (req->msg() == "fail") return Status(0, 7, "no");
     if (req->msg() == "throw") throw std::runtime_error("on purpose");
     if (req->msg() == "steal") return QueueAFiberAndBlockUntilItRuns();
@@ -270,6 +286,11 @@ class AdminE2eTest : public ::testing::Test {
   void TearDown() override {
     g_release.store(true);
     g_release.notify_all();
+    {
+      std::lock_guard lock(g_later_mu);
+      for (auto& t : g_later) t.join();
+      g_later.clear();
+    }
     for (auto& p : proxies_) p->Stop();
     proxies_.clear();
     if (server_) server_->Stop();

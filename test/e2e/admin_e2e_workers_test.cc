@@ -96,5 +96,38 @@ TEST_F(AdminE2eTest, FiberStealsAreCounted) {
   EXPECT_GE(Counter(Metrics(), steals_series), json_steals);
 }
 
+// The reactors' counters in both models: a reply made on a thread other than its connection's
+// reactor counts as a cross-thread reply (in /metrics and /cmds/stats), and the eventfd write
+// that woke the sleeping reactor for it as a loop wake-up. The fiber model also reports its
+// parks, wake-ups and spin time.
+TEST_F(AdminE2eTest, CrossThreadRepliesAreCounted) {
+  const std::string series =
+      "trpc_threadmodel_cross_thread_replies_total{threadmodel=\"admin_server\"}";
+  auto proxy = NewProxy();
+  ASSERT_TRUE(Call(*proxy, "hi").OK());
+  std::string text = Metrics();
+  int64_t before = Counter(text, series);
+  ASSERT_GE(before, 0) << text;
+  Status st = Call(*proxy, "later");
+  ASSERT_TRUE(st.OK()) << st.ToString();
+  int64_t after = Counter(Metrics(), series);
+  if (FiberModel()) {
+    EXPECT_GE(after - before, 1);  // (a stolen "hi" may add one)
+  } else {
+    EXPECT_EQ(after - before, 1);
+  }
+  HttpReply r = Http(admin_, "GET", "/cmds/stats");
+  ASSERT_EQ(r.status, 200);
+  size_t server = ThreadModelEntry(r.body, "admin_server");
+  ASSERT_NE(server, std::string::npos) << r.body;
+  EXPECT_GE(JsonCount(r.body, server, "cross_thread_replies"), after) << r.body;
+  EXPECT_GE(JsonCount(r.body, server, "loop_wakeups"), 1) << r.body;
+  if (FiberModel()) {
+    EXPECT_GE(JsonCount(r.body, server, "parks"), 1) << r.body;
+    EXPECT_GE(JsonCount(r.body, server, "wakeups"), 0) << r.body;
+    EXPECT_GE(JsonCount(r.body, server, "spin_ns"), 0) << r.body;
+  }
+}
+
 }  // namespace
 }  // namespace trpc::test::helloworld

@@ -39,9 +39,13 @@ class FakeIo : public WorkerIo {
     cv_.notify_all();
   }
   std::thread::id thread() const { return thread_.load(); }
+  int polls() const { return polls_.load(); }
 
   void OnStart() override { thread_ = std::this_thread::get_id(); }
-  void Poll() override { SpawnPending(); }
+  void Poll() override {
+    polls_.fetch_add(1);
+    SpawnPending();
+  }
   void Wait(int64_t deadline_ns, const std::atomic<uint32_t>* epoch, uint32_t token) override {
     {
       std::unique_lock lock(mu_);
@@ -83,6 +87,7 @@ class FakeIo : public WorkerIo {
   int pending_ = 0;
   bool woken_ = false;
   std::atomic<std::thread::id> thread_{};
+  std::atomic<int> polls_{0};
 };
 
 class SpawnWakeTest : public ::testing::Test {
@@ -130,6 +135,8 @@ TEST_F(SpawnWakeTest, OneFiberFromTheIoPollRunsOnItsWorkerAndTheSiblingSleepsOn)
   WaitUntilParked(2);
   constexpr int kRounds = 200;
   uint64_t parks_before = sched_->Stats().parks;
+  uint64_t wakeups_before = sched_->Stats().wakeups;
+  int polls_before = ios_[1]->polls();
   for (int i = 0; i < kRounds; ++i) {
     uint64_t parks = sched_->Stats().parks;
     // Worker 1's input: a wake-up would go to worker 0, the lowest parked one.
@@ -144,6 +151,49 @@ TEST_F(SpawnWakeTest, OneFiberFromTheIoPollRunsOnItsWorkerAndTheSiblingSleepsOn)
   uint64_t parks = sched_->Stats().parks - parks_before;
   EXPECT_GE(parks, static_cast<uint64_t>(kRounds));
   EXPECT_LE(parks, static_cast<uint64_t>(kRounds + kRounds / 10));
+  EXPECT_LE(sched_->Stats().wakeups - wakeups_before, static_cast<uint64_t>(kRounds / 10));
+  // With its sibling asleep an idle worker will not spin, so it parks at once: its IO wait
+  // takes what is ready. A non-blocking poll before it was a second epoll call per request.
+  EXPECT_LE(ios_[1]->polls() - polls_before, kRounds / 10);
+}
+
+// A worker whose spins keep finding nothing spins on ever fewer of its idle turns: here its
+// sibling is busy with one long fiber (so spinning is allowed) and its own input comes one
+// fiber at a time, so no spin can find work. Each spin that misses lasts the full spin time,
+// so spinning on every idle turn would add up to at least kRounds * 20 us.
+TEST_F(SpawnWakeTest, SpinsThatKeepMissingBackOff) {
+  std::atomic<bool> busy_started{false};
+  std::atomic<bool> stop_busy{false};
+  std::atomic<int> ran{0};
+  std::atomic<int> spawned{0};
+  Start([&]() -> std::function<void()> {
+    if (spawned.fetch_add(1) == 0) {
+      return [&] {  // the first one: keeps worker 0 busy (bounded)
+        busy_started = true;
+        int64_t until = MonotonicNanos() + 20'000'000'000;
+        while (!stop_busy.load() && MonotonicNanos() < until) {
+        }
+      };
+    }
+    return [&] { ran.fetch_add(1); };
+  });
+  WaitUntilParked(2);
+  ios_[0]->Inject(1);
+  ASSERT_TRUE(PollFor([&] { return busy_started.load(); }));
+  constexpr int kRounds = 1000;
+  uint64_t spin_before = sched_->Stats().spin_ns;
+  for (int i = 0; i < kRounds; ++i) {
+    uint64_t parks = sched_->Stats().parks;
+    ios_[1]->Inject(1);
+    ASSERT_TRUE(PollFor([&] { return ran.load() == i + 1; })) << "round " << i;
+    ASSERT_TRUE(PollFor([&] { return sched_->Stats().parks > parks; })) << "round " << i;
+  }
+  uint64_t spun = sched_->Stats().spin_ns - spin_before;
+  stop_busy = true;
+  EXPECT_GT(spun, 0u) << "the first idle turns spin";
+  // Backing off to one turn in 64, about 25 spins: well under a tenth of always spinning
+  // (the bound leaves room for a spinner preempted on a loaded machine).
+  EXPECT_LT(spun, static_cast<uint64_t>(kRounds) * 20'000 / 4);
 }
 
 class SpawnWakeBothWorkersTest : public SpawnWakeTest, public ::testing::WithParamInterface<int> {};

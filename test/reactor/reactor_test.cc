@@ -70,6 +70,33 @@ TEST_F(ReactorTest, NoLostWakeUps) {
   }
 }
 
+// The counters: a post to a sleeping loop writes its eventfd once (counted); a post the loop
+// runs itself (RunInLoop on the loop thread) writes nothing; CountForeignReply() counts on the
+// loop thread.
+TEST_F(ReactorTest, CountsItsWakeUpsAndForeignReplies) {
+  Reactor::Counters before = reactor_.counters();
+  constexpr int kPosts = 50;
+  for (int i = 0; i < kPosts; ++i) {
+    std::atomic<bool> done{false};
+    // Asleep before each post: nothing else is queued and no timer is due, so the loop is
+    // in (or on its way into) epoll_wait with no timeout.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    reactor_.Post([&] {
+      reactor_.CountForeignReply();
+      reactor_.RunInLoop([] {});  // inline: no eventfd write
+      done.store(true, std::memory_order_release);
+    });
+    ASSERT_TRUE(WaitFor([&] { return done.load(std::memory_order_acquire); }));
+  }
+  Reactor::Counters after = reactor_.counters();
+  EXPECT_EQ(after.foreign_replies - before.foreign_replies, static_cast<uint64_t>(kPosts));
+  // One write per post that found the loop asleep: at most one per post, and a loop that
+  // slept a millisecond before each was asleep for nearly all of them.
+  uint64_t wakeups = after.wakeups - before.wakeups;
+  EXPECT_LE(wakeups, static_cast<uint64_t>(kPosts));
+  EXPECT_GE(wakeups, static_cast<uint64_t>(kPosts / 2));
+}
+
 TEST_F(ReactorTest, TimersFireInOrderAndCancelWorks) {
   std::vector<int> order;
   std::atomic<bool> done{false};

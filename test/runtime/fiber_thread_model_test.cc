@@ -219,6 +219,37 @@ TEST(FiberThreadModelTest, IdleSiblingTakesPartOfTheChain) {
   m.Stop();
 }
 
+// Short tasks are not worth a wake-up: with the sibling parked (not spinning), a chain of
+// quick tasks runs in its one fiber on the reading worker, and nobody is woken. (A split would
+// wake the sibling and hand each of its replies back across threads.)
+TEST(FiberThreadModelTest, ShortTasksDoNotWakeAParkedSibling) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "TSan slows a task past what is worth a wake-up";
+#endif
+  FiberThreadModel m(Workers(2));
+  std::string err;
+  ASSERT_TRUE(m.Start(&err)) << err;
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // both workers park
+  ThreadModel::FiberStats before;
+  ASSERT_TRUE(m.GetFiberStats(&before));
+  Recorder rec;
+  auto tasks = MakeChain(50, &rec);
+  SubmitChain(m, 0, tasks);
+  ASSERT_TRUE(WaitDone(&rec));
+  ThreadModel::FiberStats after;
+  ASSERT_TRUE(m.GetFiberStats(&after));
+  std::set<std::thread::id> threads;
+  std::set<uint64_t> fibers;
+  for (const TaskRun& r : rec.runs) {
+    threads.insert(r.thread);
+    fibers.insert(r.fiber_id);
+  }
+  EXPECT_EQ(threads.size(), 1u);
+  EXPECT_EQ(fibers.size(), 1u);
+  EXPECT_EQ(after.wakeups, before.wakeups);
+  m.Stop();
+}
+
 // The same chains, many at once from both reactors, some tasks parking: every task runs
 // exactly once (a stress test for the hand-off; run it under the sanitizers).
 TEST(FiberThreadModelTest, ManyChainsEveryTaskRunsOnce) {

@@ -19,6 +19,9 @@ bool IsFiberContext();
 /// parked), so a fiber queued now would be picked up at once elsewhere. False off a worker and
 /// for a worker with no sibling. A hint: the answer may be stale by the time it is used.
 bool SiblingWorkerIdle();
+/// True when another worker of the calling worker's group is spinning for work: a fiber
+/// queued now would be taken without a wake-up call. False where SiblingWorkerIdle() is. A hint.
+bool SiblingWorkerSpinning();
 
 /// A joinable fiber, like std::thread: it must be joined or detached before destruction.
 class Fiber {

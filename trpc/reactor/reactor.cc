@@ -71,6 +71,7 @@ void Reactor::Post(Task task) {
 }
 
 void Reactor::Wake() {
+  wakeups_.fetch_add(1, std::memory_order_relaxed);
   uint64_t one = 1;
   ssize_t n = ::write(wake_fd_, &one, sizeof(one));
   (void)n;  // EAGAIN means the counter is already non-zero: the loop will wake anyway

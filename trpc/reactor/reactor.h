@@ -114,6 +114,23 @@ class Reactor {
     if (now_ns > recent_ns_) recent_ns_ = now_ns;
   }
 
+  /// What the loop was handed by other threads, for the thread models' metrics. Counters since
+  /// construction, read relaxed from any thread (each monotonic; no snapshot across the two).
+  struct Counters {
+    uint64_t wakeups = 0;          // eventfd writes to wake the loop from its epoll wait
+    uint64_t foreign_replies = 0;  // replies produced on another thread, sent by this loop
+  };
+  Counters counters() const {
+    return {wakeups_.load(std::memory_order_relaxed),
+            foreign_replies_.load(std::memory_order_relaxed)};
+  }
+  /// Loop thread only: a reply another thread produced is being sent here (the server calls
+  /// it from the task that carries the reply over).
+  void CountForeignReply() {
+    foreign_replies_.store(foreign_replies_.load(std::memory_order_relaxed) + 1,
+                           std::memory_order_relaxed);
+  }
+
  private:
   class Waker;
   bool RunTasks();  // true if it ran any task
@@ -140,6 +157,8 @@ class Reactor {
   int owner_index_ = -1;
   int wake_fd_;
   std::unique_ptr<EventHandler> waker_;
+  std::atomic<uint64_t> wakeups_{0};          // any thread, next to a syscall (Wake())
+  std::atomic<uint64_t> foreign_replies_{0};  // loop thread only: plain load and store
 };
 
 }  // namespace trpc

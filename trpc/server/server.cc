@@ -12,6 +12,7 @@
 #include "trpc/base/logging.h"
 #include "trpc/base/suggest.h"
 #include "trpc/codec/detail/codec.h"
+#include "trpc/reactor/reactor.h"
 #include "trpc/runtime/detail/merge_thread_model.h"
 #include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/detail/listen_file.h"
@@ -243,6 +244,14 @@ ServerMetrics Server::GetMetrics() const {
       t.steals = fibers.steals;
       t.remote_steals = fibers.remote_steals;
       t.stack_waits = fibers.stack_waits;
+      t.parks = fibers.parks;
+      t.wakeups = fibers.wakeups;
+      t.spin_ns = fibers.spin_ns;
+    }
+    for (size_t i = 0; i < t.workers; ++i) {
+      Reactor::Counters c = model->GetReactor(i)->counters();
+      t.loop_wakeups += c.wakeups;
+      t.cross_thread_replies += c.foreign_replies;
     }
   }
   return m;

@@ -66,6 +66,12 @@ struct ThreadModelMetrics {
   uint64_t steals = 0;           // fibers a worker took from another one (counter)
   uint64_t remote_steals = 0;    // ... of those, from another scheduling group (counter)
   uint64_t stack_waits = 0;      // fibers put off for want of a stack (max_stacks; counter)
+  uint64_t parks = 0;            // times a worker went to sleep (counter)
+  uint64_t wakeups = 0;          // wake-up calls to parked workers (counter)
+  uint64_t spin_ns = 0;          // time idle workers spent spinning for work (ns; counter)
+  // Every model (its reactors, summed):
+  uint64_t loop_wakeups = 0;          // eventfd writes waking a sleeping reactor (counter)
+  uint64_t cross_thread_replies = 0;  // replies made off the connection's loop thread (counter)
 };
 
 /// The server's bound on buffered bytes (server.max_buffered_bytes).

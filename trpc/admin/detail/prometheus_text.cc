@@ -209,38 +209,57 @@ std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process
     w.Sample("trpc_threadmodel_workers", Label("threadmodel", t.name) + "," + Label("type", t.type),
              t.workers);
   }
+  // Per thread model, one family each; the fiber ones only where a model runs fibers.
+  struct PerModel {
+    const char* name;
+    const char* type;
+    const char* help;
+    uint64_t ThreadModelMetrics::*field;
+    bool fibers_only;
+  };
+  static constexpr PerModel kPerModel[] = {
+      {"trpc_threadmodel_loop_wakeups_total", "counter",
+       "Eventfd writes that woke a worker's reactor from its epoll wait (replies or tasks handed "
+       "over by another thread, a fiber queued for a parked worker).",
+       &ThreadModelMetrics::loop_wakeups, false},
+      {"trpc_threadmodel_cross_thread_replies_total", "counter",
+       "Replies produced on a thread other than their connection's reactor and handed to it.",
+       &ThreadModelMetrics::cross_thread_replies, false},
+      {"trpc_fibers_alive", "gauge",
+       "Fibers started and not finished (running, runnable or parked).",
+       &ThreadModelMetrics::fibers_alive, true},
+      {"trpc_fiber_run_queue_depth", "gauge", "Runnable fibers waiting for a worker.",
+       &ThreadModelMetrics::run_queue_depth, true},
+      {"trpc_fiber_steals_total", "counter",
+       "Fibers an idle worker took from another worker or scheduling group.",
+       &ThreadModelMetrics::steals, true},
+      {"trpc_fiber_remote_steals_total", "counter",
+       "Fibers an idle worker took from another scheduling group (part of the steals).",
+       &ThreadModelMetrics::remote_steals, true},
+      {"trpc_fiber_stack_waits_total", "counter",
+       "Times a fiber could not start for want of a stack (the scheduler's bound from "
+       "vm.max_map_count) and was retried a millisecond later.",
+       &ThreadModelMetrics::stack_waits, true},
+      {"trpc_fiber_parks_total", "counter", "Times a fiber worker went to sleep for want of work.",
+       &ThreadModelMetrics::parks, true},
+      {"trpc_fiber_wakeups_total", "counter",
+       "Wake-up calls to parked fiber workers (each one a futex or eventfd call when the worker "
+       "sleeps).",
+       &ThreadModelMetrics::wakeups, true},
+      {"trpc_fiber_spin_seconds_total", "counter",
+       "Time idle fiber workers spent spinning for work before parking.", nullptr, true},
+  };
   bool any_fibers = false;
   for (const auto& t : m.thread_models) any_fibers |= t.has_fibers;
-  if (any_fibers) {  // absent in the merge model
-    w.Family("trpc_fibers_alive", "gauge",
-             "Fibers started and not finished (running, runnable or parked).");
+  for (const PerModel& f : kPerModel) {
+    if (f.fibers_only && !any_fibers) continue;  // absent in the merge model
+    w.Family(f.name, f.type, f.help);
     for (const auto& t : m.thread_models) {
-      if (t.has_fibers) w.Sample("trpc_fibers_alive", Label("threadmodel", t.name), t.fibers_alive);
-    }
-    w.Family("trpc_fiber_run_queue_depth", "gauge", "Runnable fibers waiting for a worker.");
-    for (const auto& t : m.thread_models) {
-      if (t.has_fibers) {
-        w.Sample("trpc_fiber_run_queue_depth", Label("threadmodel", t.name), t.run_queue_depth);
-      }
-    }
-    w.Family("trpc_fiber_steals_total", "counter",
-             "Fibers an idle worker took from another worker or scheduling group.");
-    for (const auto& t : m.thread_models) {
-      if (t.has_fibers) w.Sample("trpc_fiber_steals_total", Label("threadmodel", t.name), t.steals);
-    }
-    w.Family("trpc_fiber_remote_steals_total", "counter",
-             "Fibers an idle worker took from another scheduling group (part of the steals).");
-    for (const auto& t : m.thread_models) {
-      if (t.has_fibers) {
-        w.Sample("trpc_fiber_remote_steals_total", Label("threadmodel", t.name), t.remote_steals);
-      }
-    }
-    w.Family("trpc_fiber_stack_waits_total", "counter",
-             "Times a fiber could not start for want of a stack (the scheduler's bound from "
-             "vm.max_map_count) and was retried a millisecond later.");
-    for (const auto& t : m.thread_models) {
-      if (t.has_fibers) {
-        w.Sample("trpc_fiber_stack_waits_total", Label("threadmodel", t.name), t.stack_waits);
+      if (f.fibers_only && !t.has_fibers) continue;
+      if (f.field != nullptr) {
+        w.Sample(f.name, Label("threadmodel", t.name), t.*f.field);
+      } else {  // the spin time, in seconds
+        w.Sample(f.name, Label("threadmodel", t.name), static_cast<double>(t.spin_ns) / 1e9);
       }
     }
   }

@@ -100,11 +100,14 @@ std::string StatsJson(const ServerMetrics& m, const ProcessMetrics* process) {
     const ThreadModelMetrics& t = m.thread_models[i];
     fmt::format_to(it, R"({}{{"name":{},"type":{},"workers":{})", i ? "," : "", JsonString(t.name),
                    JsonString(t.type), t.workers);
+    fmt::format_to(it, R"(,"loop_wakeups":{},"cross_thread_replies":{})", t.loop_wakeups,
+                   t.cross_thread_replies);
     if (t.has_fibers) {
       fmt::format_to(it,
                      R"(,"fibers_alive":{},"run_queue_depth":{},"steals":{},"remote_steals":{},)"
-                     R"("stack_waits":{})",
-                     t.fibers_alive, t.run_queue_depth, t.steals, t.remote_steals, t.stack_waits);
+                     R"("stack_waits":{},"parks":{},"wakeups":{},"spin_ns":{})",
+                     t.fibers_alive, t.run_queue_depth, t.steals, t.remote_steals, t.stack_waits,
+                     t.parks, t.wakeups, t.spin_ns);
     }
     out += '}';
   }

@@ -114,6 +114,14 @@ bool SiblingWorkerIdle() {
          (g->parked_mask_.load(std::memory_order_relaxed) & ~self) != 0;
 }
 
+bool SiblingWorkerSpinning() {
+  Worker* w = Worker::Current();
+  if (w == nullptr) return false;
+  SchedulingGroup* g = w->group();
+  // Relaxed: a hint (as above). The caller itself is not spinning: it runs a fiber.
+  return g->workers().size() > 1 && g->spinning_.load(std::memory_order_relaxed) > 0;
+}
+
 int Scheduler::CurrentWorkerIndex() const {
   Worker* w = Worker::Current();
   return w != nullptr && w->scheduler() == this ? static_cast<int>(w->index()) : -1;
@@ -131,6 +139,8 @@ SchedulerStats Scheduler::Stats() const {
     s.steals += w->steals_.load(std::memory_order_relaxed) + remote;
     s.remote_steals += remote;
     s.parks += w->parks_.load(std::memory_order_relaxed);
+    s.wakeups += w->unparks_.load(std::memory_order_relaxed);
+    s.spin_ns += w->spin_ns_.load(std::memory_order_relaxed);
     s.stack_waits += w->stack_waits_.load(std::memory_order_relaxed);
   }
   for (const auto& g : core_.groups) s.run_queue_depth += g->QueuedCount();

@@ -40,6 +40,9 @@ struct SchedulerStats {
                                // deque, or from another scheduling group (queue or deque)
   uint64_t remote_steals = 0;  // ... of those, from another scheduling group
   uint64_t parks = 0;          // times a worker went to sleep
+  uint64_t wakeups = 0;        // wake-up calls to parked workers (a futex or eventfd call
+                               // when the worker sleeps, nothing when it is awake)
+  uint64_t spin_ns = 0;        // time idle workers spent spinning for work (ns)
   uint64_t stack_waits = 0;    // times a fiber could not start for want of a stack (max_stacks)
   size_t run_queue_depth = 0;  // fibers queued but not running, now
 };

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <new>
 #include <utility>
 
@@ -27,6 +28,10 @@ constexpr int kFibersPerIoPoll = 64;
 // How long a worker spins looking for work before it parks.
 constexpr int64_t kSpinNanos = 20'000;
 constexpr int kMaxSpinners = 2;
+// Spins in a row that found nothing before a worker backs off: it then spins on one idle turn
+// in 2, 4, ... up to 2^kMaxSpinBackOff (see MaySpin()).
+constexpr uint32_t kSpinMissesBeforeBackOff = 2;
+constexpr uint32_t kMaxSpinBackOff = 6;
 constexpr size_t kLocalQueueSize = 4096;
 // How long a fiber that found no stack waits before it tries again.
 constexpr int64_t kStackRetryNanos = 1'000'000;
@@ -134,7 +139,7 @@ FiberEntity* Worker::FindWork(bool allow_remote) {
   return nullptr;
 }
 
-bool Worker::SpinForWork(FiberEntity** out) {
+bool Worker::MaySpin() {
   // With more workers than CPUs a spinner only steals CPU time from the worker it waits for.
   // A lone worker has no sibling whose work it could pick up while spinning (its own IO is not
   // polled here; other threads' pushes wake it anyway): spinning would only burn the CPU time
@@ -151,20 +156,39 @@ bool Worker::SpinForWork(FiberEntity** out) {
     uint64_t self = uint64_t{1} << index_in_group_;
     if ((group_->parked_mask_.load(std::memory_order_relaxed) | self) == all) return false;
   }
+  // A spin pays only when it finds work before the wake-up it saves would have cost (a
+  // waker's eventfd or futex call, our return from epoll and a context switch). Below
+  // saturation, with work spread evenly, most spins find nothing and all they do is burn a
+  // CPU per spinner. So a worker whose recent spins missed spins on ever fewer idle turns;
+  // one hit (work queued behind a busy sibling: uneven load) brings it back at once.
+  if (spin_misses_ >= kSpinMissesBeforeBackOff) {
+    uint32_t shift = std::min(spin_misses_ - kSpinMissesBeforeBackOff + 1, kMaxSpinBackOff);
+    if ((++spin_skips_ & ((uint64_t{1} << shift) - 1)) != 0) return false;
+  }
+  return true;
+}
+
+bool Worker::SpinForWork(FiberEntity** out) {
   int spinning = group_->spinning_.load(std::memory_order_relaxed);
   do {
     if (spinning >= kMaxSpinners) return false;
   } while (
       !group_->spinning_.compare_exchange_weak(spinning, spinning + 1, std::memory_order_seq_cst));
-  int64_t until = MonotonicNanos() + kSpinNanos;
+  int64_t start = MonotonicNanos();
+  int64_t until = start + kSpinNanos;
+  int64_t now = start;
   FiberEntity* f = nullptr;
   for (int i = 0;; ++i) {
     f = FindWork(/*allow_remote=*/true);
     if (f != nullptr) break;
-    if ((i & 15) == 15 && MonotonicNanos() >= until) break;
+    if ((i & 15) == 15 && (now = MonotonicNanos()) >= until) break;
     for (int k = 0; k < 32; ++k) CpuRelax();
   }
   group_->spinning_.fetch_sub(1, std::memory_order_seq_cst);
+  if (f != nullptr) now = MonotonicNanos();
+  spin_ns_.store(spin_ns_.load(std::memory_order_relaxed) + static_cast<uint64_t>(now - start),
+                 std::memory_order_relaxed);
+  spin_misses_ = f != nullptr ? 0 : spin_misses_ + 1;
   if (f != nullptr) {
     // We were the spinner that wakers counted on; there may be more work behind this fiber.
     group_->SignalWork();
@@ -221,8 +245,12 @@ void Worker::Loop() {
       RunFiber(f);
       continue;
     }
-    if (io_) {
-      // Idle: before spinning or sleeping, see whether IO has work for us.
+    // Idle. A worker about to spin first sees whether IO has work for it (the spin does not
+    // poll IO). One that will not spin parks at once: its IO wait takes what is ready and
+    // returns without blocking, so a non-blocking poll first would be a second epoll call
+    // for every idle turn.
+    bool may_spin = MaySpin();
+    if (io_ && may_spin) {
       io_->Poll();
       since_poll = 0;
       if ((f = FindWork(false)) != nullptr) {
@@ -230,7 +258,7 @@ void Worker::Loop() {
         continue;
       }
     }
-    if (SpinForWork(&f)) {
+    if (may_spin && SpinForWork(&f)) {
       RunFiber(f);
       continue;
     }

@@ -67,6 +67,7 @@ class Worker : public WorkerSlot {
   std::atomic<uint64_t> steals_{0};         // from a sibling's deque (this group)
   std::atomic<uint64_t> remote_steals_{0};  // from another group (not in steals_)
   std::atomic<uint64_t> parks_{0};
+  std::atomic<uint64_t> spin_ns_{0};      // time spent spinning for work
   std::atomic<uint64_t> stack_waits_{0};  // fibers put off for want of a stack
 
  private:
@@ -76,6 +77,9 @@ class Worker : public WorkerSlot {
   bool WaitsForSleepersAtStop();
   void RunFiber(FiberEntity* f);
   FiberEntity* FindWork(bool allow_remote);
+  // Whether spinning for work could pay off now (not oversubscribed, a sibling awake to queue
+  // work); SpinForWork() is called only when it could, and also caps the spinners.
+  bool MaySpin();
   bool SpinForWork(FiberEntity** out);
   void ParkUntilWork();
   void RunTimers();
@@ -100,6 +104,8 @@ class Worker : public WorkerSlot {
   Spinlock* after_run_lock_ = nullptr;
 
   uint64_t idle_rounds_ = 0;
+  uint32_t spin_misses_ = 0;  // spins in a row that found nothing (MaySpin's back-off)
+  uint64_t spin_skips_ = 0;   // idle turns counted while backing off
   uint64_t find_calls_ = 0;
   bool shared_first_ = false;  // set by a yield: the next pick tries the group queue first
   uint64_t rng_;

@@ -29,6 +29,7 @@ void WorkerSlot::SetCurrent(WorkerSlot* slot) { tls_slot = slot; }
 
 void WorkerSlot::Unpark() {
   epoch_.fetch_add(1, std::memory_order_seq_cst);
+  unparks_.fetch_add(1, std::memory_order_relaxed);
   if (io_) {
     io_->Wake();
   } else {

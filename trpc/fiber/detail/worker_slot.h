@@ -21,7 +21,8 @@ class SchedulingGroup;
 /// `local_` is pushed by the owner thread and stolen by any (see WorkStealingDeque);
 /// `running_` is written by the owner thread only (read by others as a hint only through
 /// Busy(), on the owner thread); `epoch_` is bumped by wakers (seq_cst) and waited on by the
-/// owner (see WorkerIo::Wait for the race it closes).
+/// owner (see WorkerIo::Wait for the race it closes); `unparks_` is a relaxed counter any
+/// waker bumps, read relaxed by Scheduler::Stats().
 class WorkerSlot {
  public:
   WorkerSlot(Scheduler* owner, SchedulingGroup* group, size_t index_in_group, size_t deque_size,
@@ -64,6 +65,8 @@ class WorkerSlot {
  public:
   // Park word: a waker bumps it, then FutexWake()s it (or calls io_->Wake()).
   alignas(64) std::atomic<uint32_t> epoch_{0};
+  // Unpark() calls (any thread; on the epoch's line, which the waker writes anyway).
+  std::atomic<uint64_t> unparks_{0};
 };
 
 }  // namespace trpc::fiber::detail

@@ -43,6 +43,7 @@ FiberThreadModel::FiberThreadModel(const FiberThreadModelConfig& config)
   o.work_stealing_ratio = config.work_stealing_ratio;
   o.fiber_run_queue_size = config.fiber_run_queue_size;
   pending_.resize(o.concurrency);
+  task_ns_.resize(o.concurrency);
   for (size_t i = 0; i < o.concurrency; ++i) {
     reactors_.push_back(std::make_unique<Reactor>());
     reactors_.back()->set_owner(this, static_cast<int>(i));
@@ -112,33 +113,53 @@ namespace {
 struct ChainHandOff {
   FiberThreadModel* model;
   Task* rest;
-  bool handed = false;
+  bool suspended = false;  // the task parked or yielded (its run time is not CPU time)
+  bool handed = false;     // ... and `rest` went to a new fiber then
 };
 }  // namespace
+
+bool FiberThreadModel::ShouldSplit(size_t worker) const {
+  // A spinning sibling takes the rest at no cost. Waking a parked one costs a wake-up call
+  // here, an epoll return and a context switch there, and a cross-thread hand-off for each
+  // of the rest's replies: it pays only when the rest would otherwise wait long behind the
+  // next task, that is when this worker's tasks have lately run long on average.
+  if (fiber::SiblingWorkerSpinning()) return true;
+  return task_ns_[worker].avg >= kSplitForParkedSiblingNs && fiber::SiblingWorkerIdle();
+}
 
 void FiberThreadModel::RunChain(Task* t) {
   while (t != nullptr) {
     Task* rest = TaskChain::Detach(t);
-    if (rest != nullptr && fiber::SiblingWorkerIdle()) {
+    // (A chain's fiber runs on a worker of this model: StartPending and SpawnChain queue it
+    // there, and only this model's workers steal it.)
+    auto worker = static_cast<size_t>(std::max(scheduler_->CurrentWorkerIndex(), 0));
+    if (rest != nullptr && ShouldSplit(worker)) {
       // Someone could run the rest now, in parallel with `t`: let them (they steal the fiber).
       SpawnChain(rest);
       rest = nullptr;
     }
     ChainHandOff hand_off{this, rest};
-    if (rest != nullptr) {
-      // If `t` parks, the rest must not wait for it: hand them to a new fiber right then.
-      fiber::this_fiber::OnNextSuspend(
-          [](void* arg) {
-            auto* h = static_cast<ChainHandOff*>(arg);
+    // If `t` parks, the rest must not wait for it: hand them to a new fiber right then.
+    fiber::this_fiber::OnNextSuspend(
+        [](void* arg) {
+          auto* h = static_cast<ChainHandOff*>(arg);
+          h->suspended = true;
+          if (h->rest != nullptr) {
             h->handed = true;
             h->model->SpawnChain(h->rest);
-          },
-          &hand_off);
-    }
+          }
+        },
+        &hand_off);
+    int64_t start = MonotonicNanos();
     t->Run();  // may free `t`
-    if (rest == nullptr) return;
     fiber::this_fiber::OnNextSuspend(nullptr, nullptr);
-    if (hand_off.handed) return;
+    if (!hand_off.suspended) {
+      // Ran start to end on this worker: CPU time (a task that parked may have moved and its
+      // time includes the wait). An average over about the last eight tasks.
+      int64_t& avg = task_ns_[worker].avg;
+      avg += (MonotonicNanos() - start - avg) / 8;
+    }
+    if (rest == nullptr || hand_off.handed) return;
     // The next request must not see this one's fiber-locals.
     fiber::this_fiber::ResetLocals();
     t = rest;
@@ -159,6 +180,9 @@ bool FiberThreadModel::GetFiberStats(FiberStats* out) const {
   out->steals = st.steals;
   out->remote_steals = st.remote_steals;
   out->stack_waits = st.stack_waits;
+  out->parks = st.parks;
+  out->wakeups = st.wakeups;
+  out->spin_ns = st.spin_ns;
   return true;
 }
 

@@ -24,7 +24,8 @@ namespace trpc {
 /// at the iteration's end (Reactor::AtIterationEnd) and runs them in turn while that costs
 /// nobody
 /// anything: before each next request it hands the rest of the chain to a new fiber if a
-/// sibling worker is idle (which then steals it), and when a request parks (sleeps, waits,
+/// sibling worker is spinning, or is parked and this worker's requests have lately run long
+/// enough to be worth waking it (which then steals it), and when a request parks (sleeps, waits,
 /// calls out) the rest moves to a new fiber at that moment (this_fiber::OnNextSuspend). So
 /// no request ever waits for another one that is blocked, and an idle worker still gets work
 /// at the next request boundary, while a busy worker answering 16 pipelined requests starts
@@ -69,9 +70,20 @@ class FiberThreadModel final : public ThreadModel {
   void RunChain(Task* first);
   // Runs RunChain(first) in a new fiber, queued on the calling worker.
   void SpawnChain(Task* first);
+  // Whether a chain running on `worker` hands its rest to a new fiber before its next task.
+  bool ShouldSplit(size_t worker) const;
+
+  // How long a worker's tasks must have run on average before a chain wakes a parked sibling
+  // for its rest: about what that hand-off costs in CPU (see ShouldSplit()).
+  static constexpr int64_t kSplitForParkedSiblingNs = 10'000;
+  // A worker's recent task run time, written by that worker only (RunChain).
+  struct alignas(64) TaskCost {
+    int64_t avg = 0;  // ns
+  };
   std::string name_;
   std::vector<std::unique_ptr<Reactor>> reactors_;
   std::vector<PendingChain> pending_;  // per reactor
+  std::vector<TaskCost> task_ns_;      // per worker
   std::unique_ptr<fiber::Scheduler> scheduler_;
   std::atomic<size_t> next_{0};
   bool started_ = false;

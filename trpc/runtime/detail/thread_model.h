@@ -66,6 +66,9 @@ class ThreadModel {
     uint64_t steals = 0;           // fibers a worker took from another one (since Start)
     uint64_t remote_steals = 0;    // ... of those, from another scheduling group
     uint64_t stack_waits = 0;      // fibers put off for want of a stack (since Start)
+    uint64_t parks = 0;            // times a worker went to sleep (since Start)
+    uint64_t wakeups = 0;          // wake-up calls to parked workers (since Start)
+    uint64_t spin_ns = 0;          // time idle workers spent spinning for work (ns)
   };
   /// False (and `*out` untouched) when the model runs no fibers.
   virtual bool GetFiberStats(FiberStats* out) const { return false; }

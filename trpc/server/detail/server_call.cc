@@ -99,6 +99,7 @@ void QueueOnLoop(const ConnectionPtr& conn, uint64_t slot, ChainBuffer&& out, bo
     return;
   }
   r->Post([conn, slot, buf = std::make_shared<ChainBuffer>(std::move(out)), end_request]() mutable {
+    if (!buf->Blank()) conn->reactor()->CountForeignReply();
     conn->SendReply(slot, std::move(*buf), end_request);
   });
 }
@@ -193,6 +194,7 @@ void ServerCall::FinishOnLoop(ChainBuffer&& out) {
     // The task holds the context instead of its connection (one reference either way).
     r->Post([self = ServerContextPtr(this), buf = std::make_shared<ChainBuffer>(std::move(out))] {
       ServerCall& call = Of(*self);
+      if (!buf->Blank()) call.conn_->reactor()->CountForeignReply();
       call.UnlinkInFlight();
       call.conn_->SendReply(call.reply_slot_, std::move(*buf), call.counted_pending_);
     });
