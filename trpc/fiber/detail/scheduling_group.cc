@@ -22,12 +22,17 @@ void SchedulingGroup::Ready(FiberEntity* f) {
 void SchedulingGroup::PushOnWorker(WorkerSlot* w, FiberEntity* f) {
   // In the scheduler's own context (the reactor dispatching what it just read, a reply or a
   // timer waking a fiber) with nothing queued, the worker runs the new fiber itself as soon as
-  // that returns. Waking a parked sibling for it only has the sibling find nothing, spin and
-  // park again, which costs CPU per request without improving latency. A second fiber queued
-  // behind it, a fiber spawning another, or a full deque still wakes a sibling to steal. The
-  // only worker of its scheduler has no one to wake (and would pay for SignalWork's fence for
-  // nothing).
-  bool wake = w->Busy() && core_->workers.size() > 1;
+  // that returns: it goes in the worker's `next` slot, where no sibling steals it. Waking a
+  // parked sibling for it only has the sibling find nothing, spin and park again, and a
+  // spinner stealing it moves the request and its reply to another thread; both cost CPU per
+  // request without improving latency. A second fiber queued behind it, a fiber spawning
+  // another, or a full deque still wakes a sibling to steal. The only worker of its scheduler
+  // has no one to wake (and would pay for SignalWork's fence for nothing).
+  if (!w->Busy()) {
+    w->set_next(f);
+    return;
+  }
+  bool wake = core_->workers.size() > 1;
   if (!w->local().Push(f)) PushShared(f);
   // `f` may be stolen and finished by now: only our own fields from here.
   if (wake) SignalWork();
@@ -110,7 +115,7 @@ void SchedulingGroup::WakeAll() {
 
 size_t SchedulingGroup::QueuedCount() const {
   size_t n = shared_.Size();
-  for (WorkerSlot* w : workers_) n += w->local().Size();
+  for (WorkerSlot* w : workers_) n += w->local().Size() + (w->next() != nullptr ? 1 : 0);
   return n;
 }
 

@@ -116,6 +116,10 @@ FiberEntity* Worker::FindWork(bool allow_remote) {
     shared_first_ = false;
     if (FiberEntity* f = group_->PopShared()) return f;
   }
+  if (FiberEntity* f = next()) {
+    set_next(nullptr);
+    return f;
+  }
   if (FiberEntity* f = local_.Steal()) return f;
   if (FiberEntity* f = group_->PopShared()) return f;
   if (FiberEntity* f = group_->StealFromWorkers(this, NextRandom(&rng_))) {

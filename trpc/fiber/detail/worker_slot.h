@@ -18,7 +18,8 @@ class SchedulingGroup;
 /// so it does not depend on the worker that in turn queues, steals and parks through it.
 ///
 /// Thread contract: the identity fields are set at construction and read-only after;
-/// `local_` is pushed by the owner thread and stolen by any (see WorkStealingDeque);
+/// `local_` is pushed by the owner thread and stolen by any (see WorkStealingDeque); `next_` is
+/// written and taken by the owner thread only (other threads only count it, relaxed);
 /// `running_` is written by the owner thread only (read by others as a hint only through
 /// Busy(), on the owner thread); `epoch_` is bumped by wakers (seq_cst) and waited on by the
 /// owner (see WorkerIo::Wait for the race it closes); `unparks_` is a relaxed counter any
@@ -42,7 +43,15 @@ class WorkerSlot {
   /// Owner thread only: whether the worker has something to do before it would pick a fiber
   /// queued now (it runs a fiber, or its deque is not empty). Size() is exact for the owner or
   /// an over-estimate (a thief's steal not yet seen), which only errs towards "busy".
-  bool Busy() { return running_ != nullptr || local_.Size() != 0; }
+  bool Busy() { return running_ != nullptr || next() != nullptr || local_.Size() != 0; }
+
+  /// The fiber this worker runs next, which no sibling steals (owner thread only, but for a
+  /// relaxed read by QueuedCount()). SchedulingGroup::PushOnWorker() puts a fiber here when the
+  /// worker, in its scheduler context, has nothing else queued: the worker runs it as soon as
+  /// its reactor returns, so a sibling stealing it in between (a spinner would) only moved the
+  /// request, and its reply, to another thread.
+  FiberEntity* next() const { return next_.load(std::memory_order_relaxed); }
+  void set_next(FiberEntity* f) { next_.store(f, std::memory_order_relaxed); }
 
   Scheduler* scheduler() const { return owner_; }
   SchedulingGroup* group() const { return group_; }
@@ -61,6 +70,7 @@ class WorkerSlot {
   std::unique_ptr<WorkerIo> io_;
   WorkStealingDeque<FiberEntity> local_;
   FiberEntity* running_ = nullptr;
+  std::atomic<FiberEntity*> next_{nullptr};
 
  public:
   // Park word: a waker bumps it, then FutexWake()s it (or calls io_->Wake()).
