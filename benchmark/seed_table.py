@@ -2,7 +2,8 @@
 """Reproduces the anchor benchmark table (docs/benchmark.md) on this machine: fiber vs merge
 as a pure echo server, as a forward proxy, and the long-tail test (fixed 10k QPS, 1% of
 requests slowed by 5 ms), plus the raw-epoll baseline, gRPC rows and, with enough cores, a
-worker-scaling section.
+worker-scaling section and an uneven-load section (half the requests on one connection; 5% of
+requests spinning 200 µs), with the scheduler's counters per request.
 
 Everything runs on loopback with the framework's own load client (trpc_bench --json) and the
 echo service of examples/echo. The machine's shape is a setting: which CPUs the servers and the
@@ -14,11 +15,12 @@ docs/benchmark.md explains the method.
 
   benchmark/seed_table.py [--build DIR] [--quick | --smoke] [--out DIR] [--publish]
                           [--server-cpus 0-7] [--client-cpus 8-15] [--workers N]
-                          [--client-threads N] [--tail-rounds N] [--dry-run]
+                          [--client-threads N] [--tail-rounds N] [--uneven] [--dry-run]
 
 --dry-run prints every command and server YAML without running anything; --smoke runs every
 step with the real binaries on a tiny budget (0.2 s per load run, one round, one open-loop step)
-to check that the script works end to end: its figures mean nothing.
+to check that the script works end to end: its figures mean nothing. The uneven-load section
+runs when the servers have at least 4 CPUs, or with --uneven.
 """
 
 import argparse
@@ -54,6 +56,21 @@ TAIL_DELAY = "5ms"
 TAIL_BOUND_PCT = 20.0  # the long-tail claims are judged against a 20% P99 rise
 CONNECTIONS_PER_THREAD = 100
 NOISE_LIMIT_PCT = 10.0  # baseline drift between start and end that makes figures indicative
+# The uneven-load section (docs/benchmark.md): where work stealing should pay. It runs by default
+# when the servers have this many CPUs (below, a worker has too few siblings to take work from).
+UNEVEN_MIN_SERVER_CPUS = 4
+HOT_SHARE = 0.5     # case (a): one connection carries this share of all requests,
+HOT_INFLIGHT = 64   # with this many calls in flight on it at most (trpc_bench's default)
+UNEVEN_CASES = {
+    "hot": {"extra": ("--hot-share", str(HOT_SHARE), "--hot-inflight", str(HOT_INFLIGHT))},
+    "spin": {"tail_ratio": 0.05, "tail_delay": "200us", "tail_kind": "spin"},
+}
+UNEVEN_COMMON_SHARE = 0.7  # the common rate: this share of the lower of the two models' maxima
+# The scheduler's counters in /cmds/stats ("threadmodels" entries; docs/admin.md): the fiber
+# models' steals, remote steals, parks, wake-ups of parked workers and spinning time (ns), and
+# every model's replies written off the connection's reactor and reactor wake-ups.
+SCHED_COUNTERS = ("steals", "remote_steals", "parks", "wakeups", "spin_ns",
+                  "cross_thread_replies", "loop_wakeups")
 # The line a --smoke run's report starts with (this script's and the others that import it).
 SMOKE_NOTE = ("**Smoke run (`--smoke`): every step on a tiny budget, to check the script "
               "works; the figures mean nothing.**")
@@ -310,7 +327,7 @@ class Bench:
 
     def load(self, server, label, func=None, qps=0, duration=None, connections=None,
              tail_ratio=0.0, tail_kind="sleep", pid=None, cpus="shape",
-             protocol="trpc", inflight=1, threads=None):
+             protocol="trpc", inflight=1, threads=None, tail_delay=TAIL_DELAY, extra=()):
         out = os.path.join(self.tmp, f"run{len(self.runs)}.json")
         if cpus == "shape":  # the load client's CPUs from the machine's shape
             cpus = cpu_list(self.shape.client_cpus)
@@ -332,8 +349,9 @@ class Bench:
             if qps:
                 cmd += ["--qps", str(int(qps))]
             if tail_ratio:
-                cmd += ["--tail-ratio", str(tail_ratio), "--tail-delay", TAIL_DELAY,
+                cmd += ["--tail-ratio", str(tail_ratio), "--tail-delay", tail_delay,
                         "--tail-kind", tail_kind]
+            cmd += list(extra)
             cmd += ["--server-pid", str(pid or server.pid)]
             if self.record is not None:
                 self.record.append({"load": label, "cmd": cmd})
@@ -358,11 +376,14 @@ class Bench:
             + ("  [client-bound]" if r["client"]["bottleneck"] else ""))
         return r
 
-    def max_qps(self, server, label, func=None, pid=None, protocol="trpc"):
+    def max_qps(self, server, label, func=None, pid=None, protocol="trpc", **load_args):
         """The highest offered rate whose achieved rate is >= 99% of it and whose caller P999 is
-        <= 10 ms: a closed-loop run (100 connections, depth 1) finds the ceiling, then open-loop
-        runs step down from 105% of it in 5% steps until one qualifies."""
-        closed = self.load(server, f"{label} closed loop", func=func, pid=pid, protocol=protocol)
+        <= 10 ms (of the tagged requests too, if any): a closed-loop run (100 connections per
+        client thread, depth 1) finds the ceiling, then open-loop runs step down from it until one
+        qualifies. `load_args` go to every run (the uneven-load cases' tail and hot-connection
+        settings)."""
+        closed = self.load(server, f"{label} closed loop", func=func, pid=pid, protocol=protocol,
+                           **load_args)
         ceiling = closed["qps"]
         steps = [1.0, 0.9, 0.8, 0.65, 0.5]
         if self.smoke:
@@ -372,9 +393,10 @@ class Bench:
         for f in steps:
             rate = int(ceiling * f)
             r = self.load(server, f"{label} open {rate}/s", func=func, qps=rate, pid=pid,
-                          protocol=protocol)
+                          protocol=protocol, **load_args)
+            tail = r.get("tail") or {"latency_us": {"p999": 0}}
             if r["qps"] >= 0.99 * rate and r["latency_us"]["p999"] <= P999_LIMIT_US \
-                    and not r["errors"]:
+                    and tail["latency_us"]["p999"] <= P999_LIMIT_US and not r["errors"]:
                 r["found_by"] = f"open loop at {f:.0%} of the closed-loop ceiling {ceiling:.0f}/s"
                 return r, closed
         closed["found_by"] = "no open-loop rate qualified; closed-loop figure shown"
@@ -391,31 +413,49 @@ def dry_result(qps):
             "spectrum": [[50.0, 90], [99.0, 150]]}
 
 
-def fiber_steals(server):
-    """The fiber scheduler's steal count of a server with an admin port (0 when unknown)."""
+def sched_counters(server):
+    """The scheduler counters (SCHED_COUNTERS) of a server with an admin port, each summed over
+    its thread models, and "requests": the requests its methods have served. A counter that no
+    thread model reports (a merged model has no steals; an older server has none of the newer
+    ones) is None: unknown. All None when there is no admin port or it does not answer."""
+    out = {k: None for k in SCHED_COUNTERS + ("requests",)}
     if server.admin_port == 0 or server.proc is None:
-        return 0
+        return out
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{server.admin_port}/cmds/stats",
                                     timeout=2) as f:
             stats = json.load(f)
     except (OSError, ValueError):
-        return 0
-    total = 0
+        return out
+    for tm in stats.get("threadmodels", []):
+        for k in SCHED_COUNTERS:
+            if isinstance(tm.get(k), (int, float)):
+                out[k] = (out[k] or 0) + tm[k]
+    out["requests"] = sum(m.get("requests_total", 0) for svc in stats.get("services", [])
+                          for m in svc.get("methods", []))
+    return out
 
-    def walk(node):
-        nonlocal total
-        if isinstance(node, dict):
-            for k, v in node.items():
-                if k == "steals" and isinstance(v, (int, float)):
-                    total += v
-                else:
-                    walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-    walk(stats)
-    return total
+
+def per_request(before, after):
+    """Each counter's change from `before` to `after` (sched_counters) per request the server
+    served meanwhile; None where unknown at either end or when nothing was served."""
+    served = (after["requests"] or 0) - (before["requests"] or 0)
+    return {k: (after[k] - before[k]) / served
+            if served > 0 and after[k] is not None and before[k] is not None else None
+            for k in SCHED_COUNTERS}
+
+
+def counter_cells(c):
+    """The markdown cells of the counter columns (COUNTER_COLUMNS) from per_request()."""
+    def cell(v, scale=1.0):
+        return "n/a" if v is None else f"{v * scale:.3g}"
+    return " | ".join(cell(c.get(k), scale) for k, _, scale in COUNTER_COLUMNS)
+
+
+# The counter columns of the scaling and uneven-load tables: key, heading, scale.
+COUNTER_COLUMNS = (("steals", "steals/req", 1.0), ("parks", "parks/req", 1.0),
+                   ("wakeups", "wake-ups/req", 1.0), ("spin_ns", "spin µs/req", 1e-3),
+                   ("cross_thread_replies", "cross-thread replies/req", 1.0))
 
 
 def machine_info():
@@ -476,6 +516,42 @@ TAIL_CLAIMS = {("fiber", "sleep"): "le", ("merge", "sleep"): "gt",
                ("fiber", "spin"): "gt", ("merge", "spin"): "gt"}
 
 
+def uneven(b, res, servers):
+    """The uneven-load section into res["uneven"]; `servers` collects what it starts."""
+    shape = b.shape
+    uw = shape.longtail_workers
+    ucpus = cpu_list(shape.server_cpus) if shape.longtail_pinned else None
+    uclient = "shape" if shape.longtail_pinned else None
+    log(f"== uneven load ({uw} workers: {HOT_SHARE:.0%} of requests on one connection with "
+        f"{HOT_INFLIGHT} in flight; 5% spinning 200 µs)")
+    out = {"workers": uw, "pinned": shape.longtail_pinned, "hot_share": HOT_SHARE,
+           "hot_inflight": HOT_INFLIGHT, "common_share": UNEVEN_COMMON_SHARE, "cases": {}}
+    for case, load_args in UNEVEN_CASES.items():
+        entry = {}
+        for model in ("merge", "fiber"):
+            s = b.start("echo", model, uw, ucpus, admin=True)
+            servers.append(s)
+            c0 = sched_counters(s)
+            best, _ = b.max_qps(s, f"uneven {case} {model}", cpus=uclient, **load_args)
+            entry[model] = {"max": best, "max_counters_per_request":
+                            per_request(c0, sched_counters(s))}
+            s.stop()
+        common = int(UNEVEN_COMMON_SHARE * min(entry[m]["max"]["qps"] for m in entry))
+        for model in ("merge", "fiber"):
+            s = b.start("echo", model, uw, ucpus, admin=True)
+            servers.append(s)
+            c0 = sched_counters(s)
+            entry[model]["at_common_load"] = b.load(s, f"uneven {case} {model} at {common}/s",
+                                                    qps=common, cpus=uclient, **load_args)
+            entry[model]["counters_per_request"] = per_request(c0, sched_counters(s))
+            s.stop()
+        entry["common_qps"] = common
+        merge_qps = entry["merge"]["max"]["qps"]
+        entry["fiber_merge_qps"] = entry["fiber"]["max"]["qps"] / merge_qps if merge_qps else None
+        out["cases"][case] = entry
+    res["uneven"] = out
+
+
 def run(args):
     tmp = tempfile.mkdtemp(prefix="seed_table.")
     shape = args.shape
@@ -491,7 +567,8 @@ def run(args):
                         "p999_limit_us": P999_LIMIT_US, "smoke": args.smoke,
                         "tail_qps": TAIL_QPS, "tail_ratio": TAIL_RATIO, "tail_delay": TAIL_DELAY,
                         "tail_bound_pct": TAIL_BOUND_PCT},
-           "pure": {}, "grpc": {}, "forward": {}, "longtail": {}, "scaling": {}, "noise": {}}
+           "pure": {}, "grpc": {}, "forward": {}, "longtail": {}, "scaling": {}, "uneven": {},
+           "noise": {}}
     servers = []
     try:
         # 1. Pure server.
@@ -607,7 +684,8 @@ def run(args):
             s.stop()
 
         # 5. Worker scaling: 1, 2, 4, ... server workers on as many of the server CPUs, both
-        # models, with the whole client; fiber steals per second from the admin port.
+        # models, with the whole client; the scheduler's counters per request (and fiber steals
+        # per second) from the admin port, over the runs of the QPS search.
         steps = []
         w = 1
         while w <= len(shape.server_cpus):
@@ -623,17 +701,30 @@ def run(args):
             for model in ("merge", "fiber"):
                 res["scaling"][model] = {}
                 for w in steps:
-                    s = b.start("echo", model, w, cpu_list(shape.server_cpus[:w]),
-                                admin=(model == "fiber"))
+                    s = b.start("echo", model, w, cpu_list(shape.server_cpus[:w]), admin=True)
                     servers.append(s)
-                    t0, st0 = time.monotonic(), fiber_steals(s)
+                    t0, c0 = time.monotonic(), sched_counters(s)
                     best, _ = b.max_qps(s, f"{model} {w} workers")
                     elapsed = max(time.monotonic() - t0, 1e-9)
-                    steals = (fiber_steals(s) - st0) / elapsed if model == "fiber" else None
-                    res["scaling"][model][w] = {"max": best, "steals_per_s": steals}
+                    c1 = sched_counters(s)
+                    steals = (None if c0["steals"] is None or c1["steals"] is None
+                              else (c1["steals"] - c0["steals"]) / elapsed)
+                    res["scaling"][model][w] = {"max": best, "steals_per_s": steals,
+                                                "counters_per_request": per_request(c0, c1)}
                     s.stop()
 
-        # 6. Noise guard: the baseline again at the common load, as at the start.
+        # 6. Uneven load, where work stealing should pay: (a) one connection carries half of all
+        # requests, (b) 5% of the requests spin 200 µs. Both models at the shape's workers (two
+        # at least, as the long-tail test); QPS at P999 <= 10 ms, then both at one common rate
+        # (70% of the lower maximum) for latency, CPU and the scheduler's counters per request.
+        if len(shape.server_cpus) >= UNEVEN_MIN_SERVER_CPUS or args.uneven:
+            uneven(b, res, servers)
+        else:
+            res["uneven"] = {"skipped": f"needs at least {UNEVEN_MIN_SERVER_CPUS} server CPUs "
+                                        f"(this run has {len(shape.server_cpus)}; --uneven runs "
+                                        "it anyway); see docs/benchmark.md"}
+
+        # 7. Noise guard: the baseline again at the common load, as at the start.
         s = b.start("baseline", None, W, scpus)
         servers.append(s)
         end = b.load(s, f"baseline at {common}/s (noise guard, end)", qps=common)
@@ -655,6 +746,54 @@ def fmt_lat(r):
     lat = r["latency_us"]
     return (f"{lat['avg']/1000:.2f} | {lat['p90']/1000:.2f} | {lat['p99']/1000:.2f} | "
             f"{lat['p999']/1000:.2f}")
+
+
+COUNTERS_NOTE = ("Scheduler counters from the server's admin port (`/cmds/stats`, summed over its "
+                 "thread models), each per request the server served: fibers stolen by an idle "
+                 "worker, parks and wake-ups of idle workers, µs workers spent spinning for "
+                 "work, and replies written by a thread other than the connection's reactor. "
+                 "n/a: the server does not report it (a merged model has no steals, parks or "
+                 "spinning; older servers have none of these but steals).")
+
+
+def uneven_markdown(u):
+    """The uneven-load section's markdown lines (res["uneven"])."""
+    out = ["## Uneven load" + (f" ({u['workers']} workers; in (a) the hot connection keeps up to "
+                               f"{u['hot_inflight']} calls in flight)" if "cases" in u else ""),
+           ""]
+    if not u:
+        return out + ["Not run.", ""]
+    if "skipped" in u:
+        return out + [f"Skipped: {u['skipped']}.", ""]
+    out += [f"{u['workers']} workers{'' if u['pinned'] else ' (not pinned)'}, where work stealing "
+            "should pay: (a) one connection carries "
+            f"{u['hot_share']:.0%} of all requests, with up to {u['hot_inflight']} calls in flight "
+            "on it (the others spread over the other connections as usual); (b) 5% of the "
+            "requests, spread over all connections, spin 200 µs on the server's CPU "
+            "(`--tail-ratio 0.05 --tail-delay 200us --tail-kind spin`; P99 and P999 are of the "
+            "other requests, while the QPS criterion holds both to P999 <= 10 ms). QPS at "
+            "P999 <= 10 ms as in the pure-server table; then both models at one common rate, "
+            f"{u['common_share']:.0%} of the lower maximum, for latency, server CPU and counters. "
+            + COUNTERS_NOTE + " Here at the common rate.", "",
+            "| case | model | QPS at P999 <= 10 ms | fiber/merge QPS | common rate | P99 | P999 "
+            "| server µs/request | " + " | ".join(h for _, h, _ in COUNTER_COLUMNS) + " |",
+            "|---|---|---|---|---|---|---|---|" + "---|" * len(COUNTER_COLUMNS)]
+    names = {"hot": f"(a) {u['hot_share']:.0%} on one connection ({u['hot_inflight']} in flight)",
+             "spin": "(b) 5% spin 200 µs"}
+    for case, e in u["cases"].items():
+        ratio = e.get("fiber_merge_qps")
+        for model in ("merge", "fiber"):
+            mx, at = e[model]["max"], e[model]["at_common_load"]
+            bound = " (client-bound)" if mx["client"]["bottleneck"] else ""
+            if mx.get("found_by", "").startswith("no open-loop rate"):
+                bound += " (closed loop: no open-loop rate qualified)"
+            lat = at["latency_us"]
+            out.append(f"| {names.get(case, case)} | {model} | {mx['qps']:.0f}{bound} | "
+                       f"{'' if model == 'merge' or ratio is None else f'{ratio:.2f}x'} | "
+                       f"{e['common_qps']} | {lat['p99']/1000:.2f} | {lat['p999']/1000:.2f} | "
+                       f"{at['server']['cpu_us_per_request']:.2f} | "
+                       f"{counter_cells(e[model].get('counters_per_request', {}))} |")
+    return out + [""]
 
 
 def markdown(res):
@@ -759,16 +898,19 @@ def markdown(res):
     if "skipped" in sc:
         out += [f"Skipped: {sc['skipped']}.", ""]
     else:
-        out += ["| model | workers | QPS at P999 <= 10 ms | P999 | server µs/request | "
-                "steals/s |", "|---|---|---|---|---|---|"]
+        out += [COUNTERS_NOTE + " Here over all the runs of the row's QPS search.", "",
+                "| model | workers | QPS at P999 <= 10 ms | P999 | server µs/request | "
+                + " | ".join(h for _, h, _ in COUNTER_COLUMNS) + " |",
+                "|---|---|---|---|---|" + "---|" * len(COUNTER_COLUMNS)]
         for model, steps in sc.items():
             for w, e in steps.items():
                 mx = e["max"]
-                steals = "" if e["steals_per_s"] is None else f"{e['steals_per_s']:.0f}"
                 out.append(f"| {model} | {w} | {mx['qps']:.0f} | "
                            f"{mx['latency_us']['p999']/1000:.2f} | "
-                           f"{mx['server']['cpu_us_per_request']:.2f} | {steals} |")
+                           f"{mx['server']['cpu_us_per_request']:.2f} | "
+                           f"{counter_cells(e.get('counters_per_request', {}))} |")
         out += [""]
+    out += uneven_markdown(res.get("uneven", {}))
     out += ["Anchor (docs/benchmark.md, 8 EPYC cores): pure fiber 508k / merge 578k QPS; forward "
             "207k both; long tail P99 rise fiber +38.9%, merge +376%.", "",
             "![long-tail latency CDFs](latest_longtail.png)", ""]
@@ -832,6 +974,9 @@ def main():
                     help="load-client threads (default: one per client CPU)")
     ap.add_argument("--tail-rounds", type=int, default=0,
                     help="alternating long-tail rounds per kind (default 9; --quick 3)")
+    ap.add_argument("--uneven", action="store_true",
+                    help=f"run the uneven-load section even with fewer than "
+                         f"{UNEVEN_MIN_SERVER_CPUS} server CPUs (its figures then mean little)")
     ap.add_argument("--dry-run", action="store_true",
                     help="print the commands (and server YAML) it would run, run nothing")
     args = ap.parse_args()

@@ -16,6 +16,7 @@ void LoadStats::Merge(const LoadStats& o) {
   expired += o.expired;
   timeouts += o.timeouts;
   tail_requests += o.tail_requests;
+  hot_requests += o.hot_requests;
   unsent += o.unsent;
   slot_waits += o.slot_waits;
   responses += o.responses;

@@ -32,6 +32,7 @@ struct LoadStats {
   uint64_t timeouts = 0;       // errors["101"]: the call's timer, or expired before it was sent
   uint64_t expired = 0;        // open loop: the deadline passed before a connection was free
   uint64_t tail_requests = 0;  // tagged, completed, ok or not
+  uint64_t hot_requests = 0;   // on the hot connection (--hot-share), as `requests` counts them
   uint64_t unsent = 0;         // planned in the window, still waiting at its end (open loop)
   uint64_t slot_waits = 0;     // due but every connection was at --inflight (open loop)
   uint64_t responses = 0;      // response frames received at all (warm-up included)

@@ -115,6 +115,12 @@ benchmark/trpc_bench/README.md.
                           trpc-bench-tail; http: header X-Trpc-Bench-Tail)
   --tail-delay DUR        server-side delay of a tagged request: 5ms, 500us, 1s
   --tail-kind sleep|spin  how the server spends the delay (default sleep)
+  --hot-share F           one connection (the first of thread 0) carries this share of all
+                          requests, in [0, 1); the rest go to the other connections as usual
+                          (default 0: off). Open loop: a plan of its own at F x --qps; closed
+                          loop: the other connections wait when they run ahead of the share
+  --hot-inflight N        calls outstanding on the hot connection at most (default 64); over
+                          http, its pipelining depth
   --server-pid PID        report the server's CPU time per request from /proc/PID/stat
   --json PATH             write the result as JSON to PATH ("-" = stdout; the human-readable
                           report then goes to stderr)
@@ -130,6 +136,7 @@ ParseResult ParseOptions(int argc, char** argv, Options* o, std::string* err) {
   bool duration_given = false;
   bool func_given = false;
   bool http_given = false;
+  bool hot_inflight_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view name = argv[i];
     if (name == "--help" || name == "-h") return ParseResult::kHelp;
@@ -207,6 +214,15 @@ ParseResult ParseOptions(int argc, char** argv, Options* o, std::string* err) {
     } else if (name == "--tail-kind") {
       o->tail_kind = value;
       ok = value == "sleep" || value == "spin";
+    } else if (name == "--hot-share") {
+      if (!ParseDouble(value, 0, 1, &o->hot_share) || o->hot_share >= 1) {
+        *err = fmt::format("--hot-share {}: expected a share in [0, 1), e.g. 0.5", value);
+        return ParseResult::kBadUsage;
+      }
+    } else if (name == "--hot-inflight") {
+      ok = ParseInt(value, 1, 1'000'000, &n);
+      o->hot_inflight = static_cast<int>(n);
+      hot_inflight_given = true;
     } else if (name == "--server-pid") {
       ok = ParseInt(value, 1, INT32_MAX, &n);
       o->server_pid = static_cast<int>(n);
@@ -252,6 +268,19 @@ ParseResult ParseOptions(int argc, char** argv, Options* o, std::string* err) {
   }
   if (o->tail_on() && o->tail_delay_us <= 0) {
     return bad("--tail-ratio needs a --tail-delay with a unit, e.g. 5ms or 500us");
+  }
+  if (hot_inflight_given && !o->hot_on()) {
+    return bad(fmt::format("--hot-inflight {}: needs a --hot-share above 0", o->hot_inflight));
+  }
+  if (o->hot_on()) {
+    // The hot connection is one of --connections, the first of thread 0; every thread, thread
+    // 0 included, needs another one for its share of the rest.
+    if (o->connections < 2 || o->connections <= o->threads) {
+      return bad(fmt::format(
+          "--hot-share {}: needs at least 2 connections and more --connections ({}) than "
+          "--threads ({}): the hot connection is one of them, and every thread needs another",
+          o->hot_share, o->connections, o->threads));
+    }
   }
   return ParseResult::kRun;
 }

@@ -34,6 +34,11 @@ int64_t ValueAt(const Histogram& h, double p) {
 // Finite numbers only: JSON has no inf or nan.
 double Finite(double v) { return std::isfinite(v) ? v : 0; }
 
+// The share of the measured requests the hot connection carried.
+double HotShare(const LoadStats& s) {
+  return s.requests > 0 ? static_cast<double>(s.hot_requests) / s.requests : 0;
+}
+
 std::string JsonString(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
@@ -164,6 +169,10 @@ void PrintSettings(FILE* out, const Options& o) {
     fmt::print(out, "  tail: {}% of requests tagged, the server delays each {} us ({})\n",
                o.tail_ratio * 100, o.tail_delay_us, o.tail_kind);
   }
+  if (o.hot_on()) {
+    fmt::print(out, "  hot connection: {}% of requests on one connection, {} in flight at most\n",
+               o.hot_share * 100, o.hot_inflight);
+  }
   std::fflush(out);
 }
 
@@ -192,6 +201,11 @@ void PrintReport(FILE* out, const Options& o, const RunResult& r) {
   if (o.tail_on()) PrintRow(out, "tail (tagged)", s.tail);
   if (!s.errors.empty()) PrintRow(out, "errors", s.error_latency);
   fmt::print(out, "errors: {}\n", ErrorsText(s));
+  if (o.hot_on()) {
+    fmt::print(out,
+               "hot connection: {} requests, {:.2f}% of all (asked {}%), {} in flight at most\n",
+               s.hot_requests, 100 * HotShare(s), o.hot_share * 100, o.hot_inflight);
+  }
 
   fmt::print(out, "self-check: client CPU {:.0f}% ({} thread(s))", r.client_cpu_percent, o.threads);
   if (o.open_loop()) {
@@ -220,11 +234,12 @@ std::string ToJson(const Options& o, const RunResult& r) {
       R"("settings": {{"target": {}, "protocol": {}, "func": {}, "connections": {}, )"
       R"("inflight": {}, "qps": {}, "threads": {}, "duration_s": {}, "requests_limit": {}, )"
       R"("warmup_s": {}, "payload_size": {}, "timeout_ms": {}, "tail_ratio": {}, )"
-      R"("tail_delay_us": {}, "tail_kind": {}, "cpus": [{}], "http": {}}},)",
+      R"("tail_delay_us": {}, "tail_kind": {}, "hot_share": {}, "hot_inflight": {}, )"
+      R"("cpus": [{}], "http": {}}},)",
       JsonString(o.target), JsonString(o.protocol), JsonString(o.func), o.connections, o.inflight,
       o.qps, o.threads, o.duration_s, o.requests, o.warmup_s,
       o.http() && !o.http_body() ? 0 : o.payload.size(), o.timeout_ms, o.tail_ratio,
-      o.tail_delay_us, JsonString(o.tail_kind), cpus,
+      o.tail_delay_us, JsonString(o.tail_kind), o.hot_share, o.hot_on() ? o.hot_inflight : 0, cpus,
       o.http() ? fmt::format(R"({{"method": {}, "path": {}}})", JsonString(o.http_method),
                              JsonString(o.http_path))
                : std::string("null"));
@@ -254,6 +269,14 @@ std::string ToJson(const Options& o, const RunResult& r) {
                      s.tail_requests, LatencyJson(s.tail), SpectrumJson(s.tail));
   } else {
     j += "\n \"tail\": null,";
+  }
+  if (o.hot_on()) {
+    j += fmt::format(
+        "\n \"hot\": {{\"share\": {}, \"inflight\": {}, \"requests\": {}, "
+        "\"carried_share\": {:.4f}}},",
+        o.hot_share, o.hot_inflight, s.hot_requests, HotShare(s));
+  } else {
+    j += "\n \"hot\": null,";
   }
   std::string warnings;
   for (const std::string& w : r.warnings) {

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -23,6 +24,7 @@
 #include "benchmark/trpc_bench/cpu_time.h"
 #include "benchmark/trpc_bench/options.h"
 #include "benchmark/trpc_bench/report.h"
+#include "benchmark/trpc_bench/share_gate.h"
 #include "benchmark/trpc_bench/worker.h"
 #include "examples/helloworld/helloworld.pb.h"
 #include "fmt/format.h"
@@ -135,12 +137,29 @@ int Main(int argc, char** argv) {
   PrintSettings(out, o);
 
   Coordinator coordinator;
+  // --hot-share in the closed loop: the gate that holds the share. Its windows (how far a side
+  // may run ahead) are each side's calls in flight at most, so neither waits while the other
+  // still has its own calls to send.
+  std::unique_ptr<ShareGate> gate;
+  if (o.hot_on() && !o.open_loop()) {
+    gate = std::make_unique<ShareGate>(o.hot_share, o.hot_inflight,
+                                       (o.connections - 1) * o.inflight, o.threads);
+  }
+  // --requests: the hot connection's share of them is its own; the rest are split as usual.
+  uint64_t hot_quota = UINT64_MAX;
+  uint64_t rest = o.requests;
+  if (o.requests > 0 && o.hot_on()) {
+    hot_quota = std::llround(o.requests * o.hot_share);
+    rest = o.requests - hot_quota;
+  }
   std::vector<std::unique_ptr<Worker>> workers;
   for (int t = 0; t < o.threads; ++t) {
     int conns = o.connections / o.threads + (t < o.connections % o.threads ? 1 : 0);
     uint64_t quota = UINT64_MAX;
-    if (o.requests > 0) quota = o.requests / o.threads + (t < int(o.requests % o.threads) ? 1 : 0);
-    workers.push_back(std::make_unique<Worker>(o, t, conns, quota, codec, &coordinator));
+    if (o.requests > 0) quota = rest / o.threads + (t < int(rest % o.threads) ? 1 : 0);
+    workers.push_back(
+        std::make_unique<Worker>(o, t, conns, quota, hot_quota, codec, &coordinator, gate.get()));
+    if (gate) gate->SetWaker(t, [w = workers.back().get()] { w->WakeParked(); });
   }
   std::vector<std::thread> threads;
   for (auto& w : workers) threads.emplace_back([&w] { w->Run(); });

@@ -45,20 +45,29 @@ bool SameBytes(const ChainBuffer& buf, const std::string& bytes) {
 
 }  // namespace
 
-Worker::Worker(const Options& o, int index, int connections, uint64_t quota,
-               std::shared_ptr<ClientCodec> codec, Coordinator* coordinator)
+Worker::Worker(const Options& o, int index, int connections, uint64_t quota, uint64_t hot_quota,
+               std::shared_ptr<ClientCodec> codec, Coordinator* coordinator, ShareGate* gate)
     : o_(o),
       index_(index),
       connection_count_(connections),
-      quota_(quota),
       codec_(std::move(codec)),
-      coordinator_(coordinator) {
+      coordinator_(coordinator),
+      gate_(gate),
+      has_hot_(o.hot_on() && index == 0) {
   NetAddress::Parse(o.target, &target_);
   header_.timeout_ms = static_cast<uint32_t>(o.timeout_ms);
   header_.callee = o.Callee();
   header_.func = o.func;
   header_.authority = o_.target;  // (the options outlive the worker)
-  if (o.open_loop()) period_ns_ = 1e9 / o.qps;
+  plan_.offset = index;
+  plan_.stride = o.threads;
+  plan_.quota = quota;
+  hot_plan_.hot = true;
+  hot_plan_.quota = hot_quota;
+  if (o.open_loop()) {
+    plan_.period_ns = 1e9 / ((1 - o.hot_share) * o.qps);
+    if (o.hot_on()) hot_plan_.period_ns = 1e9 / (o.hot_share * o.qps);
+  }
   deadline_ns_ = static_cast<int64_t>(o.timeout_ms) * kNanosPerMilli;
   tail_value_ = o.tail_kind + ":" + std::to_string(o.tail_delay_us);
 }
@@ -109,12 +118,21 @@ void Worker::Setup() {
     if (o_.tail_on()) EncodeHttpRequest(o_, codec_.get(), &tail_value_, &http_tail_frame_);
   }
   conns_.resize(connection_count_);
-  slots_.resize(static_cast<size_t>(connection_count_) * o_.inflight);
-  free_.assign(slots_.size(), nullptr);
+  size_t slot_count = 0;
   for (int i = 0; i < connection_count_; ++i) {
     Conn& c = conns_[i];
-    c.first_slot = static_cast<size_t>(i) * o_.inflight;
-    for (int k = 0; k < o_.inflight; ++k) {
+    bool hot = has_hot_ && i == 0;
+    c.plan = hot ? &hot_plan_ : &plan_;
+    c.first_slot = slot_count;
+    c.slot_count = hot ? o_.hot_inflight : o_.inflight;
+    slot_count += c.slot_count;
+  }
+  slots_.resize(slot_count);
+  hot_plan_.free.assign(has_hot_ ? o_.hot_inflight : 0, nullptr);
+  plan_.free.assign(slot_count - hot_plan_.free.size(), nullptr);
+  for (int i = 0; i < connection_count_; ++i) {
+    Conn& c = conns_[i];
+    for (int k = 0; k < c.slot_count; ++k) {
       Slot& s = slots_[c.first_slot + k];
       s.conn = &c;
       EncodeSlot(&s);
@@ -162,6 +180,8 @@ void Worker::Start(const Schedule& s) {
 void Worker::StartInLoop(const Schedule& s) {
   schedule_ = s;
   phase_ = Phase::kRunning;
+  plan_.sending = true;
+  hot_plan_.sending = has_hot_;
   if (s.measure_end_ns != INT64_MAX) {
     reactor_.AddTimer(s.measure_end_ns, [this] { StopSending(/*window_ended=*/true); });
   }
@@ -172,66 +192,73 @@ void Worker::StartInLoop(const Schedule& s) {
   });
 }
 
-int64_t Worker::Intended(uint64_t j) const {
-  double k = static_cast<double>(index_) + static_cast<double>(o_.threads) * j;
-  return schedule_.start_ns + std::llround(k * period_ns_);
+int64_t Worker::Intended(const Plan& p, uint64_t j) const {
+  double k = static_cast<double>(p.offset) + static_cast<double>(p.stride) * j;
+  return schedule_.start_ns + std::llround(k * p.period_ns);
 }
 
-void Worker::SendDue() {
-  if (phase_ != Phase::kRunning) return;
+void Worker::SendDue(Plan* p) {
+  if (phase_ != Phase::kRunning || !p->sending) return;
   int64_t now = MonotonicNanos();
   while (true) {
-    int64_t t = Intended(next_j_);
+    int64_t t = Intended(*p, p->next_j);
     if (t >= schedule_.measure_end_ns) {
-      StopSending(/*window_ended=*/true);
+      StopPlan(p, /*window_ended=*/true);
       return;
     }
     if (t > now) {
-      ArmPacer(t);
+      ArmPacer(p, t);
       return;
     }
     bool measured = t >= schedule_.measure_start_ns;
-    if (measured && measured_sent_ >= quota_) {
-      StopSending(/*window_ended=*/false);
+    if (measured && p->measured_sent >= p->quota) {
+      StopPlan(p, /*window_ended=*/false);
       return;
     }
     if (now - t >= deadline_ns_) {
       // The caller's deadline passed while the request waited for a connection (or for a
       // late pacer): its caller has given up, so it is not sent.
-      if (measured) ++measured_sent_;
-      ++next_j_;
-      RecordExpired(measured, now);
+      if (measured) ++p->measured_sent;
+      ++p->next_j;
+      RecordExpired(*p, measured, now);
       continue;
     }
-    Slot* s = PopFree();
+    Slot* s = PopFree(p);
     if (s == nullptr) {
       // Every slot is busy: the request waits, and completions call SendDue() again.
-      if (measured && waited_j_ != next_j_) {
-        waited_j_ = next_j_;
+      if (measured && p->waited_j != p->next_j) {
+        p->waited_j = p->next_j;
         ++stats_.slot_waits;
       }
       return;
     }
-    if (measured) ++measured_sent_;
-    ++next_j_;
+    if (measured) ++p->measured_sent;
+    ++p->next_j;
     Send(s, t, measured, now);
     now = MonotonicNanos();
   }
 }
 
 void Worker::SendNext(Slot* s, int64_t now_ns) {
-  if (phase_ != Phase::kRunning) return;
+  Plan* p = s->conn->plan;
+  if (phase_ != Phase::kRunning || !p->sending) return;
   int64_t now = now_ns != 0 ? now_ns : MonotonicNanos();
   if (now >= schedule_.measure_end_ns) {
     StopSending(/*window_ended=*/true);
     return;
   }
   bool measured = now >= schedule_.measure_start_ns;
-  if (measured && measured_sent_ >= quota_) {
-    StopSending(/*window_ended=*/false);
+  if (measured && p->measured_sent >= p->quota) {
+    StopPlan(p, /*window_ended=*/false);
     return;
   }
-  if (measured) ++measured_sent_;
+  if (gate_ != nullptr && !gate_->TryAcquire(p->hot)) {
+    // This side is ahead of the share: the slot waits until the gate wakes this thread.
+    PushFree(s);
+    gate_->Wait(index_, p->hot);
+    return;
+  }
+  if (measured) ++p->measured_sent;
   Send(s, now, measured, now);
 }
 
@@ -331,6 +358,7 @@ void Worker::Record(const Slot& s, bool ok, const std::string& code, int64_t now
   last_done_ns_ = std::max(last_done_ns_, now_ns);
   int64_t latency = NanosToMicros(now_ns - s.intended_ns);
   ++stats_.requests;
+  if (s.conn->plan->hot) ++stats_.hot_requests;
   ++interval_.requests;
   if (s.tagged) ++stats_.tail_requests;
   if (!ok) {
@@ -357,10 +385,11 @@ void Worker::Record(const Slot& s, bool ok, const std::string& code, int64_t now
   if (o_.open_loop()) stats_.uncorrected.Record(NanosToMicros(now_ns - s.sent_ns));
 }
 
-void Worker::RecordExpired(bool measured, int64_t now_ns) {
+void Worker::RecordExpired(const Plan& p, bool measured, int64_t now_ns) {
   if (!measured) return;
   last_done_ns_ = std::max(last_done_ns_, now_ns);
   ++stats_.requests;
+  if (p.hot) ++stats_.hot_requests;
   ++stats_.expired;
   ++stats_.timeouts;
   ++stats_.errors[std::to_string(kClientInvokeTimeoutErr)];
@@ -388,17 +417,22 @@ void Worker::Release(Slot* s, int64_t now_ns) {
     SendNext(s, now_ns);
     return;
   }
-  s->queued = true;
-  free_[(free_head_ + free_count_) % free_.size()] = s;
-  ++free_count_;
-  SendDue();
+  PushFree(s);
+  SendDue(s->conn->plan);
 }
 
-Worker::Slot* Worker::PopFree() {
-  while (free_count_ > 0) {
-    Slot* s = free_[free_head_];
-    free_head_ = (free_head_ + 1) % free_.size();
-    --free_count_;
+void Worker::PushFree(Slot* s) {
+  Plan& p = *s->conn->plan;
+  s->queued = true;
+  p.free[(p.free_head + p.free_count) % p.free.size()] = s;
+  ++p.free_count;
+}
+
+Worker::Slot* Worker::PopFree(Plan* p) {
+  while (p->free_count > 0) {
+    Slot* s = p->free[p->free_head];
+    p->free_head = (p->free_head + 1) % p->free.size();
+    --p->free_count;
     s->queued = false;
     if (s->conn->client && s->conn->client->usable()) return s;
     if (s->conn->busy == 0) ScheduleReconnect(s->conn);
@@ -406,36 +440,63 @@ Worker::Slot* Worker::PopFree() {
   return nullptr;
 }
 
-void Worker::ArmPacer(int64_t deadline_ns) {
+void Worker::WakeParked() {
+  reactor_.Post([this] {
+    RetryParked(&plan_);
+    RetryParked(&hot_plan_);
+  });
+}
+
+void Worker::RetryParked(Plan* p) {
+  // Each parked slot once at most: one the gate parks again stays for the next wake-up.
+  for (size_t n = p->free_count; n > 0 && p->free_count > 0; --n) {
+    Slot* s = PopFree(p);
+    if (s == nullptr) return;
+    SendNext(s);
+    if (s->queued) return;  // parked again: the gate is closed to this side
+  }
+}
+
+void Worker::ArmPacer(Plan* p, int64_t deadline_ns) {
   // Armed already: for an earlier or equal time, since the plan only moves forward.
-  if (pacer_ != 0) return;
-  pacer_ = reactor_.AddTimer(deadline_ns, [this] {
-    pacer_ = 0;
-    SendDue();
+  if (p->pacer != 0) return;
+  p->pacer = reactor_.AddTimer(deadline_ns, [this, p] {
+    p->pacer = 0;
+    SendDue(p);
   });
 }
 
 void Worker::StopSending(bool window_ended) {
-  if (phase_ != Phase::kRunning) return;
-  phase_ = Phase::kDraining;
-  if (pacer_ != 0) {
-    reactor_.CancelTimer(pacer_);
-    pacer_ = 0;
+  StopPlan(&plan_, window_ended);
+  StopPlan(&hot_plan_, window_ended);
+}
+
+void Worker::StopPlan(Plan* p, bool window_ended) {
+  if (phase_ != Phase::kRunning || !p->sending) return;
+  p->sending = false;
+  // The other side must not wait for this one any longer.
+  if (gate_ != nullptr) gate_->Open();
+  if (p->pacer != 0) {
+    reactor_.CancelTimer(p->pacer);
+    p->pacer = 0;
   }
   if (o_.open_loop() && window_ended) {
     // Requests of the window that were due but never got a free slot: the server (or the
     // client) could not keep up with the plan. Reported, never silently dropped.
     // Those whose deadline has passed already are expired, as the pacer would have found them.
     int64_t now = MonotonicNanos();
-    for (int64_t t = Intended(next_j_); t < schedule_.measure_end_ns; t = Intended(++next_j_)) {
+    for (int64_t t = Intended(*p, p->next_j); t < schedule_.measure_end_ns;
+         t = Intended(*p, ++p->next_j)) {
       if (t < schedule_.measure_start_ns) continue;
       if (now - t >= deadline_ns_) {
-        RecordExpired(/*measured=*/true, now);
+        RecordExpired(*p, /*measured=*/true, now);
       } else {
         ++stats_.unsent;
       }
     }
   }
+  if (plan_.sending || hot_plan_.sending) return;
+  phase_ = Phase::kDraining;
   MaybeFinish();
 }
 
@@ -459,7 +520,7 @@ void Worker::Reconnect(Conn* c) {
     ScheduleReconnect(c);
     return;
   }
-  for (int k = 0; k < o_.inflight; ++k) Release(&slots_[c->first_slot + k]);
+  for (int k = 0; k < c->slot_count; ++k) Release(&slots_[c->first_slot + k]);
 }
 
 void Worker::SnapshotInterval(int round) {

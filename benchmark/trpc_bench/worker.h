@@ -8,6 +8,7 @@
 #include "benchmark/trpc_bench/coordinator.h"
 #include "benchmark/trpc_bench/load_stats.h"
 #include "benchmark/trpc_bench/options.h"
+#include "benchmark/trpc_bench/share_gate.h"
 #include "examples/helloworld/helloworld.pb.h"
 #include "trpc/codec/detail/codec.h"
 #include "trpc/reactor/reactor.h"
@@ -25,6 +26,12 @@ struct Schedule {
 /// One load thread: owns a reactor, its share of the connections and, in the open loop, its
 /// share of the plan (the global requests k = index, index + threads, ...; so all threads
 /// together follow the plan start + k/qps exactly).
+///
+/// With --hot-share F the first connection of thread 0 is the hot one, with --hot-inflight
+/// slots. Open loop: it has a plan of its own, at F x qps (every call of it on the hot
+/// connection), and the other connections share the plan of the rest, at (1 - F) x qps, as
+/// above; so the hot connection carries F of the calls whatever the server does. Closed loop:
+/// a ShareGate shared by the threads makes the side that runs ahead of the share wait.
 ///
 /// Each connection has `inflight` slots; a slot is one call in flight at most, with its request
 /// frames (plain and tagged) encoded once with a request id of its own, so a send is a buffer
@@ -51,8 +58,11 @@ class Worker {
   static bool EncodeHttpRequest(const Options& o, ClientCodec* codec, const std::string* tail_value,
                                 ChainBuffer* out);
 
-  Worker(const Options& o, int index, int connections, uint64_t quota,
-         std::shared_ptr<ClientCodec> codec, Coordinator* coordinator);
+  /// `quota`: measured requests of the thread's share of the plan at most; `hot_quota`: of the
+  /// hot connection's plan (thread 0 with --hot-share only). `gate`: the closed loop's share
+  /// gate with --hot-share, else null.
+  Worker(const Options& o, int index, int connections, uint64_t quota, uint64_t hot_quota,
+         std::shared_ptr<ClientCodec> codec, Coordinator* coordinator, ShareGate* gate);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -65,11 +75,33 @@ class Worker {
   void SnapshotInterval(int round);
   /// Closes the connections and ends Run(). Calls still in flight are not recorded.
   void Stop();
+  /// The share gate let this thread's side go again: retries its parked slots. Any thread.
+  void WakeParked();
 
   const LoadStats& stats() const { return stats_; }
 
  private:
   struct Conn;
+  struct Slot;
+  // A sequence of requests and the slots that carry them. Open loop: request k of the plan is
+  // due at start + k * period_ns, and this thread sends k = offset, offset + stride, ...; a
+  // slot that is free waits in the ring. Closed loop: the ring holds the slots the share gate
+  // parked.
+  struct Plan {
+    bool hot = false;
+    double period_ns = 0;
+    int offset = 0;
+    int stride = 1;
+    uint64_t quota = UINT64_MAX;  // measured requests at most
+    uint64_t measured_sent = 0;
+    uint64_t next_j = 0;             // the next request of the plan (open loop)
+    uint64_t waited_j = UINT64_MAX;  // the last request counted in slot_waits
+    bool sending = false;            // started and not yet stopped
+    TimerId pacer = 0;
+    std::vector<Slot*> free;  // ring of free (open loop) or parked (closed loop) slots
+    size_t free_head = 0;
+    size_t free_count = 0;
+  };
   struct Slot {
     Conn* conn = nullptr;
     uint32_t id = 0;
@@ -87,7 +119,9 @@ class Worker {
   struct Conn {
     ClientConnectionPtr client;
     uint32_t next_id = 0;
-    size_t first_slot = 0;  // its slots are slots_[first_slot, first_slot + inflight)
+    size_t first_slot = 0;  // its slots are slots_[first_slot, first_slot + slot_count)
+    int slot_count = 0;
+    Plan* plan = nullptr;
     int busy = 0;
     bool reconnect_scheduled = false;
   };
@@ -98,9 +132,9 @@ class Worker {
   bool Connect(Conn* c);
   void EncodeSlot(Slot* s);
   void StartInLoop(const Schedule& s);
-  int64_t Intended(uint64_t j) const;
+  int64_t Intended(const Plan& p, uint64_t j) const;
 
-  void SendDue();  // open loop
+  void SendDue(Plan* p);  // open loop
   // closed loop; `now_ns`: a fresh clock reading, or 0 to take one
   void SendNext(Slot* s, int64_t now_ns = 0);
   void Send(Slot* s, int64_t intended_ns, bool measured, int64_t now_ns);
@@ -110,11 +144,15 @@ class Worker {
   bool CheckReply(Slot* s, ChainBuffer&& frame, std::string* code);
   void Record(const Slot& s, bool ok, const std::string& code, int64_t now_ns);
   /// A request of the plan whose deadline passed before it could be sent: a timeout (101).
-  void RecordExpired(bool measured, int64_t now_ns);
+  void RecordExpired(const Plan& p, bool measured, int64_t now_ns);
   void Release(Slot* s, int64_t now_ns = 0);
-  Slot* PopFree();
-  void ArmPacer(int64_t deadline_ns);
+  void PushFree(Slot* s);
+  Slot* PopFree(Plan* p);
+  void RetryParked(Plan* p);
+  void ArmPacer(Plan* p, int64_t deadline_ns);
+  // Ends the sending of every plan, or of one.
   void StopSending(bool window_ended);
+  void StopPlan(Plan* p, bool window_ended);
   void MaybeFinish();
   void ScheduleReconnect(Conn* c);
   void Reconnect(Conn* c);
@@ -122,9 +160,9 @@ class Worker {
   const Options& o_;
   const int index_;
   const int connection_count_;
-  const uint64_t quota_;  // measured requests this thread makes at most
   std::shared_ptr<ClientCodec> codec_;
   Coordinator* coordinator_;
+  ShareGate* gate_;
   NetAddress target_;
   RpcRequest header_;  // the request header, reused for every encoding
   test::helloworld::HelloRequest body_;
@@ -136,20 +174,15 @@ class Worker {
   Reactor reactor_;
   std::vector<Conn> conns_;
   std::vector<Slot> slots_;
-  std::vector<Slot*> free_;  // ring of free slots, oldest first (open loop)
-  size_t free_head_ = 0;
-  size_t free_count_ = 0;
+  Plan plan_;      // the calls of every connection but the hot one
+  Plan hot_plan_;  // the hot connection's (thread 0 with --hot-share)
+  const bool has_hot_;
 
   Phase phase_ = Phase::kConnected;
   Schedule schedule_;
-  double period_ns_ = 0;            // of the global plan: 1e9 / qps
-  int64_t deadline_ns_ = 0;         // the caller's deadline: --timeout from the intended time
-  uint64_t next_j_ = 0;             // this thread's next request of the plan (open loop)
-  uint64_t waited_j_ = UINT64_MAX;  // the last request counted in slot_waits
-  uint64_t sends_ = 0;              // every send, warm-up included (picks the tagged ones)
-  uint64_t measured_sent_ = 0;
-  int busy_ = 0;  // slots with a call in flight
-  TimerId pacer_ = 0;
+  int64_t deadline_ns_ = 0;  // the caller's deadline: --timeout from the intended time
+  uint64_t sends_ = 0;       // every send, warm-up included (picks the tagged ones)
+  int busy_ = 0;             // slots with a call in flight
   int64_t last_done_ns_ = 0;
 
   LoadStats stats_;

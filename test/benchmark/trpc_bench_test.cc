@@ -729,6 +729,92 @@ TEST_F(TrpcBenchTest, HttpAgainstRawHttpServer) {
   ExpectAlmostAllSent(open.json, 6'000);
 }
 
+// --hot-share: one connection (thread 0's first) carries the asked share of the calls, in the
+// open loop (a plan of its own) and in the closed loop (the share gate), over two threads; with
+// --requests its share of the count is exact. The report gives the share it carried and its
+// --hot-inflight.
+TEST_F(TrpcBenchTest, HotConnectionCarriesItsShare) {
+  BenchRun open =
+      RunBench(Args({"--qps", "2000", "--duration", "1", "--warmup", "0.2", "--connections", "8",
+                     "--threads", "2", "--hot-share", "0.5", "--hot-inflight", "16"}),
+               30);
+  ASSERT_EQ(open.exit_code, 0) << open.output;
+  const Json& j = open.json;
+  ASSERT_FALSE(j.at("hot").is_null()) << open.output;
+  std::printf("hot 50%%, open loop: %.0f of %.0f requests on the hot connection\n",
+              j.num("hot.requests"), j.num("requests"));
+  EXPECT_NEAR(j.num("hot.carried_share"), 0.5, 0.01) << open.output;
+  EXPECT_EQ(j.num("hot.inflight"), 16);
+  EXPECT_EQ(j.num("hot.share"), 0.5);
+  EXPECT_EQ(j.num("settings.hot_share"), 0.5);
+  EXPECT_EQ(j.num("settings.hot_inflight"), 16);
+  EXPECT_EQ(j.num("requests"), j.num("ok")) << open.output;
+  ExpectTargetRate(j, 2000, open.output);
+  EXPECT_NE(open.output.find("hot connection:"), std::string::npos) << open.output;
+
+  // Closed loop: the hot connection (4 calls in flight) and seven others (1 each) run as fast
+  // as the server answers, and the gate holds them to the share.
+  BenchRun closed = RunBench(Args({"--duration", "1", "--warmup", "0.2", "--connections", "8",
+                                   "--threads", "2", "--hot-share", "0.25", "--hot-inflight", "4"}),
+                             30);
+  ASSERT_EQ(closed.exit_code, 0) << closed.output;
+  std::printf("hot 25%%, closed loop: %.0f of %.0f requests on the hot connection\n",
+              closed.json.num("hot.requests"), closed.json.num("requests"));
+  EXPECT_GT(closed.json.num("requests"), 1000) << closed.output;
+  EXPECT_NEAR(closed.json.num("hot.carried_share"), 0.25, 0.01) << closed.output;
+  EXPECT_EQ(closed.json.num("requests"), closed.json.num("ok")) << closed.output;
+
+  BenchRun counted = RunBench(Args({"--requests", "2000", "--warmup", "0", "--connections", "5",
+                                    "--threads", "2", "--hot-share", "0.25"}),
+                              30);
+  ASSERT_EQ(counted.exit_code, 0) << counted.output;
+  EXPECT_EQ(counted.json.num("requests"), 2000);
+  EXPECT_EQ(counted.json.num("hot.requests"), 500) << counted.output;
+  EXPECT_EQ(counted.json.num("hot.inflight"), 64);  // the default
+
+  // Without --hot-share there is no hot connection.
+  BenchRun plain = RunBench(Args({"--requests", "100", "--warmup", "0", "--connections", "2"}), 30);
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_TRUE(plain.json.at("hot").is_null());
+  EXPECT_EQ(plain.json.num("settings.hot_share"), 0);
+}
+
+// gRPC streams and HTTP/1.1 pipelining let the hot connection keep several calls in flight too.
+TEST_F(TrpcBenchTest, HotConnectionOverGrpcAndHttp) {
+  BenchRun grpc = RunBench(
+      {"--protocol", "grpc", "--target", grpc_target_, "--quiet", "--qps", "1000", "--duration",
+       "1", "--warmup", "0.2", "--connections", "4", "--hot-share", "0.5", "--hot-inflight", "8"},
+      30);
+  ASSERT_EQ(grpc.exit_code, 0) << grpc.output;
+  EXPECT_EQ(grpc.json.num("requests"), grpc.json.num("ok")) << grpc.output;
+  EXPECT_NEAR(grpc.json.num("hot.carried_share"), 0.5, 0.01) << grpc.output;
+  BenchRun http = RunBench(HttpArgs({"--requests", "1000", "--warmup", "0", "--connections", "4",
+                                     "--hot-share", "0.5", "--hot-inflight", "4"}),
+                           30);
+  ASSERT_EQ(http.exit_code, 0) << http.output;
+  EXPECT_EQ(http.json.num("ok"), 1000) << http.output;
+  EXPECT_EQ(http.json.num("hot.requests"), 500) << http.output;
+}
+
+// Bad --hot-share and --hot-inflight values exit 2 with a reason that names the option.
+TEST_F(TrpcBenchTest, HotShareOptionsAreChecked) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--hot-share", "1"}, "--hot-share 1:"},
+      {{"--hot-share", "1.5"}, "--hot-share 1.5:"},
+      {{"--hot-share", "-0.1"}, "--hot-share -0.1:"},
+      {{"--hot-share", "half"}, "--hot-share half:"},
+      {{"--hot-share", "0.5", "--connections", "1"}, "--hot-share 0.5:"},
+      {{"--hot-share", "0.5", "--connections", "4", "--threads", "4"}, "--hot-share 0.5:"},
+      {{"--hot-inflight", "8"}, "--hot-inflight 8:"},
+      {{"--hot-share", "0.5", "--hot-inflight", "0"}, "--hot-inflight"},
+  };
+  for (const auto& [args, reason] : bad) {
+    BenchRun run = RunBench(Args(args), 10);
+    EXPECT_EQ(run.exit_code, 2) << args[0] << ": " << run.output;
+    EXPECT_NE(run.output.find(reason), std::string::npos) << run.output;
+  }
+}
+
 TEST_F(TrpcBenchTest, BadUsageExitsWith2AndNoServerExitsWith1) {
   const std::vector<std::vector<std::string>> bad = {
       {"--protocol", "h3"},
