@@ -75,7 +75,27 @@ class SixteenCores(unittest.TestCase):
             self.assertEqual(flag(cmd, "--qps"), "10000")
 
 
+    def test_the_uneven_load_section_runs_both_cases(self):
+        # (a) half of all requests on one connection with 64 calls in flight; (b) 5% of
+        # requests spinning 200 us on the server. Both models each, on the client CPUs.
+        hot = [c for c in self.loads if flag(c, "--hot-share") == "0.5"]
+        self.assertTrue(hot)
+        for cmd in hot:
+            self.assertEqual(flag(cmd, "--hot-inflight"), "64", cmd)
+        spin = [c for c in self.loads
+                if flag(c, "--tail-kind") == "spin" and flag(c, "--tail-ratio") == "0.05"]
+        self.assertTrue(spin)
+        for cmd in spin:
+            self.assertEqual(flag(cmd, "--tail-delay"), "200us", cmd)
+
+
 class TwoCores(unittest.TestCase):
+    def test_the_uneven_load_section_is_skipped_unless_asked(self):
+        _, loads, _ = dry_run("--server-cpus", "1", "--client-cpus", "0")
+        self.assertFalse([c for c in loads if flag(c, "--hot-share")])
+        _, loads, _ = dry_run("--server-cpus", "1", "--client-cpus", "0", "--uneven")
+        self.assertTrue([c for c in loads if flag(c, "--hot-share") == "0.5"])
+
     def test_default_shape_of_two_cpus(self):
         shape = seed_table.Shape.default(2)
         self.assertEqual((shape.server_cpus, shape.client_cpus, shape.workers,
