@@ -15,12 +15,17 @@
 //   RequestSayHello calls; per call a CallData that answers and is deleted when Finish completes
 //   (a new one takes its place among the outstanding requests as soon as its call arrives).
 //
+// Abseil's mutex deadlock detection, which Debian's build (no NDEBUG) leaves on, is turned off
+// as in a release build of gRPC; TRPC_GRPC_PEER_DEADLOCK_DETECTION=1 in the environment keeps it
+// (docs/benchmark.md, "The grpc++ baseline", for what it costs).
+//
 // `--port` and `--threads` are the start-up flags every benchmark server takes (the benchmark
 // scripts pass both, whatever the mode). Listens on 127.0.0.1:P (default 50051; 0 picks a free
 // port), prints "grpc_echo_server ready on 127.0.0.1:PORT", and on SIGINT or SIGTERM shuts down
 // (in-flight calls get kShutdownGrace, then are cancelled) and exits 0. Built only when CMake
 // finds gRPC (TRPC_BUILD_GRPC_PEER, benchmark/baseline/README.md).
 
+#include <absl/synchronization/mutex.h>
 #include <grpcpp/grpcpp.h>
 #include <sched.h>
 #include <signal.h>
@@ -147,6 +152,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (threads == 0) threads = 1;
+  // Debian builds Abseil without NDEBUG, so absl::Mutex checks lock order on every Lock(): each
+  // one takes a process-wide spin lock, and gRPC locks about 30 times per call. gRPC's own
+  // release builds have the check off; so does this peer, unless the variable is set.
+  if (std::getenv("TRPC_GRPC_PEER_DEADLOCK_DETECTION") == nullptr) {
+    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  }
   if (mode == "callback" && !ConfineToCpus(threads)) {
     std::perror("grpc_echo_server: sched_setaffinity");
     return 1;
