@@ -78,11 +78,13 @@ def counters(admin):
             stats = json.load(f)
     except (OSError, ValueError):
         return {}
-    out = {k: 0 for k in COUNTERS}
+    # A counter no thread model reports (the merged model has no steals; an older server has
+    # none of the newer ones) stays out: unknown, not 0.
+    out = {}
     for t in stats.get("threadmodels", []):
         for k in COUNTERS:
             if isinstance(t.get(k), (int, float)):
-                out[k] += t[k]
+                out[k] = out.get(k, 0) + t[k]
     return out
 
 

@@ -219,10 +219,10 @@ TEST(FiberThreadModelTest, IdleSiblingTakesPartOfTheChain) {
   m.Stop();
 }
 
-// Short tasks are not worth a wake-up: with the sibling parked (not spinning), a chain of
-// quick tasks runs in its one fiber on the reading worker, and nobody is woken. (A split would
-// wake the sibling and hand each of its replies back across threads.)
-TEST(FiberThreadModelTest, ShortTasksDoNotWakeAParkedSibling) {
+// A few short tasks are not worth a wake-up: with the sibling parked (not spinning), a chain
+// of four quick tasks runs in its one fiber on the reading worker, and nobody is woken. (A
+// split would wake the sibling and hand each of its replies back across threads.)
+TEST(FiberThreadModelTest, AFewShortTasksDoNotWakeAParkedSibling) {
 #if defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "TSan slows a task past what is worth a wake-up";
 #endif
@@ -233,7 +233,7 @@ TEST(FiberThreadModelTest, ShortTasksDoNotWakeAParkedSibling) {
   ThreadModel::FiberStats before;
   ASSERT_TRUE(m.GetFiberStats(&before));
   Recorder rec;
-  auto tasks = MakeChain(50, &rec);
+  auto tasks = MakeChain(4, &rec);
   SubmitChain(m, 0, tasks);
   ASSERT_TRUE(WaitDone(&rec));
   ThreadModel::FiberStats after;
@@ -247,6 +247,34 @@ TEST(FiberThreadModelTest, ShortTasksDoNotWakeAParkedSibling) {
   EXPECT_EQ(threads.size(), 1u);
   EXPECT_EQ(fibers.size(), 1u);
   EXPECT_EQ(after.wakeups, before.wakeups);
+  m.Stop();
+}
+
+// A long run of short tasks (a busy connection's pipeline) is worth it: the chain hands its
+// second half to a new fiber, which the parked sibling is woken to steal.
+TEST(FiberThreadModelTest, ALongRunOfShortTasksIsShared) {
+  FiberThreadModel m(Workers(2));
+  std::string err;
+  ASSERT_TRUE(m.Start(&err)) << err;
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // both workers park
+  ThreadModel::FiberStats before;
+  ASSERT_TRUE(m.GetFiberStats(&before));
+  Recorder rec;
+  // 100 ms in all: the sibling gets its part even when a loaded machine does not run it for
+  // a while.
+  auto tasks = MakeChain(2000, &rec, [](int) {
+    int64_t until = MonotonicNanos() + 50'000;  // 50 us of CPU
+    while (MonotonicNanos() < until) {
+    }
+  });
+  SubmitChain(m, 0, tasks);
+  ASSERT_TRUE(WaitDone(&rec));
+  ThreadModel::FiberStats after;
+  ASSERT_TRUE(m.GetFiberStats(&after));
+  std::set<std::thread::id> threads;
+  for (const TaskRun& r : rec.runs) threads.insert(r.thread);
+  EXPECT_EQ(threads.size(), 2u);
+  EXPECT_GT(after.wakeups, before.wakeups);
   m.Stop();
 }
 

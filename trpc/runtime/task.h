@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstddef>
+
 namespace trpc {
 
 class TaskChain;
@@ -36,12 +38,16 @@ class TaskChain {
       tail_->next_ = task;
     }
     tail_ = task;
+    ++size_;
     return first;
   }
+  /// The tasks appended since the last TakeAll().
+  size_t size() const { return size_; }
   /// Takes the whole chain (its first task, or null), leaving it empty.
   Task* TakeAll() {
     Task* first = head_;
     head_ = tail_ = nullptr;
+    size_ = 0;
     return first;
   }
   /// Unlinks `task` from the tasks after it and returns them (a chain's first task, or null).
@@ -50,10 +56,16 @@ class TaskChain {
     task->next_ = nullptr;
     return rest;
   }
+  /// The `n`th task after `task` (n = 0: `task`); the chain must be that long.
+  static Task* Advance(Task* task, size_t n) {
+    while (n-- > 0) task = task->next_;
+    return task;
+  }
 
  private:
   Task* head_ = nullptr;
   Task* tail_ = nullptr;
+  size_t size_ = 0;
 };
 
 }  // namespace trpc

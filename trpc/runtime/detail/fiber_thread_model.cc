@@ -90,7 +90,7 @@ void FiberThreadModel::Submit(Reactor* reactor, Task* task) {
   int index = IndexOf(reactor);
   if (index < 0 || !reactor->InLoopThread()) {
     // Not from one of our loops (outside the contract, but cheap to honour): a chain of one.
-    SpawnChain(task);
+    SpawnChain(task, 1);
     return;
   }
   PendingChain& chain = pending_[static_cast<size_t>(index)];
@@ -99,13 +99,14 @@ void FiberThreadModel::Submit(Reactor* reactor, Task* task) {
 
 void FiberThreadModel::StartPending(void* arg) {
   auto* chain = static_cast<PendingChain*>(arg);
+  size_t n = chain->tasks.size();
   Task* first = chain->tasks.TakeAll();
   FiberThreadModel* self = chain->model;
-  self->scheduler_->SpawnOn(chain->worker, [self, first] { self->RunChain(first); });
+  self->scheduler_->SpawnOn(chain->worker, [self, first, n] { self->RunChain(first, n); });
 }
 
-void FiberThreadModel::SpawnChain(Task* first) {
-  scheduler_->Spawn([this, first] { RunChain(first); });
+void FiberThreadModel::SpawnChain(Task* first, size_t n) {
+  scheduler_->Spawn([this, first, n] { RunChain(first, n); });
 }
 
 namespace {
@@ -113,32 +114,44 @@ namespace {
 struct ChainHandOff {
   FiberThreadModel* model;
   Task* rest;
+  size_t rest_n;
   bool suspended = false;  // the task parked or yielded (its run time is not CPU time)
   bool handed = false;     // ... and `rest` went to a new fiber then
 };
 }  // namespace
 
-bool FiberThreadModel::ShouldSplit(size_t worker) const {
-  // A spinning sibling takes the rest at no cost. Waking a parked one costs a wake-up call
-  // here, an epoll return and a context switch there, and a cross-thread hand-off for each
-  // of the rest's replies: it pays only when the rest would otherwise wait long behind the
-  // next task, that is when this worker's tasks have lately run long on average.
-  if (fiber::SiblingWorkerSpinning()) return true;
-  return task_ns_[worker].avg >= kSplitForParkedSiblingNs && fiber::SiblingWorkerIdle();
+size_t FiberThreadModel::TasksToHandOver(size_t worker, size_t rest_n) const {
+  // A spinning sibling takes the rest at no cost: all of it (it splits again if it must).
+  // Waking a parked one costs a wake-up call here, an epoll return and a context switch
+  // there: worth it only for the second half of the rest, and only when that half would take
+  // this worker long, by the average of its recent tasks. Short requests arriving a few at a
+  // time thus stay on the worker that read them; a long run of them (a busy connection's
+  // pipeline) is halved among the idle workers, each of which halves its part again.
+  if (fiber::SiblingWorkerSpinning()) return rest_n;
+  size_t half = rest_n - rest_n / 2;
+  if (task_ns_[worker].avg * static_cast<int64_t>(half) < kSplitForParkedSiblingNs) return 0;
+  return fiber::SiblingWorkerIdle() ? half : 0;
 }
 
-void FiberThreadModel::RunChain(Task* t) {
+void FiberThreadModel::RunChain(Task* t, size_t n) {
   while (t != nullptr) {
     Task* rest = TaskChain::Detach(t);
+    size_t rest_n = rest != nullptr ? n - 1 : 0;
     // (A chain's fiber runs on a worker of this model: StartPending and SpawnChain queue it
     // there, and only this model's workers steal it.)
     auto worker = static_cast<size_t>(std::max(scheduler_->CurrentWorkerIndex(), 0));
-    if (rest != nullptr && ShouldSplit(worker)) {
-      // Someone could run the rest now, in parallel with `t`: let them (they steal the fiber).
-      SpawnChain(rest);
-      rest = nullptr;
+    if (size_t give = rest_n > 0 ? TasksToHandOver(worker, rest_n) : 0; give > 0) {
+      // Someone could run these now, in parallel with `t`: let them (they steal the fiber).
+      if (give == rest_n) {
+        SpawnChain(rest, rest_n);
+        rest = nullptr;
+      } else {
+        Task* last_kept = TaskChain::Advance(rest, rest_n - give - 1);
+        SpawnChain(TaskChain::Detach(last_kept), give);
+      }
+      rest_n -= give;
     }
-    ChainHandOff hand_off{this, rest};
+    ChainHandOff hand_off{this, rest, rest_n};
     // If `t` parks, the rest must not wait for it: hand them to a new fiber right then.
     fiber::this_fiber::OnNextSuspend(
         [](void* arg) {
@@ -146,7 +159,7 @@ void FiberThreadModel::RunChain(Task* t) {
           h->suspended = true;
           if (h->rest != nullptr) {
             h->handed = true;
-            h->model->SpawnChain(h->rest);
+            h->model->SpawnChain(h->rest, h->rest_n);
           }
         },
         &hand_off);
@@ -163,6 +176,7 @@ void FiberThreadModel::RunChain(Task* t) {
     // The next request must not see this one's fiber-locals.
     fiber::this_fiber::ResetLocals();
     t = rest;
+    n = rest_n;
   }
 }
 

@@ -24,8 +24,9 @@ namespace trpc {
 /// at the iteration's end (Reactor::AtIterationEnd) and runs them in turn while that costs
 /// nobody
 /// anything: before each next request it hands the rest of the chain to a new fiber if a
-/// sibling worker is spinning, or is parked and this worker's requests have lately run long
-/// enough to be worth waking it (which then steals it), and when a request parks (sleeps, waits,
+/// sibling worker is spinning, or the second half of it if a sibling is parked and that half is
+/// long enough (by this worker's recent task times) to be worth waking it for (a sibling then
+/// steals it), and when a request parks (sleeps, waits,
 /// calls out) the rest moves to a new fiber at that moment (this_fiber::OnNextSuspend). So
 /// no request ever waits for another one that is blocked, and an idle worker still gets work
 /// at the next request boundary, while a busy worker answering 16 pipelined requests starts
@@ -65,17 +66,18 @@ class FiberThreadModel final : public ThreadModel {
   };
   // Reactor::AtIterationEnd's call: starts the chain `arg` (a PendingChain) in one fiber.
   static void StartPending(void* arg);
-  // The body of a chain's fiber: runs `first` and its successors until the chain ends or is
-  // handed to another fiber.
-  void RunChain(Task* first);
-  // Runs RunChain(first) in a new fiber, queued on the calling worker.
-  void SpawnChain(Task* first);
-  // Whether a chain running on `worker` hands its rest to a new fiber before its next task.
-  bool ShouldSplit(size_t worker) const;
+  // The body of a chain's fiber: runs `first` and its successors (`n` tasks in all) until the
+  // chain ends or is handed to another fiber.
+  void RunChain(Task* first, size_t n);
+  // Runs RunChain(first, n) in a new fiber, queued on the calling worker.
+  void SpawnChain(Task* first, size_t n);
+  // How many of the `rest_n` tasks after the next one a chain running on `worker` hands to a
+  // new fiber (the last ones), for an idle sibling to steal; 0: none.
+  size_t TasksToHandOver(size_t worker, size_t rest_n) const;
 
-  // How long a worker's tasks must have run on average before a chain wakes a parked sibling
-  // for its rest: about what that hand-off costs in CPU (see ShouldSplit()).
-  static constexpr int64_t kSplitForParkedSiblingNs = 10'000;
+  // How much work (by the worker's recent average task time) a chain must have to hand over
+  // before it wakes a parked sibling for it: a few times what the wake-up costs in CPU.
+  static constexpr int64_t kSplitForParkedSiblingNs = 20'000;
   // A worker's recent task run time, written by that worker only (RunChain).
   struct alignas(64) TaskCost {
     int64_t avg = 0;  // ns
