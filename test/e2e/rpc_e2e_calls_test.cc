@@ -162,15 +162,22 @@ TEST_F(RpcE2eTest, ClientTimeoutGives101AndLaterCallsSucceed) {
 
 TEST_F(RpcE2eTest, ExpiredDeadlineGives21WithoutRunningTheHandler) {
   StartServer();
+  // Two connections, so on the two server workers (consecutive connections alternate): the
+  // first one's request holds its worker's thread, then the second one's batch holds the other
+  // worker's thread with its first request while its last one's 20 ms run out. No worker is
+  // free to run it before its deadline, in either model.
+  RawConnection other(address_);
   RawConnection raw(address_);
+  ASSERT_TRUE(other.ok());
   ASSERT_TRUE(raw.ok());
   int count_before = g_count.load();
-  // One write, so all are read in one batch: the last one's 20 ms run out while the first two
-  // hold both server workers (in the fiber model the second is stolen by the other worker).
-  ASSERT_TRUE(raw.Send(EncodeHello(1, "block:200", 5000) + EncodeHello(3, "block:200", 5000) +
-                       EncodeHello(2, "count", 20)));
+  int blocks_before = g_blocks_started.load();
+  ASSERT_TRUE(other.Send(EncodeHello(4, "block:300", 5000)));
+  ASSERT_TRUE(WaitFor([&] { return g_blocks_started.load() == blocks_before + 1; }));
+  // One write, so both are read in one batch, at once.
+  ASSERT_TRUE(raw.Send(EncodeHello(1, "block:200", 5000) + EncodeHello(2, "count", 20)));
   std::map<uint32_t, Reply> replies;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 2; ++i) {
     Reply r;
     ASSERT_TRUE(raw.ReadReply(&r)) << "reply " << i;
     uint32_t id = r.rsp.request_id;
@@ -182,6 +189,9 @@ TEST_F(RpcE2eTest, ExpiredDeadlineGives21WithoutRunningTheHandler) {
   EXPECT_EQ(replies[1].body.msg(), "Hello, block:200");
   EXPECT_EQ(replies[2].rsp.ret, kServerTimeoutErr);
   EXPECT_EQ(g_count.load(), count_before) << "the handler ran although the deadline had passed";
+  Reply r;
+  ASSERT_TRUE(other.ReadReply(&r));
+  EXPECT_EQ(r.rsp.ret, 0);
 }
 
 // 6. ------------------------------------------------------------------------------------------

@@ -67,6 +67,7 @@ inline std::string ConfigYaml() { return ModelsYaml() + kServerYaml; }
 // The service under test.
 
 inline std::atomic<int> g_count{0};            // "count" requests handled
+inline std::atomic<int> g_blocks_started{0};   // "block:N" handlers that have begun
 inline std::atomic<int> g_sleeps_started{0};   // "sleep:N" handlers that have begun
 inline std::atomic<int> g_sleeps_finished{0};  // "sleep:N" handlers that have returned
 
@@ -88,6 +89,7 @@ class TestGreeter final : public Greeter {
       return kSuccStatus;
     }
     if (msg.starts_with("block:")) {  // holds the worker thread in either model
+      g_blocks_started.fetch_add(1);
       std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(msg.substr(6))));
     } else if (msg.starts_with("sleep:")) {
       g_sleeps_started.fetch_add(1);
