@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <set>
@@ -196,27 +197,53 @@ TEST(FiberThreadModelTest, YieldingTaskHandsTheRestOver) {
   m.Stop();
 }
 
-// With a sibling idle, the chain spreads: CPU-bound tasks end up on both workers instead of
-// queueing behind each other on the first.
-TEST(FiberThreadModelTest, IdleSiblingTakesPartOfTheChain) {
+// What a chain of `n` tasks (each running `body`) submitted on worker 0 of a 2-worker model,
+// whose workers have both parked, did: the threads and fibers that ran it, and the wake-ups of
+// parked workers it took.
+struct ChainOnParkedWorkers {
+  bool done = false;
+  std::set<std::thread::id> threads;
+  std::set<uint64_t> fibers;
+  uint64_t wakeups = 0;
+};
+
+ChainOnParkedWorkers RunOnParkedWorkers(int n, const std::function<void(int)>& body = {}) {
+  ChainOnParkedWorkers out;
   FiberThreadModel m(Workers(2));
   std::string err;
-  ASSERT_TRUE(m.Start(&err)) << err;
+  if (!m.Start(&err)) return out;
   std::this_thread::sleep_for(std::chrono::milliseconds(20));  // both workers park
+  ThreadModel::FiberStats before;
+  m.GetFiberStats(&before);
   Recorder rec;
-  // A chain long enough that the sibling gets its part even when a loaded machine does not run
-  // it for a while.
-  auto tasks = MakeChain(50, &rec, [](int) {
-    int64_t until = MonotonicNanos() + 5'000'000;  // 5 ms of CPU
-    while (MonotonicNanos() < until) {
-    }
-  });
+  auto tasks = MakeChain(n, &rec, body);
   SubmitChain(m, 0, tasks);
-  ASSERT_TRUE(WaitDone(&rec));
-  std::set<std::thread::id> threads;
-  for (const TaskRun& r : rec.runs) threads.insert(r.thread);
-  EXPECT_EQ(threads.size(), 2u);
+  out.done = WaitDone(&rec);
+  ThreadModel::FiberStats after;
+  m.GetFiberStats(&after);
+  out.wakeups = after.wakeups - before.wakeups;
+  for (const TaskRun& r : rec.runs) {
+    out.threads.insert(r.thread);
+    out.fibers.insert(r.fiber_id);
+  }
   m.Stop();
+  return out;
+}
+
+// Busy-waits `us` microseconds: a task's CPU time.
+void SpinFor(int64_t us) {
+  int64_t until = MonotonicNanos() + us * 1000;
+  while (MonotonicNanos() < until) {
+  }
+}
+
+// With a sibling idle, the chain spreads: CPU-bound tasks end up on both workers instead of
+// queueing behind each other on the first. (A chain long enough that the sibling gets its part
+// even when a loaded machine does not run it for a while.)
+TEST(FiberThreadModelTest, IdleSiblingTakesPartOfTheChain) {
+  ChainOnParkedWorkers r = RunOnParkedWorkers(50, [](int) { SpinFor(5000); });
+  ASSERT_TRUE(r.done);
+  EXPECT_EQ(r.threads.size(), 2u);
 }
 
 // A few short tasks are not worth a wake-up: with the sibling parked (not spinning), a chain
@@ -226,56 +253,21 @@ TEST(FiberThreadModelTest, AFewShortTasksDoNotWakeAParkedSibling) {
 #if defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "TSan slows a task past what is worth a wake-up";
 #endif
-  FiberThreadModel m(Workers(2));
-  std::string err;
-  ASSERT_TRUE(m.Start(&err)) << err;
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // both workers park
-  ThreadModel::FiberStats before;
-  ASSERT_TRUE(m.GetFiberStats(&before));
-  Recorder rec;
-  auto tasks = MakeChain(4, &rec);
-  SubmitChain(m, 0, tasks);
-  ASSERT_TRUE(WaitDone(&rec));
-  ThreadModel::FiberStats after;
-  ASSERT_TRUE(m.GetFiberStats(&after));
-  std::set<std::thread::id> threads;
-  std::set<uint64_t> fibers;
-  for (const TaskRun& r : rec.runs) {
-    threads.insert(r.thread);
-    fibers.insert(r.fiber_id);
-  }
-  EXPECT_EQ(threads.size(), 1u);
-  EXPECT_EQ(fibers.size(), 1u);
-  EXPECT_EQ(after.wakeups, before.wakeups);
-  m.Stop();
+  ChainOnParkedWorkers r = RunOnParkedWorkers(4);
+  ASSERT_TRUE(r.done);
+  EXPECT_EQ(r.threads.size(), 1u);
+  EXPECT_EQ(r.fibers.size(), 1u);
+  EXPECT_EQ(r.wakeups, 0u);
 }
 
 // A long run of short tasks (a busy connection's pipeline) is worth it: the chain hands its
-// second half to a new fiber, which the parked sibling is woken to steal.
+// second half to a new fiber, which the parked sibling is woken to steal. (100 ms in all, for a
+// loaded machine, as above.)
 TEST(FiberThreadModelTest, ALongRunOfShortTasksIsShared) {
-  FiberThreadModel m(Workers(2));
-  std::string err;
-  ASSERT_TRUE(m.Start(&err)) << err;
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // both workers park
-  ThreadModel::FiberStats before;
-  ASSERT_TRUE(m.GetFiberStats(&before));
-  Recorder rec;
-  // 100 ms in all: the sibling gets its part even when a loaded machine does not run it for
-  // a while.
-  auto tasks = MakeChain(2000, &rec, [](int) {
-    int64_t until = MonotonicNanos() + 50'000;  // 50 us of CPU
-    while (MonotonicNanos() < until) {
-    }
-  });
-  SubmitChain(m, 0, tasks);
-  ASSERT_TRUE(WaitDone(&rec));
-  ThreadModel::FiberStats after;
-  ASSERT_TRUE(m.GetFiberStats(&after));
-  std::set<std::thread::id> threads;
-  for (const TaskRun& r : rec.runs) threads.insert(r.thread);
-  EXPECT_EQ(threads.size(), 2u);
-  EXPECT_GT(after.wakeups, before.wakeups);
-  m.Stop();
+  ChainOnParkedWorkers r = RunOnParkedWorkers(2000, [](int) { SpinFor(50); });
+  ASSERT_TRUE(r.done);
+  EXPECT_EQ(r.threads.size(), 2u);
+  EXPECT_GT(r.wakeups, 0u);
 }
 
 // The same chains, many at once from both reactors, some tasks parking: every task runs
