@@ -38,16 +38,12 @@ class TaskChain {
       tail_->next_ = task;
     }
     tail_ = task;
-    ++size_;
     return first;
   }
-  /// The tasks appended since the last TakeAll().
-  size_t size() const { return size_; }
   /// Takes the whole chain (its first task, or null), leaving it empty.
   Task* TakeAll() {
     Task* first = head_;
     head_ = tail_ = nullptr;
-    size_ = 0;
     return first;
   }
   /// Unlinks `task` from the tasks after it and returns them (a chain's first task, or null).
@@ -55,6 +51,12 @@ class TaskChain {
     Task* rest = task->next_;
     task->next_ = nullptr;
     return rest;
+  }
+  /// The tasks in the chain that starts at `task` (O(length)).
+  static size_t Count(const Task* task) {
+    size_t n = 0;
+    for (; task != nullptr; task = task->next_) ++n;
+    return n;
   }
   /// The `n`th task after `task` (n = 0: `task`); the chain must be that long.
   static Task* Advance(Task* task, size_t n) {
@@ -65,7 +67,6 @@ class TaskChain {
  private:
   Task* head_ = nullptr;
   Task* tail_ = nullptr;
-  size_t size_ = 0;
 };
 
 }  // namespace trpc

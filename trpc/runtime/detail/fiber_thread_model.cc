@@ -90,7 +90,7 @@ void FiberThreadModel::Submit(Reactor* reactor, Task* task) {
   int index = IndexOf(reactor);
   if (index < 0 || !reactor->InLoopThread()) {
     // Not from one of our loops (outside the contract, but cheap to honour): a chain of one.
-    SpawnChain(task, 1);
+    SpawnChain(task);
     return;
   }
   PendingChain& chain = pending_[static_cast<size_t>(index)];
@@ -99,14 +99,14 @@ void FiberThreadModel::Submit(Reactor* reactor, Task* task) {
 
 void FiberThreadModel::StartPending(void* arg) {
   auto* chain = static_cast<PendingChain*>(arg);
-  size_t n = chain->tasks.size();
   Task* first = chain->tasks.TakeAll();
   FiberThreadModel* self = chain->model;
-  self->scheduler_->SpawnOn(chain->worker, [self, first, n] { self->RunChain(first, n); });
+  // (Two pointers: the closure fits std::function's inline buffer, no allocation per chain.)
+  self->scheduler_->SpawnOn(chain->worker, [self, first] { self->RunChain(first); });
 }
 
-void FiberThreadModel::SpawnChain(Task* first, size_t n) {
-  scheduler_->Spawn([this, first, n] { RunChain(first, n); });
+void FiberThreadModel::SpawnChain(Task* first) {
+  scheduler_->Spawn([this, first] { RunChain(first); });
 }
 
 namespace {
@@ -114,69 +114,73 @@ namespace {
 struct ChainHandOff {
   FiberThreadModel* model;
   Task* rest;
-  size_t rest_n;
-  bool suspended = false;  // the task parked or yielded (its run time is not CPU time)
-  bool handed = false;     // ... and `rest` went to a new fiber then
+  bool handed = false;  // the task parked or yielded, and `rest` went to a new fiber then
 };
 }  // namespace
 
-size_t FiberThreadModel::TasksToHandOver(size_t worker, size_t rest_n) const {
+size_t FiberThreadModel::TasksToHandOver(size_t worker, Task* rest, size_t* rest_n) const {
   // A spinning sibling takes the rest at no cost: all of it (it splits again if it must).
   // Waking a parked one costs a wake-up call here, an epoll return and a context switch
   // there: worth it only for the second half of the rest, and only when that half would take
   // this worker long, by the average of its recent tasks. Short requests arriving a few at a
   // time thus stay on the worker that read them; a long run of them (a busy connection's
   // pipeline) is halved among the idle workers, each of which halves its part again.
-  if (fiber::SiblingWorkerSpinning()) return rest_n;
-  size_t half = rest_n - rest_n / 2;
-  if (task_ns_[worker].avg * static_cast<int64_t>(half) < kSplitForParkedSiblingNs) return 0;
-  return fiber::SiblingWorkerIdle() ? half : 0;
+  if (fiber::SiblingWorkerSpinning()) return kAllOfTheRest;
+  int64_t avg = task_ns_[worker].avg;
+  if (avg == 0 || !fiber::SiblingWorkerIdle()) return 0;
+  if (*rest_n == 0) *rest_n = TaskChain::Count(rest);  // once per chain fiber at most
+  size_t half = *rest_n - *rest_n / 2;
+  return avg * static_cast<int64_t>(half) >= kSplitForParkedSiblingNs ? half : 0;
 }
 
-void FiberThreadModel::RunChain(Task* t, size_t n) {
+void FiberThreadModel::RunChain(Task* t) {
+  size_t rest_n = 0;  // the tasks after `t`, once counted (0: not counted)
   while (t != nullptr) {
     Task* rest = TaskChain::Detach(t);
-    size_t rest_n = rest != nullptr ? n - 1 : 0;
+    if (rest == nullptr) {
+      // The last task: nothing waits behind it, so nothing to hand over or to time.
+      t->Run();
+      return;
+    }
     // (A chain's fiber runs on a worker of this model: StartPending and SpawnChain queue it
     // there, and only this model's workers steal it.)
     auto worker = static_cast<size_t>(std::max(scheduler_->CurrentWorkerIndex(), 0));
-    if (size_t give = rest_n > 0 ? TasksToHandOver(worker, rest_n) : 0; give > 0) {
+    if (size_t give = TasksToHandOver(worker, rest, &rest_n); give > 0) {
       // Someone could run these now, in parallel with `t`: let them (they steal the fiber).
-      if (give == rest_n) {
-        SpawnChain(rest, rest_n);
-        rest = nullptr;
-      } else {
-        Task* last_kept = TaskChain::Advance(rest, rest_n - give - 1);
-        SpawnChain(TaskChain::Detach(last_kept), give);
+      if (give == kAllOfTheRest || give >= rest_n) {
+        SpawnChain(rest);
+        t->Run();
+        return;
       }
+      Task* last_kept = TaskChain::Advance(rest, rest_n - give - 1);
+      SpawnChain(TaskChain::Detach(last_kept));
       rest_n -= give;
     }
-    ChainHandOff hand_off{this, rest, rest_n};
+    ChainHandOff hand_off{this, rest};
     // If `t` parks, the rest must not wait for it: hand them to a new fiber right then.
     fiber::this_fiber::OnNextSuspend(
         [](void* arg) {
           auto* h = static_cast<ChainHandOff*>(arg);
-          h->suspended = true;
-          if (h->rest != nullptr) {
-            h->handed = true;
-            h->model->SpawnChain(h->rest, h->rest_n);
-          }
+          h->handed = true;
+          h->model->SpawnChain(h->rest);
         },
         &hand_off);
-    int64_t start = MonotonicNanos();
+    // Every fourth task with others behind it is timed (two clock reads): the average only
+    // steers the hand-off above, and a sample of the tasks that decide it is enough.
+    TaskCost& cost = task_ns_[worker];
+    int64_t start = (cost.tick++ & 3) == 0 ? MonotonicNanos() : 0;
     t->Run();  // may free `t`
     fiber::this_fiber::OnNextSuspend(nullptr, nullptr);
-    if (!hand_off.suspended) {
+    if (hand_off.handed) return;
+    if (start != 0) {
       // Ran start to end on this worker: CPU time (a task that parked may have moved and its
-      // time includes the wait). An average over about the last eight tasks.
-      int64_t& avg = task_ns_[worker].avg;
-      avg += (MonotonicNanos() - start - avg) / 8;
+      // time includes the wait). An average over about the last eight samples.
+      cost.avg += (MonotonicNanos() - start - cost.avg) / 8;
     }
-    if (rest == nullptr || hand_off.handed) return;
     // The next request must not see this one's fiber-locals.
     fiber::this_fiber::ResetLocals();
     t = rest;
-    n = rest_n;
+    if (rest_n > 0) --rest_n;  // now the tasks after the new `t`
   }
 }
 

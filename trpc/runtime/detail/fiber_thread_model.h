@@ -66,21 +66,25 @@ class FiberThreadModel final : public ThreadModel {
   };
   // Reactor::AtIterationEnd's call: starts the chain `arg` (a PendingChain) in one fiber.
   static void StartPending(void* arg);
-  // The body of a chain's fiber: runs `first` and its successors (`n` tasks in all) until the
-  // chain ends or is handed to another fiber.
-  void RunChain(Task* first, size_t n);
-  // Runs RunChain(first, n) in a new fiber, queued on the calling worker.
-  void SpawnChain(Task* first, size_t n);
-  // How many of the `rest_n` tasks after the next one a chain running on `worker` hands to a
-  // new fiber (the last ones), for an idle sibling to steal; 0: none.
-  size_t TasksToHandOver(size_t worker, size_t rest_n) const;
+  // The body of a chain's fiber: runs `first` and its successors until the chain ends or is
+  // handed to another fiber.
+  void RunChain(Task* first);
+  // Runs RunChain(first) in a new fiber, queued on the calling worker.
+  void SpawnChain(Task* first);
+  // How many of the tasks after the next one (`rest`, `*rest_n` of them once counted; it
+  // counts them when it needs to) a chain running on `worker` hands to a new fiber (the last
+  // ones), for an idle sibling to steal: 0 none, kAllOfTheRest all.
+  size_t TasksToHandOver(size_t worker, Task* rest, size_t* rest_n) const;
+  static constexpr size_t kAllOfTheRest = ~size_t{0};
 
   // How much work (by the worker's recent average task time) a chain must have to hand over
   // before it wakes a parked sibling for it: a few times what the wake-up costs in CPU.
   static constexpr int64_t kSplitForParkedSiblingNs = 20'000;
-  // A worker's recent task run time, written by that worker only (RunChain).
+  // A worker's recent task run time (a sample of the tasks that had others behind them),
+  // written and read by that worker only (RunChain).
   struct alignas(64) TaskCost {
-    int64_t avg = 0;  // ns
+    int64_t avg = 0;    // ns
+    uint64_t tick = 0;  // tasks that could have been timed (RunChain samples one in four)
   };
   std::string name_;
   std::vector<std::unique_ptr<Reactor>> reactors_;
