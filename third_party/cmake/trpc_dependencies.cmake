@@ -4,11 +4,15 @@ find_package(Protobuf REQUIRED)
 find_package(Boost 1.74 REQUIRED COMPONENTS context)
 find_package(fmt REQUIRED)
 find_package(yaml-cpp REQUIRED)
-# HTTP/2 (the gRPC plug-in): nghttp2 has no CMake package, only a .pc file; zlib for
-# grpc-encoding gzip/deflate.
+# HTTP/2 (the gRPC plug-in): nghttp2 has no CMake package, only a .pc file.
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(NGHTTP2 REQUIRED IMPORTED_TARGET GLOBAL libnghttp2)
+# Body compressions (trpc/codec/detail/compression.cc: the trpc protocol's content_encoding, and
+# gRPC's grpc-encoding gzip/deflate): zlib; snappy, which has a CMake package (Snappy::snappy);
+# lz4, which has only a .pc file (its frame API, lz4frame.h, included).
 find_package(ZLIB REQUIRED)
+find_package(Snappy REQUIRED)
+pkg_check_modules(LZ4 REQUIRED IMPORTED_TARGET GLOBAL liblz4)
 if(TRPC_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -1,8 +1,8 @@
 #include "trpc/codec/grpc/detail/grpc_wire.h"
 
-#include <zlib.h>
-
 #include <charconv>
+
+#include "trpc/codec/detail/compression.h"
 
 namespace trpc::grpc::detail {
 
@@ -148,76 +148,17 @@ bool IsSupportedEncoding(std::string_view name) {
   return name == "identity" || name == "gzip" || name == "deflate";
 }
 
-namespace {
-// windowBits for zlib: 15 + 16 writes/reads the gzip wrapper, 15 alone the zlib one.
-int WindowBits(std::string_view encoding) { return encoding == "gzip" ? 15 + 16 : 15; }
-}  // namespace
-
+// gRPC's "gzip" is the gzip format and its "deflate" the zlib format; the zlib code is the trpc
+// protocol's (codec/detail/compression.h), without its empty-body rule: a gRPC peer expects a
+// whole stream even for an empty message.
 bool Compress(std::string_view encoding, const ChainBuffer& in, ChainBuffer* out) {
-  z_stream z{};
-  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, WindowBits(encoding), 8,
-                   Z_DEFAULT_STRATEGY) != Z_OK) {
-    return false;
-  }
-  std::string buf(deflateBound(&z, static_cast<uLong>(in.size())) + 64, '\0');
-  z.next_out = reinterpret_cast<Bytef*>(buf.data());
-  z.avail_out = static_cast<uInt>(buf.size());
-  bool ok = true;
-  for (size_t i = 0; i < in.SpanCount() && ok; ++i) {
-    std::string_view span = in.Span(i);
-    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(span.data()));
-    z.avail_in = static_cast<uInt>(span.size());
-    ok = deflate(&z, Z_NO_FLUSH) == Z_OK;
-  }
-  if (ok) ok = deflate(&z, Z_FINISH) == Z_STREAM_END;
-  size_t produced = buf.size() - z.avail_out;
-  deflateEnd(&z);
-  if (!ok) return false;
-  out->Append(buf.data(), produced);
-  return true;
+  std::string err;
+  return ::trpc::detail::ZlibCompress(encoding == "gzip", in, out, &err);
 }
 
 bool Decompress(std::string_view encoding, const ChainBuffer& in, size_t max_bytes,
                 ChainBuffer* out, std::string* err) {
-  z_stream z{};
-  if (inflateInit2(&z, WindowBits(encoding)) != Z_OK) {
-    *err = "zlib: cannot start inflating";
-    return false;
-  }
-  char chunk[16384];
-  size_t total = 0;
-  int rc = Z_OK;
-  for (size_t i = 0; i < in.SpanCount() && rc != Z_STREAM_END; ++i) {
-    std::string_view span = in.Span(i);
-    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(span.data()));
-    z.avail_in = static_cast<uInt>(span.size());
-    // inflate() consumes all the input it can while there is room for output: call it again
-    // only when it filled the chunk.
-    do {
-      z.next_out = reinterpret_cast<Bytef*>(chunk);
-      z.avail_out = sizeof(chunk);
-      rc = inflate(&z, Z_NO_FLUSH);
-      if (rc == Z_NEED_DICT || rc == Z_DATA_ERROR || rc == Z_MEM_ERROR || rc == Z_STREAM_ERROR) {
-        inflateEnd(&z);
-        *err = "the compressed message is corrupt";
-        return false;
-      }
-      size_t n = sizeof(chunk) - z.avail_out;
-      total += n;
-      if (total > max_bytes) {
-        inflateEnd(&z);
-        *err = "the message inflates past the size limit";
-        return false;
-      }
-      out->Append(chunk, n);
-    } while (rc != Z_STREAM_END && z.avail_out == 0);
-  }
-  inflateEnd(&z);
-  if (rc != Z_STREAM_END) {
-    *err = "the compressed message is truncated";
-    return false;
-  }
-  return true;
+  return ::trpc::detail::ZlibDecompress(encoding == "gzip", in, max_bytes, out, err);
 }
 
 bool AcceptsEncoding(std::string_view accept, std::string_view encoding) {
