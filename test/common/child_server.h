@@ -75,6 +75,23 @@ class ChildServer {
     return line.substr(at + 10, end - at - 10);
   }
 
+  // Starts a server that prints no ready line (a peer's own binary), its output going to the
+  // test's; the caller waits for it to listen. False (with a test failure) if fork failed.
+  bool StartQuiet(std::vector<std::string> args) {
+    name_ = args[0];
+    std::vector<char*> argv;  // built before fork(), as in Start()
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_ = fork();
+    if (pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    if (pid_ < 0) ADD_FAILURE() << "fork failed";
+    return pid_ > 0;
+  }
+
   pid_t pid() const { return pid_; }
 
   void Signal(int sig) {

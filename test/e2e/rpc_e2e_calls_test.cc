@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <cstdint>
 #include <future>
 #include <map>
@@ -74,11 +76,13 @@ TEST_F(RpcE2eTest, UnsupportedContentEncodingGives1WithoutRunningTheHandler) {
   RawConnection raw(address_);
   ASSERT_TRUE(raw.ok());
   const int before = g_count.load();
-  for (uint32_t encoding : {1u, 2u, 3u, 6u, 99u}) {
-    ASSERT_TRUE(raw.Send(EncodeHello(encoding, "count", 5000, kUnaryCall, encoding)));
+  HelloRequest count;
+  count.set_msg("count");
+  for (uint32_t encoding : {8u, 99u, 0x80000000u}) {
+    ASSERT_TRUE(raw.Send(EncodeRawBodyHello(7, encoding, count.SerializeAsString())));
     Reply r;
     ASSERT_TRUE(raw.ReadReply(&r)) << "content_encoding " << encoding;
-    EXPECT_EQ(r.rsp.request_id, encoding);
+    EXPECT_EQ(r.rsp.request_id, 7u);
     EXPECT_EQ(r.rsp.ret, kServerDecodeErr);
     EXPECT_EQ(r.rsp.error_msg, "unsupported content_encoding " + std::to_string(encoding));
     EXPECT_EQ(r.rsp.content_encoding, 0u);
@@ -88,6 +92,98 @@ TEST_F(RpcE2eTest, UnsupportedContentEncodingGives1WithoutRunningTheHandler) {
   Reply r;
   ASSERT_TRUE(raw.ReadReply(&r));
   EXPECT_EQ(r.rsp.ret, 0);
+  EXPECT_EQ(r.body.msg(), "Hello, plain");
+}
+
+// Every encoding we speak: the handler gets the plain message, and the reply comes back
+// compressed the same way and says so.
+TEST_F(RpcE2eTest, CompressedRequestsGetRepliesCompressedTheSameWay) {
+  StartServer();
+  RawConnection raw(address_);
+  ASSERT_TRUE(raw.ok());
+  for (uint32_t encoding = 1; encoding <= 7; ++encoding) {
+    const std::string msg = "hello " + std::string(encoding * 1000, 'z');
+    ASSERT_TRUE(raw.Send(EncodeHello(encoding, msg, 5000, kUnaryCall, encoding)));
+    Reply r;
+    ASSERT_TRUE(raw.ReadReply(&r)) << encoding;  // (DecodeReply decompresses the body)
+    EXPECT_EQ(r.rsp.ret, 0) << encoding << ": " << r.rsp.error_msg;
+    EXPECT_EQ(r.rsp.content_encoding, encoding);
+    EXPECT_EQ(r.body.msg(), "Hello, " + msg) << encoding;
+  }
+}
+
+// A body that does not decompress gets ret 1 without running the handler; the connection goes
+// on serving.
+TEST_F(RpcE2eTest, CorruptCompressedBodiesGet1) {
+  StartServer();
+  RawConnection raw(address_);
+  ASSERT_TRUE(raw.ok());
+  const int before = g_count.load();
+  Reply r;
+  for (uint32_t encoding : {1u, 2u, 3u, 4u, 5u, 6u, 7u}) {
+    ASSERT_TRUE(raw.Send(EncodeRawBodyHello(2, encoding, "this is not compressed at all")));
+    ASSERT_TRUE(raw.ReadReply(&r)) << encoding;
+    EXPECT_EQ(r.rsp.ret, kServerDecodeErr) << encoding;
+    EXPECT_THAT(r.rsp.error_msg, ::testing::HasSubstr("cannot decompress")) << encoding;
+    EXPECT_EQ(r.rsp.content_encoding, 0u);
+  }
+  EXPECT_EQ(g_count.load(), before);
+  ASSERT_TRUE(raw.Send(EncodeHello(3, "plain")));
+  ASSERT_TRUE(raw.ReadReply(&r));
+  EXPECT_EQ(r.body.msg(), "Hello, plain");
+}
+
+size_t RssBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoul(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+// Bodies that inflate to 1 GiB are refused with ret 1 once max_packet_size (10 MB here) is
+// passed, and the server's memory barely moves: a 1 KB snappy block that declares 1 GiB, and
+// 1 GiB of zeros gzip-compressed to about 1 MB (deflate cannot shrink more than about 1000:1, so
+// no 1 KB gzip body inflates to 1 GiB).
+TEST_F(RpcE2eTest, GigabyteBombsGet1AndCostNoMemory) {
+  StartServer();
+  RawConnection raw(address_);
+  ASSERT_TRUE(raw.ok());
+  // 1 GiB as 1024 references to one zeroed MiB: nothing like it is allocated.
+  ChainBuffer mib;
+  mib.Append(std::string(1 << 20, '\0'));
+  ChainBuffer gib;
+  for (int i = 0; i < 1024; ++i) gib.AppendShared(mib);
+  ASSERT_EQ(gib.size(), size_t{1} << 30);
+  ChainBuffer gzip_bomb;
+  std::string err;
+  ASSERT_TRUE(detail::CompressBody(1, gib, &gzip_bomb, &err)) << err;
+  gib.Clear();
+  // Snappy's block format starts with the uncompressed length as a varint: 1 GiB, then 1 KB of
+  // copies that could never fill it.
+  std::string snappy_bomb = "\x80\x80\x80\x80\x04";
+  while (snappy_bomb.size() < 1024) snappy_bomb += "\xfe\xff\xff";  // 64-byte copies
+  const std::string frames[] = {EncodeRawBodyHello(1, 5, snappy_bomb),
+                                EncodeRawBodyHello(2, 1, gzip_bomb.ToString())};
+  gzip_bomb.Clear();
+  const size_t rss_before = RssBytes();
+  for (const std::string& f : frames) {
+    ASSERT_TRUE(raw.Send(f));
+    Reply r;
+    ASSERT_TRUE(raw.ReadReply(&r));
+    EXPECT_EQ(r.rsp.ret, kServerDecodeErr) << r.rsp.error_msg;
+    EXPECT_THAT(r.rsp.error_msg, ::testing::HasSubstr("10000000")) << r.rsp.error_msg;
+  }
+  const size_t rss_after = RssBytes();
+  const double grew_mb = (static_cast<double>(rss_after) - static_cast<double>(rss_before)) / 1e6;
+  std::printf("RSS before the bombs %.1f MB, after %.1f MB (%+.1f MB)\n", rss_before / 1e6,
+              rss_after / 1e6, grew_mb);
+  // At most the 10 MB that max_packet_size allows, held a moment and freed.
+  EXPECT_LT(grew_mb, 24.0);
+  ASSERT_TRUE(raw.Send(EncodeHello(3, "plain")));
+  Reply r;
+  ASSERT_TRUE(raw.ReadReply(&r));
   EXPECT_EQ(r.body.msg(), "Hello, plain");
 }
 

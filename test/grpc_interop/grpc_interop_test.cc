@@ -23,6 +23,7 @@
 #include "grpc/testing/test.trpc.pb.h"
 #include "test/common/child_server.h"
 #include "test/common/peer.h"
+#include "test/common/shell.h"
 #include "test/common/test_runtime.h"
 #include "test/common/thread_model_yaml.h"
 #include "test/grpc_interop/trpc_interop_service.h"
@@ -45,16 +46,7 @@ std::string Model() {
   return trpc::testing::FiberModel("TRPC_GRPC_INTEROP_MODEL") ? "fiber" : "merge";
 }
 
-// Runs a shell command; its exit status and combined output.
-int RunShell(const std::string& cmd, std::string* output) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) output->append(buf, n);
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
+using trpc::testing::RunShell;
 
 class GrpcInteropTest : public ::testing::Test {
  protected:

@@ -32,10 +32,17 @@ class ClientContext {
     req_trans_info_[std::move(key)] = std::move(value);
   }
   const TransInfo& GetReqTransInfo() const { return req_trans_info_; }
-  /// Compresses the request message: 0 none (the default), 1 gzip. Honoured by protocols that
-  /// compress messages (gRPC's grpc-encoding); trpc and HTTP/1.1 send the body as it is.
+  /// Compresses the request body, numbered as trpc.proto's content_encoding: 0 none (the
+  /// default), 1 gzip, 2 snappy (the stream format, as tRPC-Go), 3 zlib, 4 snappy stream,
+  /// 5 snappy block, 6 lz4 frame, 7 lz4 block. trpc carries them all and the server replies
+  /// compressed the same way; gRPC carries 1 (gzip) and 3 (deflate); HTTP/1.1 none. A type the
+  /// protocol cannot carry fails the call (kClientEncodeErr). docs/protocol.md.
   void SetReqCompressType(uint32_t type) { req_compress_type_ = type; }
   uint32_t GetReqCompressType() const { return req_compress_type_; }
+  /// Serializes the request as `type`, trpc.proto's content_type: 0 protobuf (the default),
+  /// 2 JSON (protobuf's JSON mapping); the server replies the same way. tRPC-Cpp's name.
+  void SetReqEncodeType(uint32_t type) { req_encode_type_ = type; }
+  uint32_t GetReqEncodeType() const { return req_encode_type_; }
   TransInfo& MutableReqTransInfo() { return req_trans_info_; }
   const TransInfo& GetRspTransInfo() const { return rsp_trans_info_; }
   TransInfo& MutableRspTransInfo() { return rsp_trans_info_; }
@@ -64,6 +71,7 @@ class ClientContext {
   std::string caller_;
   TransInfo req_trans_info_;
   uint32_t req_compress_type_ = 0;
+  uint32_t req_encode_type_ = 0;
   uint64_t hash_key_ = 0;
   bool has_hash_key_ = false;
   TransInfo rsp_trans_info_;

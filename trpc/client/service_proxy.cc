@@ -18,6 +18,7 @@
 #include "trpc/client/detail/outlier_ejection.h"
 #include "trpc/client/detail/overload_throttle.h"
 #include "trpc/codec/detail/codec.h"
+#include "trpc/codec/detail/compression.h"
 #include "trpc/codec/detail/message_body.h"
 #include "trpc/fiber/event.h"
 #include "trpc/naming/load_balancer.h"
@@ -147,6 +148,9 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
                 const google::protobuf::MessageLite* body_msg, ProxyCall* call,
                 const std::vector<BackendPtr>* tried, int64_t now, Status* st);
   // The reply's status, with the body parsed into `rsp` when it succeeded.
+  // Replaces a compressed reply body by its plain bytes; false with `*err` when it does not
+  // decompress within max_packet_size.
+  bool DecompressResponse(RpcResponse* rsp, std::string* err) const;
   Status Decode(const ClientContextPtr& ctx, google::protobuf::MessageLite* rsp, Status st,
                 ChainBuffer&& frame);
   // After an attempt ended with `st`: the endpoint's live figures, outlier ejection, the
@@ -326,7 +330,8 @@ bool ServiceProxy::Impl::FillRequest(const ClientContextPtr& ctx, RpcRequest* re
     return false;
   }
   r.trans_info = ctx->GetReqTransInfo();
-  r.compress_type = ctx->GetReqCompressType();
+  r.content_encoding = ctx->GetReqCompressType();
+  if (const uint32_t type = ctx->GetReqEncodeType(); type != 0) r.content_type = type;
   return true;
 }
 
@@ -366,6 +371,20 @@ bool ServiceProxy::Impl::Dispatch(const ClientContextPtr& ctx, RpcRequest* r,
   return true;
 }
 
+bool ServiceProxy::Impl::DecompressResponse(RpcResponse* rsp, std::string* err) const {
+  ChainBuffer plain;
+  std::string why;
+  // Bounded like the frame that carried it: a small reply cannot inflate without limit.
+  if (!detail::DecompressBody(rsp->content_encoding, rsp->body, config_.max_packet_size, &plain,
+                              &why)) {
+    *err = "cannot decompress the " + std::string(detail::EncodingName(rsp->content_encoding)) +
+           " response body: " + why;
+    return false;
+  }
+  rsp->body = std::move(plain);
+  return true;
+}
+
 Status ServiceProxy::Impl::Decode(const ClientContextPtr& ctx, google::protobuf::MessageLite* msg,
                                   Status st, ChainBuffer&& frame) {
   if (!st.OK()) return st;
@@ -375,10 +394,12 @@ Status ServiceProxy::Impl::Decode(const ClientContextPtr& ctx, google::protobuf:
     st = Status(kClientDecodeErr, "bad response: " + err);
   } else if (rsp.ret != 0 || rsp.func_ret != 0) {
     st = Status(rsp.ret, rsp.func_ret, std::move(rsp.error_msg));
+  } else if (rsp.content_encoding != 0 && !DecompressResponse(&rsp, &err)) [[unlikely]] {
+    st = Status(kClientDecodeErr, std::move(err));
   } else {
     bool ok;
-    if (rsp.content_type == kContentTypeJson) {
-      ok = ParseMessageBody(rsp.body, kContentTypeJson, msg, &err);
+    if (rsp.content_type != kContentTypeProtobuf) [[unlikely]] {
+      ok = ParseMessageBody(rsp.body, rsp.content_type, msg, &err);
     } else if (rsp.body.SpanCount() <= 1) {
       std::string_view s = rsp.body.FirstSpan();
       ok = msg->ParseFromArray(s.data(), static_cast<int>(s.size()));
@@ -386,7 +407,10 @@ Status ServiceProxy::Impl::Decode(const ClientContextPtr& ctx, google::protobuf:
       ChainBufferInputStream in(&rsp.body);
       ok = msg->ParseFromZeroCopyStream(&in);
     }
-    if (!ok) st = Status(kClientDecodeErr, "cannot parse the response body");
+    if (!ok) {
+      st = Status(kClientDecodeErr,
+                  err.empty() ? std::string("cannot parse the response body") : std::move(err));
+    }
   }
   ctx->MutableRspTransInfo() = std::move(rsp.trans_info);
   if (!filters_.Empty()) {
@@ -447,7 +471,7 @@ void ServiceProxy::Impl::AsyncUnaryInvoke(const ClientContextPtr& ctx,
     // its own request around it (its own id, and endpoint).
     ChainBuffer body;
     std::string err;
-    if (!SerializeMessageBody(req, kContentTypeProtobuf, &body, &err)) {
+    if (!SerializeMessageBody(req, r.content_type, &body, &err, kTrpcJsonStyle)) {
       st = Status(kClientEncodeErr, "cannot encode the request: " + err);
       ctx->SetStatus(st);
       done(st);

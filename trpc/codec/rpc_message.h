@@ -37,7 +37,11 @@ struct RpcRequestHead {
   uint32_t timeout_ms = 0;  // time the caller still allows; 0 = not given
   uint32_t message_type = 0;
   uint32_t content_type = 0;      // 0 protobuf, 2 json, 4 noop (raw bytes)
-  uint32_t content_encoding = 0;  // 0 none
+  /// Body compression, numbered as trpc.proto numbers it (1 gzip, 3 zlib, ...; 0 none), whatever
+  /// the protocol: a client sets it to compress the request (ClientContext::SetReqCompressType),
+  /// a server replies with the request's. Protocols map it to their own names (gRPC: 1 gzip,
+  /// 3 deflate); a codec whose protocol cannot carry it refuses the call.
+  uint32_t content_encoding = 0;
   std::string caller;
   std::string callee;
   std::string func;  // "/package.Service/Method"
@@ -45,9 +49,11 @@ struct RpcRequestHead {
   /// The reply carries trans_info back to the caller (trpc's rule). Protocols whose peers do not
   /// expect their own metadata back (gRPC) clear it: the reply then has only the handler's.
   bool echo_trans_info = true;
-  /// Client side: compress the message (1 = gzip), for protocols that compress messages
-  /// (gRPC's grpc-encoding); the others send it as it is. ClientContext::SetReqCompressType.
-  uint32_t compress_type = 0;
+  /// trpc's fixed-header stream id (bytes 10-13) and protocol version (byte 14) of a unary
+  /// request. A server copies both into the reply: tRPC-Go's multiplexed clients put their
+  /// request id there and match replies by it, not by request_id. 0 from other protocols.
+  uint32_t frame_stream_id = 0;
+  uint8_t frame_version = 0;
   /// Client side: the backend the request goes to, "ip:port" (HTTP's Host); empty when not
   /// known. Borrowed from the caller: valid during EncodeRequest only.
   std::string_view authority;
@@ -70,6 +76,8 @@ struct RpcResponse {
   uint32_t message_type = 0;
   uint32_t content_type = 0;
   uint32_t content_encoding = 0;
+  uint32_t frame_stream_id = 0;  // as RpcRequestHead's: copied from the request
+  uint8_t frame_version = 0;
   TransInfo trans_info;
   ChainBuffer body;
   ChainBuffer attachment;

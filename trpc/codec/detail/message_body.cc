@@ -3,6 +3,9 @@
 #include <google/protobuf/message.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <iterator>
+#include <string>
+
 #include "trpc/base/zero_copy_stream.h"
 #include "trpc/codec/detail/codec.h"
 
@@ -13,10 +16,26 @@ const google::protobuf::Message* AsFullMessage(const google::protobuf::MessageLi
   // Lite messages have no descriptors, so no JSON mapping.
   return dynamic_cast<const google::protobuf::Message*>(msg);
 }
+// The serializations a protobuf message can be read from and written as: protobuf, JSON, and
+// noop (raw bytes, taken to be protobuf's). The rest of trpc.proto's list (jce, flatbuffers,
+// xml, thrift) cannot carry a protobuf message.
+bool KnownContentType(uint32_t content_type, std::string* err) {
+  if (content_type == kContentTypeProtobuf || content_type == kContentTypeJson ||
+      content_type == kContentTypeNoop) {
+    return true;
+  }
+  static constexpr const char* kNames[] = {"protobuf", "jce",  "json",  "flatbuffer",
+                                           "noop",     "xml",  "thrift"};
+  *err = "unsupported content_type " + std::to_string(content_type);
+  if (content_type < std::size(kNames)) *err += std::string(" (") + kNames[content_type] + ")";
+  return false;
+}
+
 }  // namespace
 
 bool ParseMessageBody(const ChainBuffer& body, uint32_t content_type,
                       google::protobuf::MessageLite* msg, std::string* err) {
+  if (!KnownContentType(content_type, err)) [[unlikely]] return false;
   if (content_type == kContentTypeJson) {
     auto* full = const_cast<google::protobuf::Message*>(AsFullMessage(msg));
     if (full == nullptr) {
@@ -44,7 +63,8 @@ bool ParseMessageBody(const ChainBuffer& body, uint32_t content_type,
 }
 
 bool SerializeMessageBody(const google::protobuf::MessageLite& msg, uint32_t content_type,
-                          ChainBuffer* out, std::string* err, bool json_emit_defaults) {
+                          ChainBuffer* out, std::string* err, const JsonStyle& json) {
+  if (!KnownContentType(content_type, err)) [[unlikely]] return false;
   if (content_type == kContentTypeJson) {
     const auto* full = AsFullMessage(&msg);
     if (full == nullptr) {
@@ -54,10 +74,12 @@ bool SerializeMessageBody(const google::protobuf::MessageLite& msg, uint32_t con
     std::string text;
     google::protobuf::util::JsonPrintOptions options;
 #if GOOGLE_PROTOBUF_VERSION >= 5026000
-    options.always_print_fields_with_no_presence = json_emit_defaults;
+    options.always_print_fields_with_no_presence = json.emit_defaults;
 #else
-    options.always_print_primitive_fields = json_emit_defaults;
+    options.always_print_primitive_fields = json.emit_defaults;
 #endif
+    options.preserve_proto_field_names = json.proto_names;
+    options.always_print_enums_as_ints = json.enums_as_ints;
     auto st = google::protobuf::util::MessageToJsonString(*full, &text, options);
     if (!st.ok()) {
       *err = "cannot write the JSON body: " + std::string(st.message());

@@ -11,17 +11,32 @@ class MessageLite;
 
 namespace trpc {
 
-/// Reads a request or response body as `content_type` (kContentTypeProtobuf or kContentTypeJson,
-/// codec.h) into `msg`. JSON needs a full (non-lite) message; unknown JSON fields are an error.
-/// False, with `*err`, when the body does not parse.
+/// Reads a request or response body as `content_type` (kContentTypeProtobuf, kContentTypeJson or
+/// kContentTypeNoop, which is read as protobuf; rpc_message.h) into `msg`. JSON needs a full
+/// (non-lite) message, accepts both lowerCamelCase and proto field names, and refuses unknown
+/// fields. False, with `*err`, when the body does not parse or the content type cannot carry a
+/// protobuf message.
 bool ParseMessageBody(const ChainBuffer& body, uint32_t content_type,
                       google::protobuf::MessageLite* msg, std::string* err);
 
-/// Appends `msg` serialized as `content_type` to `out`. JSON uses the proto field names
-/// (lowerCamelCase, as protobuf's JSON mapping specifies) and omits fields that hold their
-/// default value (0, false, "", empty lists and maps) unless `json_emit_defaults` is true; a
-/// message field that is not set, or a proto3 `optional` one, is left out either way.
+/// How a message is written as JSON. The defaults are protobuf's JSON mapping as written by
+/// its own printer: lowerCamelCase names, enums by name, fields that hold their default value
+/// (0, false, "", empty lists and maps) left out. A message field that is not set, or a proto3
+/// `optional` one, is left out either way.
+struct JsonStyle {
+  bool emit_defaults = false;  // write fields that hold their default value too
+  bool proto_names = false;    // the names as the .proto spells them (user_name, not userName)
+  bool enums_as_ints = false;  // enum values by number
+};
+
+/// tRPC-Go's style for trpc bodies (its protojson options: every field, proto names, enum
+/// numbers), so a trpc peer reads our JSON as it reads its own.
+inline constexpr JsonStyle kTrpcJsonStyle{true, true, true};
+
+/// Appends `msg` serialized as `content_type` to `out`, JSON in `json` style. False, with
+/// `*err`, for a content type that cannot carry a protobuf message (jce, flatbuffer, xml,
+/// thrift, unknown) or a message JSON cannot express.
 bool SerializeMessageBody(const google::protobuf::MessageLite& msg, uint32_t content_type,
-                          ChainBuffer* out, std::string* err, bool json_emit_defaults = false);
+                          ChainBuffer* out, std::string* err, const JsonStyle& json = {});
 
 }  // namespace trpc

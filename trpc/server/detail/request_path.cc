@@ -1,10 +1,13 @@
 #include "trpc/server/detail/request_path.h"
 
+#include <fmt/format.h>
+
 #include <exception>
 #include <string>
 
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
+#include "trpc/codec/detail/compression.h"
 #include "trpc/server/detail/parked_work.h"
 
 namespace trpc::detail {
@@ -50,9 +53,10 @@ void RequestPath::OnFrame(Connection* conn, ChainBuffer&& frame) {
   // under its method.
   RpcMethodHandler* method = service_->Route(*ctx);
   call->SetMethodCounters(counters_->MethodOf(index, method));
-  if (const uint32_t encoding = call->request().content_encoding; encoding != 0) [[unlikely]] {
-    // No body compression is supported yet: a compressed body must not be read as plain. Ret 1,
-    // as tRPC-Go answers a body it cannot decompress (docs/protocol.md).
+  if (const uint32_t encoding = call->request().content_encoding;
+      encoding != 0 && !IsSupportedEncoding(encoding)) [[unlikely]] {
+    // A body we cannot decompress must not be read as plain. Ret 1, as tRPC-Go answers it; the
+    // reply, which has no body, says encoding 0 (docs/protocol.md).
     counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
     call->SendReply(
         Status(kServerDecodeErr, "unsupported content_encoding " + std::to_string(encoding)),
@@ -147,6 +151,22 @@ void RequestPath::HandleRequest(const ServerContextPtr& ctx, ServerCall& call,
     counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
     call.SendReply(Status(kServerNoFuncErr, "no such function: " + call.GetFuncName()), nullptr);
     return;
+  }
+  if (call.request().content_encoding != 0) [[unlikely]] {
+    // Here rather than on the reactor: inflating up to max_packet_size bytes takes long enough
+    // to delay the other connections' reads (fiber model: this runs in the request's fiber).
+    RpcRequest& req = call.request();
+    ChainBuffer plain;
+    std::string err;
+    if (!DecompressBody(req.content_encoding, req.body, config_.max_packet_size, &plain, &err)) {
+      counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
+      call.SendReply(Status(kServerDecodeErr,
+                            fmt::format("cannot decompress the {} request body: {}",
+                                        EncodingName(req.content_encoding), err)),
+                     nullptr);
+      return;
+    }
+    req.body = std::move(plain);  // content_encoding stays: the reply is compressed the same way
   }
   if (!call.RunFilters(FilterPoint::SERVER_PRE_RPC_INVOKE)) {
     counters.failed_requests.fetch_add(1, std::memory_order_relaxed);

@@ -161,6 +161,8 @@ void ServerCall::FillResponseHeader(RpcResponse* rsp) const {
   rsp->message_type = req.message_type;
   rsp->content_type = req.content_type;
   rsp->content_encoding = req.content_encoding;
+  rsp->frame_stream_id = req.frame_stream_id;
+  rsp->frame_version = req.frame_version;
   rsp->request_protocol = req.protocol.get();
 }
 
@@ -284,12 +286,10 @@ void ServerCall::SendReply(const Status& status, const google::protobuf::Message
   ChainBuffer out;
   if (!codec_->EncodeResponse(&rsp, body, &out)) {
     RpcResponse err;
-    err.request_id = req.request_id;
-    err.call_type = req.call_type;
+    FillResponseHeader(&err);
     err.ret = kServerEncodeErr;
     err.error_msg = "failed to encode the response";
-    err.content_type = req.content_type;
-    err.request_protocol = req.protocol.get();
+    err.content_encoding = 0;
     out.Clear();
     Record(now, kServerEncodeErr, 0);
     if (!codec_->EncodeResponse(&err, nullptr, &out)) {

@@ -266,9 +266,28 @@ bool GrpcClientCodec::PeekResponseId(const ChainBuffer& frame, uint32_t* request
 bool GrpcClientCodec::EncodeRequest(RpcRequest* req, const google::protobuf::MessageLite* body_msg,
                                     ChainBuffer* out) {
   if (req->call_type == kOnewayCall) return false;
+  if (req->content_type != kContentTypeProtobuf) {
+    TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000,
+                      "gRPC: cannot send request {} to {} as content type {}: our gRPC client "
+                      "sends protobuf only",
+                      req->request_id, req->func, req->content_type);
+    return false;
+  }
   ChainBuffer body = std::move(req->body);
   if (!SerializeBody(body_msg, &body, req->content_type)) return false;
-  std::string encoding = req->compress_type == 1 ? "gzip" : "";
+  // content_encoding is numbered as trpc.proto numbers it; gRPC names the two it shares.
+  std::string encoding;
+  if (req->content_encoding == 1) {
+    encoding = "gzip";
+  } else if (req->content_encoding == 3) {
+    encoding = "deflate";  // gRPC's "deflate" is the zlib format
+  } else if (req->content_encoding != 0) {
+    TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000,
+                      "gRPC: cannot compress request {} to {}: compress type {} has no gRPC name "
+                      "(gRPC carries 1 gzip and 3 deflate)",
+                      req->request_id, req->func, req->content_encoding);
+    return false;
+  }
   ChainBuffer payload;
   if (!FrameMessage(std::move(body), encoding, &payload)) return false;
   auto call = std::make_unique<ClientRequestMeta>();

@@ -220,6 +220,14 @@ SplitResult HttpClientCodec::SplitWithState(ChainBuffer* in, std::vector<ChainBu
 
 bool HttpClientCodec::EncodeRequest(RpcRequest* req, const google::protobuf::MessageLite* body_msg,
                                     ChainBuffer* out) {
+  if (req->content_encoding != 0) {
+    // (Content-Encoding on requests is rare and not negotiated in HTTP/1.1: not sent.)
+    TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000,
+                      "http: cannot compress a request to {}: HTTP/1.1 calls take no compress "
+                      "type (asked for {})",
+                      req->func, req->content_encoding);
+    return false;
+  }
   const auto* plain = dynamic_cast<const HttpClientRequest*>(req->protocol.get());
   const bool json = plain == nullptr && req->content_type == kContentTypeJson;
   ChainBuffer body;

@@ -438,7 +438,7 @@ bool HttpServerCodec::EncodeResponse(RpcResponse* rsp,
   if (body_msg != nullptr) {
     std::string err;
     uint32_t ct = rsp->content_type == kContentTypeJson ? kContentTypeJson : kContentTypeProtobuf;
-    if (!SerializeMessageBody(*body_msg, ct, &body, &err, options_.json_emit_defaults)) {
+    if (!SerializeMessageBody(*body_msg, ct, &body, &err, {options_.json_emit_defaults})) {
       return false;
     }
   } else {

@@ -11,6 +11,8 @@
 
 #include "trpc/base/zero_copy_stream.h"
 #include "trpc/codec/detail/codec.h"
+#include "trpc/codec/detail/compression.h"
+#include "trpc/codec/detail/message_body.h"
 #include "trpc/codec/trpc/detail/header_wire.h"
 
 namespace trpc::detail {
@@ -114,13 +116,47 @@ bool ReadFrame(ChainBuffer&& frame, Rpc* rpc, std::string* err) {
     *err = fmt::format("cannot parse the {}-byte protobuf header: {}", h.header_size, why);
     return false;
   }
+  rpc->frame_stream_id = h.stream_id;
+  rpc->frame_version = h.version;
   frame.Skip(end);
   return SplitTrpcPayload(std::move(frame), attachment_size, &rpc->body, &rpc->attachment, err);
+}
+
+// A body that is not plain protobuf (JSON, or compressed) is made in a buffer of its own first.
+// False (with `*err`) when the message does not serialize as `content_type` or the compressor
+// fails; `*made` then holds nothing useful.
+template <typename Rpc>
+bool MakeBody(const Rpc& rpc, const google::protobuf::MessageLite* body_msg, ChainBuffer* body,
+              ChainBuffer* made, std::string* err) {
+  ChainBuffer plain;
+  if (body_msg != nullptr) {
+    if (!SerializeMessageBody(*body_msg, rpc.content_type, &plain, err, kTrpcJsonStyle)) return false;
+  } else if (body != nullptr) {
+    plain = std::move(*body);
+  }
+  if (rpc.content_encoding == 0) {
+    *made = std::move(plain);
+    return true;
+  }
+  std::string why;
+  if (!CompressBody(rpc.content_encoding, plain, made, &why)) {
+    *err = fmt::format("cannot compress the body as {} ({}): {}", rpc.content_encoding,
+                       EncodingName(rpc.content_encoding), why);
+    return false;
+  }
+  return true;
 }
 
 template <typename Rpc>
 bool WriteFrame(const Rpc& rpc, const google::protobuf::MessageLite* body_msg, ChainBuffer* body,
                 ChainBuffer* attachment, ChainBuffer* out, std::string* err) {
+  ChainBuffer made;
+  if ((body_msg != nullptr && rpc.content_type != kContentTypeProtobuf) ||
+      rpc.content_encoding != 0) [[unlikely]] {
+    if (!MakeBody(rpc, body_msg, body, &made, err)) return false;
+    body_msg = nullptr;
+    body = &made;
+  }
   const size_t attachment_size = attachment != nullptr ? attachment->size() : 0;
   // An attachment too large for the field fails the total size check below.
   const size_t header_size = EncodedHeaderSize(rpc, static_cast<uint32_t>(attachment_size));
@@ -147,6 +183,8 @@ bool WriteFrame(const Rpc& rpc, const google::protobuf::MessageLite* body_msg, C
   }
 
   TrpcFrameHeader fixed;
+  fixed.stream_id = rpc.frame_stream_id;
+  fixed.version = rpc.frame_version;
   fixed.total_size = static_cast<uint32_t>(total);
   fixed.header_size = static_cast<uint16_t>(header_size);
   const size_t headers = kTrpcFrameHeaderSize + header_size;

@@ -7,11 +7,15 @@ namespace trpc {
 
 /// The fixed header that starts every trpc frame. Integers are big-endian; offsets in bytes:
 ///
-///   0        2      3      4             8        10           14         16
-///   +--------+------+------+-------------+--------+------------+----------+
-///   | magic  | data | strm |  total size | header | stream id  | reserved |
-///   | 0x0930 | type | type | (all bytes) |  size  | (0: unary) |   (0)    |
-///   +--------+------+------+-------------+--------+------------+----------+
+///   0        2      3      4             8        10           14    15   16
+///   +--------+------+------+-------------+--------+------------+-----+----+
+///   | magic  | data | strm |  total size | header | stream id  | ver | 0  |
+///   | 0x0930 | type | type | (all bytes) |  size  |            |     |    |
+///   +--------+------+------+-------------+--------+------------+-----+----+
+///
+/// Unary frames from pooled clients carry stream id 0 and version 0; tRPC-Go writes its request
+/// id and version 1 there and matches replies by them in its multiplexed mode, so a server
+/// copies both into the reply.
 ///
 /// A unary frame continues with its payload:
 ///
@@ -38,6 +42,7 @@ struct TrpcFrameHeader {
   uint32_t total_size = 0;
   uint16_t header_size = 0;
   uint32_t stream_id = 0;
+  uint8_t version = 0;  // byte 14, the protocol version (tRPC-Go: 1)
 };
 
 /// Reads the kTrpcFrameHeaderSize bytes at `p`.
@@ -50,10 +55,11 @@ inline TrpcFrameHeader LoadTrpcFrameHeader(const char* p) {
   h.total_size = uint32_t{b[4]} << 24 | uint32_t{b[5]} << 16 | uint32_t{b[6]} << 8 | b[7];
   h.header_size = static_cast<uint16_t>(b[8] << 8 | b[9]);
   h.stream_id = uint32_t{b[10]} << 24 | uint32_t{b[11]} << 16 | uint32_t{b[12]} << 8 | b[13];
-  return h;  // bytes 14..15 are reserved: ignored on read
+  h.version = b[14];
+  return h;  // byte 15 is reserved: ignored on read
 }
 
-/// Writes `h` as kTrpcFrameHeaderSize bytes at `p` (the reserved bytes as 0).
+/// Writes `h` as kTrpcFrameHeaderSize bytes at `p` (the reserved byte as 0).
 inline void StoreTrpcFrameHeader(const TrpcFrameHeader& h, char* p) {
   auto* b = reinterpret_cast<unsigned char*>(p);
   b[0] = static_cast<unsigned char>(h.magic >> 8);
@@ -70,7 +76,7 @@ inline void StoreTrpcFrameHeader(const TrpcFrameHeader& h, char* p) {
   b[11] = static_cast<unsigned char>(h.stream_id >> 16);
   b[12] = static_cast<unsigned char>(h.stream_id >> 8);
   b[13] = static_cast<unsigned char>(h.stream_id);
-  b[14] = 0;
+  b[14] = h.version;
   b[15] = 0;
 }
 
