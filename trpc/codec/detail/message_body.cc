@@ -18,12 +18,9 @@ const google::protobuf::Message* AsFullMessage(const google::protobuf::MessageLi
 }
 // The serializations a protobuf message can be read from and written as: protobuf, JSON, and
 // noop (raw bytes, taken to be protobuf's). The rest of trpc.proto's list (jce, flatbuffers,
-// xml, thrift) cannot carry a protobuf message.
-bool KnownContentType(uint32_t content_type, std::string* err) {
-  if (content_type == kContentTypeProtobuf || content_type == kContentTypeJson ||
-      content_type == kContentTypeNoop) {
-    return true;
-  }
+// xml, thrift) cannot carry a protobuf message. Inline for the common case; the refusal's
+// message is made out of line.
+[[gnu::noinline, gnu::cold]] bool RefuseContentType(uint32_t content_type, std::string* err) {
   static constexpr const char* kNames[] = {"protobuf", "jce",  "json",  "flatbuffer",
                                            "noop",     "xml",  "thrift"};
   *err = "unsupported content_type " + std::to_string(content_type);
@@ -31,12 +28,21 @@ bool KnownContentType(uint32_t content_type, std::string* err) {
   return false;
 }
 
+inline bool KnownContentType(uint32_t content_type, std::string* err) {
+  if (content_type == kContentTypeProtobuf) [[likely]] return true;
+  if (content_type == kContentTypeJson || content_type == kContentTypeNoop) return true;
+  return RefuseContentType(content_type, err);
+}
+
 }  // namespace
 
-bool ParseMessageBody(const ChainBuffer& body, uint32_t content_type,
-                      google::protobuf::MessageLite* msg, std::string* err) {
-  if (!KnownContentType(content_type, err)) [[unlikely]] return false;
-  if (content_type == kContentTypeJson) {
+namespace {
+
+// JSON, or a refusal: out of line, so that a protobuf body pays one comparison for them.
+[[gnu::noinline]] bool ParseJsonBody(const ChainBuffer& body, uint32_t content_type,
+                                     google::protobuf::MessageLite* msg, std::string* err) {
+  if (!KnownContentType(content_type, err)) return false;
+  {
     auto* full = const_cast<google::protobuf::Message*>(AsFullMessage(msg));
     if (full == nullptr) {
       *err = "JSON body for a message type without descriptors (lite runtime)";
@@ -49,6 +55,15 @@ bool ParseMessageBody(const ChainBuffer& body, uint32_t content_type,
       return false;
     }
     return true;
+  }
+}
+
+}  // namespace
+
+bool ParseMessageBody(const ChainBuffer& body, uint32_t content_type,
+                      google::protobuf::MessageLite* msg, std::string* err) {
+  if (content_type != kContentTypeProtobuf && content_type != kContentTypeNoop) [[unlikely]] {
+    return ParseJsonBody(body, content_type, msg, err);
   }
   bool ok;
   if (body.SpanCount() <= 1) {

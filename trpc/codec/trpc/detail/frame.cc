@@ -147,16 +147,11 @@ bool MakeBody(const Rpc& rpc, const google::protobuf::MessageLite* body_msg, Cha
   return true;
 }
 
+// Writes the frame with the body as given: `*body_msg` serialized as protobuf, or `*body`.
 template <typename Rpc>
-bool WriteFrame(const Rpc& rpc, const google::protobuf::MessageLite* body_msg, ChainBuffer* body,
-                ChainBuffer* attachment, ChainBuffer* out, std::string* err) {
-  ChainBuffer made;
-  if ((body_msg != nullptr && rpc.content_type != kContentTypeProtobuf) ||
-      rpc.content_encoding != 0) [[unlikely]] {
-    if (!MakeBody(rpc, body_msg, body, &made, err)) return false;
-    body_msg = nullptr;
-    body = &made;
-  }
+bool WriteFrameAsIs(const Rpc& rpc, const google::protobuf::MessageLite* body_msg,
+                    ChainBuffer* body, ChainBuffer* attachment, ChainBuffer* out,
+                    std::string* err) {
   const size_t attachment_size = attachment != nullptr ? attachment->size() : 0;
   // An attachment too large for the field fails the total size check below.
   const size_t header_size = EncodedHeaderSize(rpc, static_cast<uint32_t>(attachment_size));
@@ -225,6 +220,29 @@ bool WriteFrame(const Rpc& rpc, const google::protobuf::MessageLite* body_msg, C
   if (attachment != nullptr) frame.Append(std::move(*attachment));
   out->Append(std::move(frame));
   return true;
+}
+
+// Out of line, so that the common frame (a protobuf body, uncompressed) pays nothing for it.
+template <typename Rpc>
+[[gnu::noinline]] bool WriteFrameWithMadeBody(const Rpc& rpc,
+                                              const google::protobuf::MessageLite* body_msg,
+                                              ChainBuffer* body, ChainBuffer* attachment,
+                                              ChainBuffer* out, std::string* err) {
+  ChainBuffer made;
+  if (!MakeBody(rpc, body_msg, body, &made, err)) return false;
+  return WriteFrameAsIs(rpc, nullptr, &made, attachment, out, err);
+}
+
+template <typename Rpc>
+bool WriteFrame(const Rpc& rpc, const google::protobuf::MessageLite* body_msg, ChainBuffer* body,
+                ChainBuffer* attachment, ChainBuffer* out, std::string* err) {
+  // (One test for the common case: protobuf, uncompressed.)
+  if ((rpc.content_type | rpc.content_encoding) != 0) [[unlikely]] {
+    if (rpc.content_encoding != 0 || body_msg != nullptr) {
+      return WriteFrameWithMadeBody(rpc, body_msg, body, attachment, out, err);
+    }
+  }
+  return WriteFrameAsIs(rpc, body_msg, body, attachment, out, err);
 }
 
 }  // namespace

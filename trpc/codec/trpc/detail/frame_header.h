@@ -1,7 +1,9 @@
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace trpc {
 
@@ -33,6 +35,16 @@ inline constexpr uint8_t kTrpcUnaryStreamFrame = 0;  // stream frame type (byte 
 inline constexpr uint32_t kTrpcMaxHeaderSize = UINT16_MAX;
 inline constexpr uint64_t kTrpcMaxFrameSize = UINT32_MAX;
 
+/// Big-endian <-> host order (the same operation both ways).
+inline uint16_t BigEndian16(uint16_t v) {
+  if constexpr (std::endian::native == std::endian::little) return __builtin_bswap16(v);
+  return v;
+}
+inline uint32_t BigEndian32(uint32_t v) {
+  if constexpr (std::endian::native == std::endian::little) return __builtin_bswap32(v);
+  return v;
+}
+
 /// The decoded fields of a fixed header. A plain value; reading one never fails, deciding whether
 /// the values make sense is the caller's job (the bytes come from a peer).
 struct TrpcFrameHeader {
@@ -45,39 +57,38 @@ struct TrpcFrameHeader {
   uint8_t version = 0;  // byte 14, the protocol version (tRPC-Go: 1)
 };
 
-/// Reads the kTrpcFrameHeaderSize bytes at `p`.
+/// Reads the kTrpcFrameHeaderSize bytes at `p`. (Whole big-endian words, byte-swapped: a few
+/// loads where byte-by-byte assembly takes dozens of instructions per frame.)
 inline TrpcFrameHeader LoadTrpcFrameHeader(const char* p) {
-  const auto* b = reinterpret_cast<const unsigned char*>(p);
+  uint16_t magic, header_size;
+  uint32_t total_size, stream_id;
+  std::memcpy(&magic, p, 2);
+  std::memcpy(&total_size, p + 4, 4);
+  std::memcpy(&header_size, p + 8, 2);
+  std::memcpy(&stream_id, p + 10, 4);
   TrpcFrameHeader h;
-  h.magic = static_cast<uint16_t>(b[0] << 8 | b[1]);
-  h.data_frame_type = b[2];
-  h.stream_frame_type = b[3];
-  h.total_size = uint32_t{b[4]} << 24 | uint32_t{b[5]} << 16 | uint32_t{b[6]} << 8 | b[7];
-  h.header_size = static_cast<uint16_t>(b[8] << 8 | b[9]);
-  h.stream_id = uint32_t{b[10]} << 24 | uint32_t{b[11]} << 16 | uint32_t{b[12]} << 8 | b[13];
-  h.version = b[14];
+  h.magic = BigEndian16(magic);
+  h.data_frame_type = static_cast<uint8_t>(p[2]);
+  h.stream_frame_type = static_cast<uint8_t>(p[3]);
+  h.total_size = BigEndian32(total_size);
+  h.header_size = BigEndian16(header_size);
+  h.stream_id = BigEndian32(stream_id);
+  h.version = static_cast<uint8_t>(p[14]);
   return h;  // byte 15 is reserved: ignored on read
 }
 
 /// Writes `h` as kTrpcFrameHeaderSize bytes at `p` (the reserved byte as 0).
 inline void StoreTrpcFrameHeader(const TrpcFrameHeader& h, char* p) {
-  auto* b = reinterpret_cast<unsigned char*>(p);
-  b[0] = static_cast<unsigned char>(h.magic >> 8);
-  b[1] = static_cast<unsigned char>(h.magic);
-  b[2] = h.data_frame_type;
-  b[3] = h.stream_frame_type;
-  b[4] = static_cast<unsigned char>(h.total_size >> 24);
-  b[5] = static_cast<unsigned char>(h.total_size >> 16);
-  b[6] = static_cast<unsigned char>(h.total_size >> 8);
-  b[7] = static_cast<unsigned char>(h.total_size);
-  b[8] = static_cast<unsigned char>(h.header_size >> 8);
-  b[9] = static_cast<unsigned char>(h.header_size);
-  b[10] = static_cast<unsigned char>(h.stream_id >> 24);
-  b[11] = static_cast<unsigned char>(h.stream_id >> 16);
-  b[12] = static_cast<unsigned char>(h.stream_id >> 8);
-  b[13] = static_cast<unsigned char>(h.stream_id);
-  b[14] = h.version;
-  b[15] = 0;
+  const uint16_t magic = BigEndian16(h.magic), header_size = BigEndian16(h.header_size);
+  const uint32_t total_size = BigEndian32(h.total_size), stream_id = BigEndian32(h.stream_id);
+  std::memcpy(p, &magic, 2);
+  p[2] = static_cast<char>(h.data_frame_type);
+  p[3] = static_cast<char>(h.stream_frame_type);
+  std::memcpy(p + 4, &total_size, 4);
+  std::memcpy(p + 8, &header_size, 2);
+  std::memcpy(p + 10, &stream_id, 4);
+  p[14] = static_cast<char>(h.version);
+  p[15] = 0;
 }
 
 }  // namespace trpc
