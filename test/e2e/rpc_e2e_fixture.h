@@ -74,12 +74,12 @@ inline std::atomic<int> g_sleeps_finished{0};  // "sleep:N" handlers that have r
 // SayHello by message: "throw" throws; "sleep:N" sleeps N ms (a fiber sleep in the fiber model,
 // which parks only the handler's fiber; a thread sleep in the merge model); "sleep:N:big:M" sleeps
 // N ms, then replies with M bytes of 'x'; "count" bumps g_count; "big:N" replies with N bytes of
-// 'x'; "app_error" answers Status::AppError(-404, ...); "framework_ret" answers Status(-404, ...)
+// 'x'; "attachment" replies with the request's attachment reversed; "app_error" answers Status::AppError(-404, ...); "framework_ret" answers Status(-404, ...)
 // (a framework code no caller knows);
 // everything else (and sleep/count) replies "Hello, " + msg.
 class TestGreeter final : public Greeter {
  public:
-  Status SayHello(ServerContextPtr, const HelloRequest* req, HelloReply* rsp) override {
+  Status SayHello(ServerContextPtr ctx, const HelloRequest* req, HelloReply* rsp) override {
     const std::string& msg = req->msg();
     if (msg == "throw") throw std::runtime_error("the handler threw on purpose");
     if (msg == "app_error") return Status::AppError(-404, "no such greeting");
@@ -101,6 +101,11 @@ class TestGreeter final : public Greeter {
       }
     } else if (msg == "count") {
       g_count.fetch_add(1);
+    } else if (msg == "attachment") {  // replies with the request's attachment reversed
+      std::string a = ctx->GetRequestAttachment().ToString();
+      ChainBuffer reversed;
+      reversed.Append(std::string(a.rbegin(), a.rend()));
+      ctx->SetResponseAttachment(std::move(reversed));
     }
     rsp->set_msg("Hello, " + msg);
     return kSuccStatus;

@@ -138,6 +138,7 @@ bool CanConnect(int port) {
 std::atomic<int> g_calls{0};
 std::mutex g_mu;
 std::string g_last_meta;  // trans_info "k" of the last request that had one
+std::atomic<size_t> g_last_attachment_size{0};
 
 class RecordingGreeter final : public Greeter {
  public:
@@ -146,6 +147,10 @@ class RecordingGreeter final : public Greeter {
     if (auto it = ctx->GetPbReqTransInfo().find("k"); it != ctx->GetPbReqTransInfo().end()) {
       std::lock_guard<std::mutex> lock(g_mu);
       g_last_meta = it->second;
+    }
+    if (!ctx->GetRequestAttachment().empty()) {  // echoed, so the caller can check it
+      g_last_attachment_size.store(ctx->GetRequestAttachment().size());
+      ctx->SetResponseAttachment(ctx->GetRequestAttachment().Clone());
     }
     rsp->set_msg("Hello, " + req->msg());
     return kSuccStatus;
@@ -309,6 +314,10 @@ TEST_F(TrpcGoInteropTest, GoClientOnewayAttachmentAndMetadata) {
   out.clear();
   EXPECT_TRUE(RunGoClient(target, "-mode unary -n 3 -attach 5000 -meta k=v-from-go", &out))
       << out;
+  EXPECT_EQ(g_last_attachment_size.load(), 5000u);
+  EXPECT_NE(out.find("sent a 5000-byte attachment, reply attachment 5000 bytes"),
+            std::string::npos)
+      << out;
   std::lock_guard<std::mutex> lock(g_mu);
   EXPECT_EQ(g_last_meta, "v-from-go");
 }
@@ -366,6 +375,15 @@ TEST_F(TrpcGoInteropTest, OurClientConcurrentOnewayAndMetadata) {
   }
   for (auto& c : callers) c.join();
   EXPECT_EQ(ok.load(), 100);
+  // An attachment travels after the body (tRPC-Go's server reads it and sends none back).
+  auto ctx = MakeClientContext();
+  ChainBuffer attachment;
+  attachment.Append(std::string(7000, 'a'));
+  ctx->SetRequestAttachment(std::move(attachment));
+  std::string reply;
+  EXPECT_TRUE(Hello("with attachment", 1, 0, &reply, ctx).OK());
+  EXPECT_EQ(reply, "Hello, with attachment");
+  EXPECT_TRUE(ctx->GetResponseAttachment().empty());
 }
 
 TEST_F(TrpcGoInteropTest, OurClientUnknownMethodGets12) {

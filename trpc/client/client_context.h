@@ -44,6 +44,14 @@ class ClientContext {
   void SetReqEncodeType(uint32_t type) { req_encode_type_ = type; }
   uint32_t GetReqEncodeType() const { return req_encode_type_; }
   TransInfo& MutableReqTransInfo() { return req_trans_info_; }
+  /// trpc's attachment: opaque bytes sent after the request's body, never compressed (tRPC-Cpp's
+  /// names). Shared, not copied, by every attempt of the call. Other protocols fail a call that
+  /// has one (121).
+  void SetRequestAttachment(ChainBuffer&& attachment) { req_attachment_ = std::move(attachment); }
+  const ChainBuffer& GetRequestAttachment() const { return req_attachment_; }
+  /// After the call: the reply's attachment (empty if none).
+  const ChainBuffer& GetResponseAttachment() const { return rsp_attachment_; }
+  ChainBuffer& MutableResponseAttachment() { return rsp_attachment_; }
   const TransInfo& GetRspTransInfo() const { return rsp_trans_info_; }
   TransInfo& MutableRspTransInfo() { return rsp_trans_info_; }
 
@@ -75,6 +83,8 @@ class ClientContext {
   uint64_t hash_key_ = 0;
   bool has_hash_key_ = false;
   TransInfo rsp_trans_info_;
+  ChainBuffer req_attachment_;
+  ChainBuffer rsp_attachment_;
   Status status_;
   NetAddress backend_;
 };

@@ -331,6 +331,9 @@ bool ServiceProxy::Impl::FillRequest(const ClientContextPtr& ctx, RpcRequest* re
   }
   r.trans_info = ctx->GetReqTransInfo();
   r.content_encoding = ctx->GetReqCompressType();
+  if (!ctx->GetRequestAttachment().empty()) [[unlikely]] {
+    r.attachment.AppendShared(ctx->GetRequestAttachment());
+  }
   if (const uint32_t type = ctx->GetReqEncodeType(); type != 0) r.content_type = type;
   return true;
 }
@@ -413,6 +416,7 @@ Status ServiceProxy::Impl::Decode(const ClientContextPtr& ctx, google::protobuf:
     }
   }
   ctx->MutableRspTransInfo() = std::move(rsp.trans_info);
+  ctx->MutableResponseAttachment() = std::move(rsp.attachment);
   if (!filters_.Empty()) {
     ctx->SetStatus(st);
     if (!RunFilters(FilterPoint::CLIENT_POST_RECV_MSG, ctx)) st = ctx->GetStatus();
@@ -447,6 +451,7 @@ std::shared_ptr<OutgoingCall> ServiceProxy::Impl::PrepareAttempt(
   static_cast<RpcRequestHead&>(a) = group->head;
   a.timeout_ms = TimeoutMs(group->deadline_ns, now);
   a.body.AppendShared(group->body);
+  a.attachment.AppendShared(group->attachment);
   auto call = std::make_shared<AttemptCall>(this, group);
   if (!Dispatch(group->ctx, &a, nullptr, call.get(), &group->tried, now, st)) return nullptr;
   call->deadline_ns = TransportDeadline(group->deadline_ns, now);
@@ -479,6 +484,7 @@ void ServiceProxy::Impl::AsyncUnaryInvoke(const ClientContextPtr& ctx,
     }
     std::shared_ptr<AttemptGroup> group = attempts_.NewGroup(r.func, now);
     group->body = std::move(body);
+    group->attachment = std::move(r.attachment);
     group->ctx = ctx;
     group->rsp = rsp;
     group->done = std::move(done);

@@ -48,6 +48,15 @@ class ServerContext : public RefCounted<ServerContext>, protected Task {
     rsp_trans_info_[std::move(key)] = std::move(value);
   }
 
+  /// The request's attachment: trpc's opaque bytes after the body, never compressed (tRPC-Cpp's
+  /// name). Empty when there is none, and always for other protocols.
+  const ChainBuffer& GetRequestAttachment() const { return req_.attachment; }
+  /// Sends `attachment` after the reply's body (trpc; other protocols have no attachments and
+  /// drop it). A failed call's reply carries none.
+  void SetResponseAttachment(ChainBuffer&& attachment) {
+    rsp_attachment_ = std::make_unique<ChainBuffer>(std::move(attachment));
+  }
+
   /// MonotonicNanos() when the request was read, and its deadline (0 = none): the earlier of the
   /// caller's timeout and the service's timeout, counted from the read.
   int64_t GetRecvTimestampNs() const { return recv_ns_; }
@@ -94,6 +103,7 @@ class ServerContext : public RefCounted<ServerContext>, protected Task {
   RpcRequest& mutable_request() { return req_; }
   TransInfo& rsp_trans_info() { return rsp_trans_info_; }
   std::unique_ptr<ProtocolMessage>& protocol_response() { return protocol_rsp_; }
+  std::unique_ptr<ChainBuffer>& response_attachment() { return rsp_attachment_; }
   void SetDeadlineNs(int64_t deadline_ns) { deadline_ns_ = deadline_ns; }
 
  private:
@@ -105,6 +115,8 @@ class ServerContext : public RefCounted<ServerContext>, protected Task {
   TransInfo rsp_trans_info_;
   Status status_;
   std::unique_ptr<ProtocolMessage> protocol_rsp_;
+  // Allocated only by a handler that sends one, so a call without costs a null pointer.
+  std::unique_ptr<ChainBuffer> rsp_attachment_;
   int64_t recv_ns_;
   int64_t deadline_ns_ = 0;
   bool framework_replies_ = true;

@@ -55,6 +55,7 @@ struct AttemptGroup {
   std::function<void(const Status&)> done;
   RpcRequestHead head;  // each attempt's request but its id, authority and timeout
   ChainBuffer body;     // the message, serialized once, shared by every attempt
+  ChainBuffer attachment;  // the request's attachment, shared by every attempt
   int64_t deadline_ns = 0;
   Reactor* reactor = nullptr;
   size_t reactor_index = 0;

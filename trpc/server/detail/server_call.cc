@@ -280,6 +280,9 @@ void ServerCall::SendReply(const Status& status, const google::protobuf::Message
   if (st.OK()) {
     rsp.protocol = std::move(protocol_response());
     rsp.protocol_ref = protocol_rsp_ref_;
+    if (response_attachment() != nullptr) [[unlikely]] {
+      rsp.attachment = std::move(*response_attachment());
+    }
   }
   protocol_rsp_ref_ = nullptr;  // it lives no longer than this call
 

@@ -266,6 +266,12 @@ bool GrpcClientCodec::PeekResponseId(const ChainBuffer& frame, uint32_t* request
 bool GrpcClientCodec::EncodeRequest(RpcRequest* req, const google::protobuf::MessageLite* body_msg,
                                     ChainBuffer* out) {
   if (req->call_type == kOnewayCall) return false;
+  if (!req->attachment.empty()) {
+    TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000,
+                      "gRPC: cannot send request {} to {}: gRPC has no attachments",
+                      req->request_id, req->func);
+    return false;
+  }
   if (req->content_type != kContentTypeProtobuf) {
     TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000,
                       "gRPC: cannot send request {} to {} as content type {}: our gRPC client "

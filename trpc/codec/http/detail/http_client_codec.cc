@@ -220,6 +220,12 @@ SplitResult HttpClientCodec::SplitWithState(ChainBuffer* in, std::vector<ChainBu
 
 bool HttpClientCodec::EncodeRequest(RpcRequest* req, const google::protobuf::MessageLite* body_msg,
                                     ChainBuffer* out) {
+  if (!req->attachment.empty()) {
+    TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000,
+                      "http: cannot send a request to {}: HTTP/1.1 calls have no attachments",
+                      req->func);
+    return false;
+  }
   if (req->content_encoding != 0) {
     // (Content-Encoding on requests is rare and not negotiated in HTTP/1.1: not sent.)
     TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000,
