@@ -220,8 +220,11 @@ TEST_F(RpcE2eTest, GigabyteBombsGet1AndCostNoMemory) {
   const double grew_mb = (static_cast<double>(rss_after) - static_cast<double>(rss_before)) / 1e6;
   std::printf("RSS before the bombs %.1f MB, after %.1f MB (%+.1f MB)\n", rss_before / 1e6,
               rss_after / 1e6, grew_mb);
-  // At most the 10 MB that max_packet_size allows, held a moment and freed.
+  // At most the 10 MB that max_packet_size allows, held a moment and freed. (Not under TSan,
+  // whose shadow memory adds several bytes per byte touched.)
+#if !defined(__SANITIZE_THREAD__)
   EXPECT_LT(grew_mb, 24.0);
+#endif
   ASSERT_TRUE(raw.Send(EncodeHello(3, "plain")));
   Reply r;
   ASSERT_TRUE(raw.ReadReply(&r));
