@@ -123,17 +123,60 @@ TEST(TrpcSplitTest, OversizedFrameIsAnErrorBeforeItsPayloadArrives) {
   EXPECT_EQ(o.result, SplitResult::kError);
 }
 
-TEST(TrpcSplitTest, StreamingFramesAreRejected) {
+// The client has no streams yet: every stream frame is an error there.
+TEST(TrpcSplitTest, ClientRejectsStreamingFrames) {
   for (auto [data_type, stream_type] : {std::pair{1, 1}, {1, 2}, {0, 1}, {1, 0}, {2, 0}}) {
     SCOPED_TRACE(::testing::Message() << data_type << "/" << stream_type);
     std::string frame = GoldenRequest();
     frame[2] = static_cast<char>(data_type);
     frame[3] = static_cast<char>(stream_type);
     ChainBuffer in = Buffer(frame);
-    SplitOutcome o = SplitAll(&in);
-    EXPECT_EQ(o.result, SplitResult::kError);
-    EXPECT_THAT(o.err, HasSubstr("streaming frames not supported"));
+    TrpcClientCodec codec;
+    std::vector<ChainBuffer> frames;
+    std::string err;
+    EXPECT_EQ(codec.Split(&in, &frames, kLimit, &err), SplitResult::kError);
+    EXPECT_THAT(err, HasSubstr("streaming frames not supported"));
   }
+}
+
+// The server cuts stream frames (data frame type 1) whose fixed header makes sense, and refuses
+// the rest from the fixed header alone.
+TEST(TrpcSplitTest, ServerCutsWellFormedStreamFramesOnly) {
+  struct Case {
+    int data_type, stream_type, header_size;
+    const char* err;  // null: cut
+  } cases[] = {
+      {1, 1, 0, nullptr},
+      {1, 4, 0, nullptr},
+      {1, 2, 75, "stream frames have none"},
+      {1, 0, 0, "unknown stream frame type 0"},
+      {1, 5, 0, "unknown stream frame type 5"},
+      {0, 1, 75, "streaming frames not supported"},
+      {2, 0, 75, "streaming frames not supported"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << c.data_type << "/" << c.stream_type);
+    std::string frame = GoldenRequest();
+    frame[2] = static_cast<char>(c.data_type);
+    frame[3] = static_cast<char>(c.stream_type);
+    frame[8] = 0;
+    frame[9] = static_cast<char>(c.header_size);
+    frame[13] = 100;  // stream id
+    ChainBuffer in = Buffer(frame);
+    SplitOutcome o = SplitAll(&in);
+    if (c.err == nullptr) {
+      EXPECT_EQ(o.result, SplitResult::kOk);
+      ASSERT_EQ(o.frames.size(), 1u);
+      EXPECT_TRUE(TrpcServerCodec().IsStreamFrame(o.frames[0]));
+    } else {
+      EXPECT_EQ(o.result, SplitResult::kError);
+      EXPECT_THAT(o.err, HasSubstr(c.err));
+    }
+  }
+  ChainBuffer unary = Buffer(GoldenRequest());
+  SplitOutcome o = SplitAll(&unary);
+  ASSERT_EQ(o.frames.size(), 1u);
+  EXPECT_FALSE(TrpcServerCodec().IsStreamFrame(o.frames[0]));
 }
 
 TEST(TrpcSplitTest, ReservedBytesAndStreamIdAreIgnored) {

@@ -54,6 +54,20 @@ std::string_view RetCodeName(int32_t code) {
       return "canceled";
     case kClientReadFrameErr:
       return "read_frame";
+    case kStreamServerNetworkErr:
+      return "stream_server_network";
+    case kStreamServerMsgExceedLimitErr:
+      return "stream_server_msg_exceed_limit";
+    case kStreamServerReadEnd:
+      return "stream_server_read_end";
+    case kStreamServerReadTimeoutErr:
+      return "stream_server_read_timeout";
+    case kStreamServerWriteEnd:
+      return "stream_server_write_end";
+    case kStreamClientNetworkErr:
+      return "stream_client_network";
+    case kStreamClientReadEnd:
+      return "stream_client_read_end";
     default:
       return "unknown";
   }

@@ -34,6 +34,14 @@ enum RetCode : int32_t {
   kClientValidateErr = 151,
   kClientCanceledErr = 161,
   kClientReadFrameErr = 171,
+  // Streams (trpc.proto's numbers): how a stream's read or write ended.
+  kStreamServerNetworkErr = 201,
+  kStreamServerMsgExceedLimitErr = 211,
+  kStreamServerReadEnd = 251,
+  kStreamServerReadTimeoutErr = 254,
+  kStreamServerWriteEnd = 231,
+  kStreamClientNetworkErr = 301,
+  kStreamClientReadEnd = 351,
   kUnknownErr = 999,
 };
 
@@ -71,6 +79,8 @@ class Status {
   static Status FrameworkError(int32_t ret, std::string msg) { return Status(ret, std::move(msg)); }
 
   bool OK() const { return ret_ == 0 && func_ret_ == 0; }
+  /// A stream's Read() found the end of the peer's messages (tRPC-Cpp's name): not an error.
+  bool StreamEof() const { return ret_ == kStreamServerReadEnd || ret_ == kStreamClientReadEnd; }
   int32_t GetFrameworkRetCode() const { return ret_; }
   int32_t GetFuncRetCode() const { return func_ret_; }
   const std::string& ErrorMessage() const { return msg_; }

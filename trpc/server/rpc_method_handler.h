@@ -26,6 +26,8 @@ class RpcMethodHandler {
   /// Serves the call in `ctx` and sends its reply through SendReply(). May throw only what the
   /// user's code throws (the server turns that into ret 31).
   virtual void Handle(const ServerContextPtr& ctx) = 0;
+  /// A streaming method (StreamRpcMethodHandler): opened by a stream, not called by a frame.
+  virtual bool IsStream() const { return false; }
 
  protected:
   // The framework's part of a context, for handlers (generated ones and protocols' own).

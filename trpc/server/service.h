@@ -9,6 +9,7 @@
 
 #include "trpc/server/rpc_method_handler.h"
 #include "trpc/server/server_context.h"
+#include "trpc/server/stream_method_handler.h"
 
 namespace trpc {
 
@@ -36,6 +37,26 @@ class Service {
                            typename AsyncUnaryRpcMethodHandler<Req, Rsp>::Function fn) {
     AddRpcServiceMethod(std::move(func),
                         std::make_unique<AsyncUnaryRpcMethodHandler<Req, Rsp>>(std::move(fn)));
+  }
+
+  /// Convenience: register a streaming method (server, client or bidirectional streaming).
+  template <typename Req, typename Rsp>
+  void AddServerStreamMethod(std::string func,
+                             typename ServerStreamingMethodHandler<Req, Rsp>::Function fn) {
+    AddRpcServiceMethod(std::move(func),
+                        std::make_unique<ServerStreamingMethodHandler<Req, Rsp>>(std::move(fn)));
+  }
+  template <typename Req, typename Rsp>
+  void AddClientStreamMethod(std::string func,
+                             typename ClientStreamingMethodHandler<Req, Rsp>::Function fn) {
+    AddRpcServiceMethod(std::move(func),
+                        std::make_unique<ClientStreamingMethodHandler<Req, Rsp>>(std::move(fn)));
+  }
+  template <typename Req, typename Rsp>
+  void AddBidiStreamMethod(std::string func,
+                           typename BidiStreamingMethodHandler<Req, Rsp>::Function fn) {
+    AddRpcServiceMethod(std::move(func),
+                        std::make_unique<BidiStreamingMethodHandler<Req, Rsp>>(std::move(fn)));
   }
 
   /// The handler for `func`, or null.

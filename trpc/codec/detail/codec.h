@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "trpc/base/chain_buffer.h"
+#include "trpc/codec/detail/server_streams.h"
 #include "trpc/codec/rpc_message.h"
 #include "trpc/transport/frame_codec.h"
 
@@ -38,6 +39,21 @@ class ServerCodec : public FrameCodec {
   /// response could not be encoded (then `out` is unchanged).
   virtual bool EncodeResponse(RpcResponse* rsp, const google::protobuf::MessageLite* body_msg,
                               ChainBuffer* out) = 0;
+  /// Protocols with streams beside unary calls on one connection (trpc): true when `frame`, as
+  /// Split() cut it, belongs to a stream. Such frames go to the connection's stream session.
+  virtual bool IsStreamFrame(const ChainBuffer& frame) const {
+    (void)frame;
+    return false;
+  }
+  /// A new stream session for one connection, made at its first stream frame: at most
+  /// `max_streams` open at once, each reading with a window of `window` bytes. Null: the
+  /// protocol has no streams of this kind.
+  virtual std::unique_ptr<ServerStreamSession> NewStreamSession(uint32_t max_streams,
+                                                                uint32_t window) {
+    (void)max_streams;
+    (void)window;
+    return nullptr;
+  }
   /// A codec set up with a service's `protocol_options` (never empty here). Null with `*key`
   /// (the offending option) and `*err` when one is unknown or out of range. The default knows
   /// no options.

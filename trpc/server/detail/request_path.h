@@ -36,6 +36,12 @@ class RequestPath final : public CallRunner {
   /// max_concurrency's limiter (null: no limit).
   const ConcurrencyLimiter* limiter() const { return limiter_.get(); }
 
+  /// Admission of a call decoded on reactor `index` (loop thread): the parked-work bound,
+  /// max_concurrency and the SERVER_POST_RECV_MSG filters, in that order. False with the
+  /// refusal's status (counted as failed) when one of them refuses. The stream path admits a
+  /// stream's call the same way, and it holds what it took for the stream's life.
+  bool Admit(ServerCall* call, size_t index, int64_t recv_ns, ServiceCounters::Requests& counters,
+             Status* refusal);
   /// A complete frame read from `conn`.
   void OnFrame(Connection* conn, ChainBuffer&& frame);
   void RunCall(const ServerContextPtr& ctx, ServerCall& call) override;

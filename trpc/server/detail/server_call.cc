@@ -169,7 +169,7 @@ void ServerCall::FillResponseHeader(RpcResponse* rsp) const {
 bool ServerCall::CutByStop(CutReply* cut) {
   if (reply_state_.exchange(kCut, std::memory_order_acq_rel) != kNotReplied) return false;
   Record(MonotonicNanos(), kServerSystemErr, 0);
-  if (!IsOneway()) {
+  if (!IsOneway() && stream_ == nullptr) {
     RpcResponse rsp;
     FillResponseHeader(&rsp);
     rsp.ret = kServerSystemErr;
@@ -258,7 +258,7 @@ void ServerCall::SendReply(const Status& status, const google::protobuf::Message
     if (!IsOneway()) RunFilters(FilterPoint::SERVER_PRE_SEND_MSG);
     chosen = &GetStatus();
   }
-  if (IsOneway()) {
+  if (IsOneway() || stream_ != nullptr) {
     Record(now, chosen->GetFrameworkRetCode(), chosen->GetFuncRetCode());
     FinishOnLoop(ChainBuffer());
     return;

@@ -12,6 +12,7 @@ ServiceAdapter::ServiceAdapter(const ServiceConfig& config, ServicePtr service, 
       codec_(std::move(codec)),
       counters_(*service_, model->ReactorCount()),
       path_(config_, service_.get(), model, codec_.get(), filters, &counters_),
+      streams_(config_, service_.get(), model, codec_.get(), &path_, &counters_),
       listener_(config_, model, codec_.get(), this, &counters_),
       stop_(config_.name, model, &listener_, &path_) {}
 
@@ -25,6 +26,10 @@ bool ServiceAdapter::StopBy(int64_t deadline_ns) {
 }
 
 void ServiceAdapter::OnFrame(Connection* conn, ChainBuffer&& frame) {
+  if (codec_->IsStreamFrame(frame)) [[unlikely]] {
+    streams_.OnFrame(conn, std::move(frame));
+    return;
+  }
   path_.OnFrame(conn, std::move(frame));
 }
 
@@ -32,6 +37,7 @@ void ServiceAdapter::OnClose(Connection* conn, const std::string& reason) {
   if (conn->close_cause() == CloseCause::kProtocolError) counters_.CountProtocolError();
   TRPC_LOG_DEBUG("service {}: connection {} closed: {}", config_.name, conn->peer().ToString(),
                  reason);
+  streams_.OnClose(conn);
   listener_.Forget(conn);
 }
 

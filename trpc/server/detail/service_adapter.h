@@ -9,6 +9,7 @@
 #include "trpc/runtime/detail/thread_model.h"
 #include "trpc/server/detail/bounded_stop.h"
 #include "trpc/server/detail/request_path.h"
+#include "trpc/server/detail/stream_path.h"
 #include "trpc/server/detail/service_counters.h"
 #include "trpc/server/detail/service_listener.h"
 #include "trpc/server/server_config.h"
@@ -90,6 +91,7 @@ class ServiceAdapter final : public Connection::Handler {
   std::shared_ptr<ServerCodec> codec_;
   ServiceCounters counters_;
   RequestPath path_;
+  StreamPath streams_;
   ServiceListener listener_;
   BoundedStop stop_;
   bool stopped_ = false;

@@ -14,6 +14,7 @@
 #include "trpc/codec/detail/compression.h"
 #include "trpc/codec/detail/message_body.h"
 #include "trpc/codec/trpc/detail/header_wire.h"
+#include "trpc/codec/trpc/detail/stream_frame.h"
 
 namespace trpc::detail {
 
@@ -36,11 +37,15 @@ bool CheckTrpcFrameHeader(const TrpcFrameHeader& h, std::string* err) {
 }
 
 SplitResult SplitTrpcFrames(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
-                            std::string* err) {
+                            std::string* err, bool streams) {
   while (in->size() >= kTrpcFrameHeaderSize) {
     char scratch[kTrpcFrameHeaderSize];
     TrpcFrameHeader h = LoadTrpcFrameHeader(in->Peek(kTrpcFrameHeaderSize, scratch));
-    if (!CheckTrpcFrameHeader(h, err)) return SplitResult::kError;
+    if (streams && h.data_frame_type == kTrpcStreamDataFrame) [[unlikely]] {
+      if (!CheckTrpcStreamFrameHeader(h, err)) return SplitResult::kError;
+    } else if (!CheckTrpcFrameHeader(h, err)) {
+      return SplitResult::kError;
+    }
     // Decided before the payload is buffered, so a peer cannot make us hold a huge frame.
     if (h.total_size > max_frame_size) {
       *err =
@@ -130,7 +135,8 @@ bool MakeBody(const Rpc& rpc, const google::protobuf::MessageLite* body_msg, Cha
               ChainBuffer* made, std::string* err) {
   ChainBuffer plain;
   if (body_msg != nullptr) {
-    if (!SerializeMessageBody(*body_msg, rpc.content_type, &plain, err, kTrpcJsonStyle)) return false;
+    if (!SerializeMessageBody(*body_msg, rpc.content_type, &plain, err, kTrpcJsonStyle))
+      return false;
   } else if (body != nullptr) {
     plain = std::move(*body);
   }

@@ -27,9 +27,11 @@ namespace trpc::detail {
 /// covers the fixed header plus the protobuf header.
 bool CheckTrpcFrameHeader(const TrpcFrameHeader& h, std::string* err);
 
-/// FrameCodec::Split for trpc: cuts every complete frame off the front of `in` into `out`.
+/// FrameCodec::Split for trpc: cuts every complete frame off the front of `in` into `out`. Stream
+/// frames are cut when `streams` (their fixed header checked by CheckTrpcStreamFrameHeader),
+/// and are an error otherwise.
 SplitResult SplitTrpcFrames(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
-                            std::string* err);
+                            std::string* err, bool streams = false);
 
 /// Checks the fixed header of one whole frame, decodes the protobuf header that follows it into
 /// the header fields of `*req` (RequestProtocol) or `*rsp` (ResponseProtocol), see header_wire.h,

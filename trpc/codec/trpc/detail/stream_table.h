@@ -45,6 +45,9 @@ class TrpcStreamTable {
 
   /// The open stream `id`, or null.
   TrpcStreamState* Find(uint32_t id);
+  const TrpcStreamState* Find(uint32_t id) const {
+    return const_cast<TrpcStreamTable*>(this)->Find(id);
+  }
   /// Forgets a stream (finished, or reset by either side).
   void Erase(uint32_t id) { streams_.erase(id); }
 

@@ -6,6 +6,7 @@
 #include "trpc/base/logging.h"
 #include "trpc/codec/trpc/detail/frame.h"
 #include "trpc/codec/trpc/detail/request_id_scanner.h"
+#include "trpc/codec/trpc/detail/trpc_stream_session.h"
 
 namespace trpc {
 
@@ -13,7 +14,18 @@ namespace trpc {
 
 SplitResult TrpcServerCodec::Split(ChainBuffer* in, std::vector<ChainBuffer>* out,
                                    size_t max_frame_size, std::string* err) {
-  return detail::SplitTrpcFrames(in, out, max_frame_size, err);
+  return detail::SplitTrpcFrames(in, out, max_frame_size, err, /*streams=*/true);
+}
+
+bool TrpcServerCodec::IsStreamFrame(const ChainBuffer& frame) const {
+  // Split() cut it, so the fixed header is whole and checked; byte 2 is its data frame type.
+  char scratch[3];
+  return static_cast<uint8_t>(frame.Peek(3, scratch)[2]) == kTrpcStreamDataFrame;
+}
+
+std::unique_ptr<ServerStreamSession> TrpcServerCodec::NewStreamSession(uint32_t max_streams,
+                                                                       uint32_t window) {
+  return std::make_unique<detail::TrpcServerStreamSession>(max_streams, window);
 }
 
 bool TrpcServerCodec::DecodeRequest(ChainBuffer&& frame, RpcRequest* req, std::string* err) {

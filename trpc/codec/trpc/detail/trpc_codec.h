@@ -18,10 +18,16 @@ class TrpcServerCodec final : public ServerCodec {
  public:
   std::string_view Name() const override { return kTrpcCodecName; }
 
-  /// Cuts complete frames; kError on a bad magic, a streaming frame, a total size smaller than
-  /// the headers or larger than `max_frame_size` (decided from the 16-byte fixed header alone).
+  /// Cuts complete frames, unary and stream ones; kError on a bad magic, an unknown frame type,
+  /// a total size smaller than the headers or larger than `max_frame_size` (decided from the
+  /// 16-byte fixed header alone).
   SplitResult Split(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
                     std::string* err) override;
+
+  /// Data frame type 1 (byte 2).
+  bool IsStreamFrame(const ChainBuffer& frame) const override;
+  std::unique_ptr<ServerStreamSession> NewStreamSession(uint32_t max_streams,
+                                                        uint32_t window) override;
 
   /// Fills `*req` from one frame; body and attachment are cut from the frame, not copied.
   bool DecodeRequest(ChainBuffer&& frame, RpcRequest* req, std::string* err) override;

@@ -1,0 +1,51 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "trpc/codec/detail/server_streams.h"
+#include "trpc/codec/trpc/detail/stream_table.h"
+
+namespace trpc::detail {
+
+/// trpc's streams on one server connection (docs/protocol.md, section 6): the frames read with
+/// ReadTrpcStreamFrame, checked against the connection's TrpcStreamTable and each stream's
+/// TrpcStreamState, and turned into ServerStreamHost events; the server's answers written as
+/// frames. A peer's protocol error on one stream resets that stream (a CLOSE with close_type 1
+/// and ret 1) and tells the host; one that makes the connection untrustworthy (a frame for an
+/// id never opened, a second INIT, a frame that does not parse) closes it.
+///
+/// Thread contract: the connection's loop thread only (ServerStreamSession's).
+class TrpcServerStreamSession final : public ServerStreamSession {
+ public:
+  /// `window`: what each stream announces it reads with (raised to 65535, as the protocol
+  /// requires); `max_streams`: the cap on open streams, past which an INIT is refused.
+  TrpcServerStreamSession(uint32_t max_streams, uint32_t window)
+      : table_(TrpcStreamState::Role::kServer, max_streams), window_(window) {}
+
+  bool OnFrame(ChainBuffer&& frame, ServerStreamHost* host, ChainBuffer* out,
+               std::string* err) override;
+  void Accept(uint32_t id, ChainBuffer* out) override;
+  void Refuse(uint32_t id, const Status& status, ChainBuffer* out) override;
+  bool FlowControlled(uint32_t id) const override;
+  bool CanSend(uint32_t id) const override;
+  bool SendMessage(uint32_t id, ChainBuffer&& msg, ChainBuffer* out, std::string* err) override;
+  void Consumed(uint32_t id, size_t n, ChainBuffer* out) override;
+  void Finish(uint32_t id, const Status& status, ChainBuffer* out) override;
+  size_t open_streams() const override { return table_.open_streams(); }
+
+ private:
+  // Resets `id` for a protocol violation by the peer: RESET frame, host told, stream forgotten.
+  void ResetForViolation(uint32_t id, const std::string& why, ServerStreamHost* host,
+                         ChainBuffer* out);
+  // Forgets `id` once both sides have ended.
+  void EraseIfFinished(uint32_t id, TrpcStreamState* st);
+
+  TrpcStreamTable table_;
+  uint32_t window_;
+  // The client's window of the INIT being answered (0: it runs no flow control, so neither do
+  // we, as tRPC-Go answers). Set by OnFrame for Accept(), which runs inside it.
+  uint32_t opening_client_window_ = 0;
+};
+
+}  // namespace trpc::detail

@@ -1,0 +1,125 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "trpc/base/chain_buffer.h"
+#include "trpc/base/status.h"
+#include "trpc/fiber/condition_variable.h"
+#include "trpc/fiber/mutex.h"
+#include "trpc/transport/connection.h"
+
+namespace trpc::detail {
+
+class StreamLink;
+
+/// One server stream between the connection's loop thread, where its frames arrive and leave,
+/// and the handler's fiber, which reads and writes its messages (stream::ServerStream).
+///
+/// - **In:** the loop appends each message to the inbox and wakes the reader. The inbox holds at
+///   most what the client may send unread: its window when flow control runs. The reader
+///   reports what it consumed back to the loop once more than a quarter of the window has
+///   been read (the protocol returns credit no sooner), so reading costs no hop per message.
+/// - **Out:** Write() posts the message to the loop and returns; the loop sends it when the
+///   client's window has room, else parks it. While a message is parked, or more than
+///   kMaxQueuedBytes posted ones wait for the loop, the next Write() blocks: what a writer
+///   holds is bounded by the window plus that constant plus one message.
+/// - **End:** the handler's status finishes our side (Finish); the client's CLOSE ends the
+///   inbox (Read() gets end of stream after the last message); a reset or a lost connection
+///   ends both and wakes both sides.
+///
+/// Memory ordering: mu_ (fiber::Mutex) guards the shared fields; a reader or writer woken by
+/// cv_ re-checks them under mu_, so everything the loop did before notifying is visible. The
+/// loop-only fields are touched only in tasks that run on the connection's loop.
+class ServerStreamCore : public std::enable_shared_from_this<ServerStreamCore> {
+ public:
+  static constexpr size_t kMaxQueuedBytes = 64 * 1024;
+
+  ServerStreamCore(ConnectionPtr conn, uint32_t id, uint32_t content_type, uint32_t encoding,
+                   size_t max_message_bytes, uint32_t window)
+      : conn_(std::move(conn)),
+        id_(id),
+        content_type_(content_type),
+        encoding_(encoding),
+        max_message_bytes_(max_message_bytes),
+        window_(window) {}
+
+  uint32_t id() const { return id_; }
+  uint32_t content_type() const { return content_type_; }
+  uint32_t encoding() const { return encoding_; }
+  size_t max_message_bytes() const { return max_message_bytes_; }
+
+  // ---- The handler's side (a fiber, or a thread that may block). ----
+  /// The next message's bytes (as the client encoded them), or how the inbox ended; waits up
+  /// to `timeout_ms` (< 0: no limit).
+  Status Read(ChainBuffer* msg, int64_t timeout_ms);
+  /// Queues one encoded message; blocks while the writer is over its bound (see above).
+  Status Write(ChainBuffer&& msg);
+  /// Our side ends with `status` (once; later calls are ignored).
+  void Finish(const Status& status);
+
+  // ---- The loop's side (the connection's loop thread). ----
+  /// Links the stream to its connection's streams, before the handler starts; `flow_control`:
+  /// the window is counted.
+  void Attach(StreamLink* link, bool flow_control) {
+    link_ = link;
+    flow_control_ = flow_control;
+  }
+  StreamLink* link() const { return link_; }
+  void OnMessage(ChainBuffer&& msg);
+  /// The client's side ended: OK = half-close, else reset (both sides end).
+  void OnRemoteEnd(const Status& status);
+  /// The window has room again: sends what is parked while it lasts.
+  void OnWritable();
+  /// The connection is gone (or the stream was forgotten): both sides end with `status`.
+  void Detach(const Status& status);
+  /// Loop task for a posted message: send it now or park it.
+  void SendOrPark(ChainBuffer&& msg);
+
+ private:
+  ConnectionPtr conn_;
+  const uint32_t id_;
+  const uint32_t content_type_;
+  const uint32_t encoding_;
+  const size_t max_message_bytes_;
+  const uint32_t window_;
+
+  fiber::Mutex mu_;
+  fiber::ConditionVariable cv_;
+  // Guarded by mu_.
+  std::deque<ChainBuffer> inbox_;
+  size_t inbox_bytes_ = 0;
+  bool remote_ended_ = false;  // no more messages come (half-close or reset)
+  Status end_status_;        // why both sides ended (a reset, a lost connection); OK: they did not
+  bool ended_ = false;       // both sides ended
+  bool finished_ = false;    // Finish() was called
+  size_t unreported_ = 0;    // consumed bytes not yet reported to the loop
+  size_t queued_bytes_ = 0;  // posted by Write(), not yet sent or parked by the loop
+  bool blocked_ = false;     // a message is parked for want of window
+
+  // Loop thread only.
+  StreamLink* link_ = nullptr;
+  bool flow_control_ = false;  // (set before the handler starts, read by it too)
+  std::deque<ChainBuffer> parked_;
+  bool finish_pending_ = false;  // Finish() came while messages were parked
+  Status finish_status_;
+};
+
+/// What a stream needs of its connection's stream table, on the loop thread (StreamPath's
+/// per-connection part implements it).
+class StreamLink {
+ public:
+  /// False when the window has no room now.
+  virtual bool CanSend(uint32_t id) = 0;
+  virtual bool SendMessage(uint32_t id, ChainBuffer&& msg, std::string* err) = 0;
+  virtual void Consumed(uint32_t id, size_t n) = 0;
+  virtual void Finish(ServerStreamCore* core, const Status& status) = 0;
+
+ protected:
+  ~StreamLink() = default;
+};
+
+}  // namespace trpc::detail

@@ -1,0 +1,213 @@
+#include "trpc/server/detail/stream_path.h"
+
+#include <exception>
+#include <string>
+#include <utility>
+
+#include "trpc/base/logging.h"
+#include "trpc/codec/detail/compression.h"
+#include "trpc/server/detail/server_stream_core.h"
+#include "trpc/server/stream_method_handler.h"
+
+namespace trpc::detail {
+
+/// One connection's streams: its protocol session, and the stream each open id runs as. The
+/// session's host (its events) and the streams' link (their output). Frames it writes collect
+/// in `out_` and go to the connection after each event. Loop thread only.
+class StreamPath::ConnStreams final : public ServerStreamHost, public StreamLink {
+ public:
+  ConnStreams(StreamPath* path, Connection* conn, std::unique_ptr<ServerStreamSession> session)
+      : path_(path), conn_(conn), session_(std::move(session)) {}
+
+  ~ConnStreams() {
+    Status gone(kStreamServerNetworkErr, "the connection closed");
+    for (auto& [id, core] : streams_) core->Detach(gone);
+  }
+
+  bool OnFrame(ChainBuffer&& frame, std::string* err) {
+    bool ok = session_->OnFrame(std::move(frame), this, &out_, err);
+    Flush();
+    return ok;
+  }
+
+  // ServerStreamHost
+  void OnStreamOpen(uint32_t id, RpcRequest&& head, ChainBuffer* out) override {
+    (void)out;  // == &out_
+    path_->Open(this, id, std::move(head));
+  }
+  void OnStreamMessage(uint32_t id, ChainBuffer&& msg) override {
+    auto it = streams_.find(id);
+    if (it != streams_.end()) {
+      it->second->OnMessage(std::move(msg));
+      return;
+    }
+    // Our side has finished (the handler returned) while the client still sends: dropped,
+    // but its window is returned so the client is not left blocked.
+    session_->Consumed(id, msg.size(), &out_);
+  }
+  void OnStreamRemoteEnd(uint32_t id, const Status& status) override {
+    auto it = streams_.find(id);
+    if (it == streams_.end()) return;
+    std::shared_ptr<ServerStreamCore> core = it->second;
+    if (!status.OK()) streams_.erase(it);  // reset: the session has forgotten it too
+    core->OnRemoteEnd(status);
+  }
+  void OnStreamWritable(uint32_t id) override {
+    auto it = streams_.find(id);
+    if (it != streams_.end()) it->second->OnWritable();
+  }
+
+  // StreamLink
+  bool CanSend(uint32_t id) override { return session_->CanSend(id); }
+  bool SendMessage(uint32_t id, ChainBuffer&& msg, std::string* err) override {
+    bool ok = session_->SendMessage(id, std::move(msg), &out_, err);
+    Flush();
+    return ok;
+  }
+  void Consumed(uint32_t id, size_t n) override {
+    session_->Consumed(id, n, &out_);
+    Flush();
+  }
+  void Finish(ServerStreamCore* core, const Status& status) override {
+    const uint32_t id = core->id();
+    session_->Finish(id, status, &out_);
+    Flush();
+    auto it = streams_.find(id);
+    if (it == streams_.end() || it->second.get() != core) return;
+    std::shared_ptr<ServerStreamCore> keep = std::move(it->second);
+    streams_.erase(it);
+    // Our side is done: a reader still waiting (the handler has returned, so none) or a reset
+    // ends the rest.
+    keep->Detach(status.OK() ? Status(kStreamServerWriteEnd, "the stream was finished") : status);
+  }
+
+  ServerStreamSession* session() { return session_.get(); }
+  Connection* conn() { return conn_; }
+  std::unordered_map<uint32_t, std::shared_ptr<ServerStreamCore>>& streams() { return streams_; }
+  void Flush() {
+    if (!out_.Blank() && !conn_->closed()) conn_->SendSoon(std::move(out_));
+    out_.Clear();
+  }
+  ChainBuffer* out() { return &out_; }
+
+ private:
+  StreamPath* path_;
+  Connection* conn_;
+  std::unique_ptr<ServerStreamSession> session_;
+  std::unordered_map<uint32_t, std::shared_ptr<ServerStreamCore>> streams_;
+  ChainBuffer out_;
+};
+
+StreamPath::StreamPath(const ServiceConfig& config, Service* service, ThreadModel* model,
+                       ServerCodec* codec, RequestPath* admission, ServiceCounters* counters)
+    : config_(config),
+      service_(service),
+      model_(model),
+      codec_(codec),
+      admission_(admission),
+      counters_(counters),
+      conns_(model->ReactorCount()) {}
+
+StreamPath::~StreamPath() = default;
+
+void StreamPath::OnFrame(Connection* conn, ChainBuffer&& frame) {
+  auto& table = conns_[static_cast<size_t>(model_->IndexOf(conn->reactor()))];
+  auto it = table.find(conn);
+  if (it == table.end()) {
+    std::unique_ptr<ServerStreamSession> session =
+        codec_->NewStreamSession(kMaxStreamsPerConnection, kWindow);
+    if (session == nullptr) {
+      conn->Close("protocol error: stream frames on a protocol without streams",
+                  CloseCause::kProtocolError);
+      return;
+    }
+    it = table.emplace(conn, std::make_unique<ConnStreams>(this, conn, std::move(session))).first;
+  }
+  std::string err;
+  if (!it->second->OnFrame(std::move(frame), &err)) {
+    TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "service {}: bad stream frame from {}: {}",
+                      config_.name, conn->peer().ToString(), err);
+    conn->Close("protocol error: " + err, CloseCause::kProtocolError);
+  }
+}
+
+void StreamPath::OnClose(Connection* conn) {
+  auto& table = conns_[static_cast<size_t>(model_->IndexOf(conn->reactor()))];
+  table.erase(conn);  // its streams end (~ConnStreams)
+}
+
+size_t StreamPath::open_streams(size_t reactor) const {
+  size_t n = 0;
+  for (const auto& [conn, cs] : conns_[reactor]) n += cs->session()->open_streams();
+  return n;
+}
+
+void StreamPath::Open(ConnStreams* cs, uint32_t id, RpcRequest&& head) {
+  Connection* conn = cs->conn();
+  const int64_t recv_ns = conn->reactor()->LoopTimeNs();
+  auto* call = new ServerCall(conn->shared_from_this(), codec_, recv_ns);
+  ServerContextPtr ctx(call, kAdoptRef);
+  call->request() = std::move(head);
+  const size_t index = static_cast<size_t>(model_->IndexOf(conn->reactor()));
+  ServiceCounters::Requests& counters = counters_->requests(index);
+  counters.requests.fetch_add(1, std::memory_order_relaxed);
+  RpcMethodHandler* method = service_->Route(*ctx);
+  call->SetMethodCounters(counters_->MethodOf(index, method));
+  const uint32_t encoding = call->request().content_encoding;
+  Status refusal;
+  if (method == nullptr || !method->IsStream()) {
+    refusal = Status(kServerNoFuncErr, "no such streaming method: " + call->GetFuncName());
+  } else if (model_->HandlesInline()) {
+    refusal = Status(kServerSystemErr,
+                     "streams run in the fiber thread model only for now (docs/streaming.md)");
+  } else if (encoding != 0 && !IsSupportedEncoding(encoding)) {
+    refusal = Status(kServerDecodeErr, "unsupported content_encoding " + std::to_string(encoding));
+  }
+  if (!refusal.OK()) counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
+  if (refusal.OK() && !admission_->Admit(call, index, recv_ns, counters, &refusal)) {
+    // (Admit counted it)
+  }
+  if (!refusal.OK()) {
+    cs->session()->Refuse(id, refusal, cs->out());
+    // The call is a stream's: its reply records the refusal and sends nothing more.
+    call->SetStream(
+        std::make_shared<ServerStreamCore>(conn->shared_from_this(), id, 0, 0, 0, kWindow));
+    call->SendReply(refusal, nullptr);
+    return;
+  }
+  cs->session()->Accept(id, cs->out());
+  auto core =
+      std::make_shared<ServerStreamCore>(conn->shared_from_this(), id, call->request().content_type,
+                                         encoding, config_.max_packet_size, kWindow);
+  core->Attach(cs, cs->session()->FlowControlled(id));
+  cs->streams()[id] = core;
+  call->SetStream(std::move(core));
+  Task* task = call->Submit(std::move(ctx), this, method, /*runs_on_loop=*/false);
+  model_->Submit(conn->reactor(), task);
+}
+
+void StreamPath::RunCall(const ServerContextPtr& ctx, ServerCall& call) {
+  std::shared_ptr<ServerStreamCore> core = call.stream();
+  auto* method = static_cast<StreamRpcMethodHandler*>(call.handler());
+  Status status;
+  if (!call.RunFilters(FilterPoint::SERVER_PRE_RPC_INVOKE)) {
+    status = call.GetStatus();
+  } else {
+    call.MarkInvoked();
+    try {
+      status = method->HandleStream(ctx, stream::ServerStream(core));
+    } catch (const std::exception& e) {
+      status = Status(kServerSystemErr, std::string("handler threw: ") + e.what());
+    } catch (...) {
+      status = Status(kServerSystemErr, "handler threw a non-std exception");
+    }
+  }
+  if (!status.OK()) {
+    counters_->requests(static_cast<size_t>(model_->IndexOf(call.connection()->reactor())))
+        .failed_requests.fetch_add(1, std::memory_order_relaxed);
+  }
+  core->Finish(status);
+  call.SendReply(status, nullptr);  // records the stream's end; sends nothing
+}
+
+}  // namespace trpc::detail

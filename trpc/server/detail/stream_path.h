@@ -1,0 +1,66 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "trpc/base/chain_buffer.h"
+#include "trpc/codec/detail/codec.h"
+#include "trpc/runtime/detail/thread_model.h"
+#include "trpc/server/detail/request_path.h"
+#include "trpc/server/detail/server_call.h"
+#include "trpc/server/detail/service_counters.h"
+#include "trpc/server/server_config.h"
+#include "trpc/server/service.h"
+#include "trpc/transport/connection.h"
+
+namespace trpc::detail {
+
+/// One service's streams: the stream frames of its connections go to a per-connection stream
+/// session (the codec's ServerStreamSession), whose opens are admitted as calls are (the
+/// request path's Admit: the stream's call holds its max_concurrency slot and parked-work
+/// permit until the stream ends) and run as one handler per stream, in a fiber (fiber model).
+/// Protocol-neutral, as the request path is.
+///
+/// Thread contract: OnFrame and OnClose on the connection's loop thread, which owns that
+/// connection's part; RunCall where the thread model runs the stream's handler.
+class StreamPath final : public CallRunner {
+ public:
+  /// Every stream reads with a window of this many bytes (the protocol's default).
+  static constexpr uint32_t kWindow = 65535;
+  /// Streams open at once on one connection; an open past it is refused with ret 22.
+  static constexpr uint32_t kMaxStreamsPerConnection = 1000;
+
+  /// All must outlive this.
+  StreamPath(const ServiceConfig& config, Service* service, ThreadModel* model, ServerCodec* codec,
+             RequestPath* admission, ServiceCounters* counters);
+  ~StreamPath();
+
+  /// A stream frame (ServerCodec::IsStreamFrame) read from `conn`.
+  void OnFrame(Connection* conn, ChainBuffer&& frame);
+  /// `conn` closed: its streams end (ret 201 to their handlers).
+  void OnClose(Connection* conn);
+  void RunCall(const ServerContextPtr& ctx, ServerCall& call) override;
+
+  /// Streams open on reactor `reactor`'s connections (its loop).
+  size_t open_streams(size_t reactor) const;
+
+ private:
+  class ConnStreams;
+  friend class ConnStreams;
+  // An INIT admitted or refused (ConnStreams::OnStreamOpen).
+  void Open(ConnStreams* cs, uint32_t id, RpcRequest&& head);
+
+  const ServiceConfig& config_;
+  Service* service_;
+  ThreadModel* model_;
+  ServerCodec* codec_;
+  RequestPath* admission_;
+  ServiceCounters* counters_;
+  // Per reactor: its connections' stream parts, made at a connection's first stream frame.
+  std::vector<std::unordered_map<Connection*, std::unique_ptr<ConnStreams>>> conns_;
+};
+
+}  // namespace trpc::detail
