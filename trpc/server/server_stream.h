@@ -2,8 +2,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <utility>
 
+#include "trpc/base/chain_buffer.h"
 #include "trpc/base/status.h"
+#include "trpc/future/future.h"
 
 namespace google::protobuf {
 class MessageLite;
@@ -18,11 +22,17 @@ class ServerStreamCore;
 namespace stream {
 
 /// The server's end of one stream (docs/streaming.md): the client's messages in, ours out,
-/// parsed and written in the content type and compression the client opened it with.
-/// Synchronous: Read() and Write() block the calling fiber (the fiber model runs each stream
-/// handler in a fiber of its own), never a worker.
+/// parsed and written in the content type and compression the client opened it with. Two
+/// forms:
+/// - Read() and Write() block the calling fiber (the fiber model runs each synchronous stream
+///   handler in a fiber of its own) or thread, never a reactor;
+/// - AsyncRead() and AsyncWrite() never block: their futures resolve on the connection's
+///   worker when a message comes or the window has room, which is how streams run in the
+///   merged model.
+/// A copy is the same stream (a handle).
 ///
-/// Thread contract: one reader and one writer at a time (they may be two fibers).
+/// Thread contract: one read and one write in progress at a time, of either form (a reader
+/// and a writer may be two fibers).
 class ServerStream {
  public:
   explicit ServerStream(std::shared_ptr<detail::ServerStreamCore> core) : core_(std::move(core)) {}
@@ -35,7 +45,32 @@ class ServerStream {
   /// (back-pressure); fails once the stream has ended (reset, connection lost).
   Status Write(const google::protobuf::MessageLite& msg) const;
 
+  /// The next message, or nullopt at the end of the client's messages; fails with the stream's
+  /// end otherwise (as Read()). Never blocks.
+  template <typename R>
+  Future<std::optional<R>> AsyncRead() const {
+    return AsyncReadBytes().Then([s = *this](Future<ChainBuffer>&& f) {
+      if (f.IsFailed()) {
+        if (f.GetException().StreamEof()) return MakeReadyFuture<std::optional<R>>(std::nullopt);
+        return MakeExceptionFuture<std::optional<R>>(f.GetException());
+      }
+      std::optional<R> msg(std::in_place);
+      if (Status st = s.Parse(f.GetValue(), &*msg); !st.OK()) {
+        return MakeExceptionFuture<std::optional<R>>(std::move(st));
+      }
+      return MakeReadyFuture<std::optional<R>>(std::move(msg));
+    });
+  }
+  /// Resolves when the window had room for `msg` (back-pressure); fails once the stream has
+  /// ended. Await each write before the next.
+  Future<> AsyncWrite(const google::protobuf::MessageLite& msg) const;
+
  private:
+  Future<ChainBuffer> AsyncReadBytes() const;
+  Status Parse(const ChainBuffer& bytes, google::protobuf::MessageLite* msg) const;
+  // Serialized and compressed as the stream's content type and encoding say.
+  Status Encode(const google::protobuf::MessageLite& msg, ChainBuffer* out) const;
+
   std::shared_ptr<detail::ServerStreamCore> core_;
 };
 
@@ -67,6 +102,39 @@ class StreamReaderWriter {
   explicit StreamReaderWriter(ServerStream stream) : stream_(std::move(stream)) {}
   Status Read(R* msg, int64_t timeout_ms = -1) const { return stream_.Read(msg, timeout_ms); }
   Status Write(const W& msg) const { return stream_.Write(msg); }
+
+ private:
+  ServerStream stream_;
+};
+
+/// The non-blocking typed ends (merged model, or any handler that must not block).
+template <typename R>
+class AsyncStreamReader {
+ public:
+  explicit AsyncStreamReader(ServerStream stream) : stream_(std::move(stream)) {}
+  /// nullopt at the end of the client's messages.
+  Future<std::optional<R>> Read() const { return stream_.AsyncRead<R>(); }
+
+ private:
+  ServerStream stream_;
+};
+
+template <typename W>
+class AsyncStreamWriter {
+ public:
+  explicit AsyncStreamWriter(ServerStream stream) : stream_(std::move(stream)) {}
+  Future<> Write(const W& msg) const { return stream_.AsyncWrite(msg); }
+
+ private:
+  ServerStream stream_;
+};
+
+template <typename R, typename W>
+class AsyncStreamReaderWriter {
+ public:
+  explicit AsyncStreamReaderWriter(ServerStream stream) : stream_(std::move(stream)) {}
+  Future<std::optional<R>> Read() const { return stream_.AsyncRead<R>(); }
+  Future<> Write(const W& msg) const { return stream_.AsyncWrite(msg); }
 
  private:
   ServerStream stream_;

@@ -59,6 +59,28 @@ class Service {
                         std::make_unique<BidiStreamingMethodHandler<Req, Rsp>>(std::move(fn)));
   }
 
+  /// The same, non-blocking (they run in either model; the merged model serves only these).
+  template <typename Req, typename Rsp>
+  void AddAsyncServerStreamMethod(
+      std::string func, typename AsyncServerStreamingMethodHandler<Req, Rsp>::Function fn) {
+    AddRpcServiceMethod(
+        std::move(func),
+        std::make_unique<AsyncServerStreamingMethodHandler<Req, Rsp>>(std::move(fn)));
+  }
+  template <typename Req, typename Rsp>
+  void AddAsyncClientStreamMethod(
+      std::string func, typename AsyncClientStreamingMethodHandler<Req, Rsp>::Function fn) {
+    AddRpcServiceMethod(
+        std::move(func),
+        std::make_unique<AsyncClientStreamingMethodHandler<Req, Rsp>>(std::move(fn)));
+  }
+  template <typename Req, typename Rsp>
+  void AddAsyncBidiStreamMethod(std::string func,
+                                typename AsyncBidiStreamingMethodHandler<Req, Rsp>::Function fn) {
+    AddRpcServiceMethod(std::move(func),
+                        std::make_unique<AsyncBidiStreamingMethodHandler<Req, Rsp>>(std::move(fn)));
+  }
+
   /// The handler for `func`, or null.
   RpcMethodHandler* FindMethod(std::string_view func) const;
 

@@ -9,6 +9,32 @@
 
 namespace trpc::detail {
 
+// ---- Reading ------------------------------------------------------------------------------
+
+size_t ServerStreamCore::TakeLocked(ChainBuffer* msg) {
+  *msg = std::move(inbox_.front());
+  inbox_.pop_front();
+  inbox_bytes_ -= msg->size();
+  if (!flow_control_) return 0;
+  // Credit goes back no sooner than past a quarter of the window (the protocol's rule), so the
+  // loop hears of it only then: no hop per message.
+  unreported_ += msg->size();
+  if (unreported_ * 4 <= window_) return 0;
+  return std::exchange(unreported_, 0);
+}
+
+Status ServerStreamCore::InboxEndLocked() const {
+  if (!end_status_.OK()) return end_status_;
+  return Status(kStreamServerReadEnd, "end of the client's messages");
+}
+
+void ServerStreamCore::ReportConsumed(size_t n) {
+  if (n == 0) return;
+  conn_->reactor()->RunInLoop([self = shared_from_this(), n] {
+    if (self->link_ != nullptr) self->link_->Consumed(self->id_, n);
+  });
+}
+
 Status ServerStreamCore::Read(ChainBuffer* msg, int64_t timeout_ms) {
   size_t report = 0;
   {
@@ -20,48 +46,126 @@ Status ServerStreamCore::Read(ChainBuffer* msg, int64_t timeout_ms) {
       return Status(kStreamServerReadTimeoutErr,
                     "no message came within " + std::to_string(timeout_ms) + " ms");
     }
-    if (inbox_.empty()) {
-      if (!end_status_.OK()) return end_status_;
-      return Status(kStreamServerReadEnd, "end of the client's messages");
-    }
-    *msg = std::move(inbox_.front());
-    inbox_.pop_front();
-    inbox_bytes_ -= msg->size();
-    if (flow_control_) {
-      // Credit goes back no sooner than past a quarter of the window (the protocol's rule), so
-      // the loop hears of it only then.
-      unreported_ += msg->size();
-      if (unreported_ * 4 > window_) {
-        report = unreported_;
-        unreported_ = 0;
-      }
-    }
+    if (inbox_.empty()) return InboxEndLocked();
+    report = TakeLocked(msg);
   }
-  if (report != 0) {
-    conn_->reactor()->Post([self = shared_from_this(), report] {
-      if (self->link_ != nullptr) self->link_->Consumed(self->id_, report);
-    });
-  }
+  ReportConsumed(report);
   return kSuccStatus;
 }
 
-Status ServerStreamCore::Write(ChainBuffer&& msg) {
-  const size_t n = msg.size();
+Future<ChainBuffer> ServerStreamCore::AsyncRead() {
+  ChainBuffer msg;
+  size_t report = 0;
   {
-    std::unique_lock<fiber::Mutex> lock(mu_);
-    cv_.wait(lock, [this] { return ended_ || (!blocked_ && queued_bytes_ < kMaxQueuedBytes); });
-    if (ended_) {
-      return end_status_.OK() ? Status(kStreamServerNetworkErr, "the stream has ended")
-                              : end_status_;
+    std::lock_guard<fiber::Mutex> lock(mu_);
+    if (read_waiter_.has_value()) {
+      return MakeExceptionFuture<ChainBuffer>(
+          Status(kServerSystemErr, "a stream takes one Read() at a time"));
     }
-    if (finished_) return Status(kStreamServerWriteEnd, "the stream was finished");
-    queued_bytes_ += n;
+    if (inbox_.empty()) {
+      if (remote_ended_) return MakeExceptionFuture<ChainBuffer>(InboxEndLocked());
+      read_waiter_.emplace();
+      return read_waiter_->GetFuture();
+    }
+    report = TakeLocked(&msg);
   }
-  conn_->reactor()->Post(
+  ReportConsumed(report);
+  return MakeReadyFuture<ChainBuffer>(std::move(msg));
+}
+
+void ServerStreamCore::ServeReadWaiter() {
+  std::optional<Promise<ChainBuffer>> waiter;
+  ChainBuffer msg;
+  Status end;
+  size_t report = 0;
+  {
+    std::lock_guard<fiber::Mutex> lock(mu_);
+    if (!read_waiter_.has_value() || (inbox_.empty() && !remote_ended_)) return;
+    waiter = std::move(read_waiter_);
+    read_waiter_.reset();
+    if (!inbox_.empty()) {
+      report = TakeLocked(&msg);
+    } else {
+      end = InboxEndLocked();
+    }
+  }
+  ReportConsumed(report);
+  // Outside the lock: the continuation may read again at once.
+  if (end.OK()) {
+    waiter->SetValue(std::move(msg));
+  } else {
+    waiter->SetException(std::move(end));
+  }
+}
+
+// ---- Writing ------------------------------------------------------------------------------
+
+Status ServerStreamCore::WriteRefusalLocked() const {
+  if (ended_) {
+    return end_status_.OK() ? Status(kStreamServerNetworkErr, "the stream has ended") : end_status_;
+  }
+  if (finished_) return Status(kStreamServerWriteEnd, "the stream was finished");
+  return kSuccStatus;
+}
+
+void ServerStreamCore::PostSend(ChainBuffer&& msg) {
+  conn_->reactor()->RunInLoop(
       [self = shared_from_this(), m = std::make_shared<ChainBuffer>(std::move(msg))] {
         self->SendOrPark(std::move(*m));
       });
+}
+
+Status ServerStreamCore::Write(ChainBuffer&& msg) {
+  {
+    std::unique_lock<fiber::Mutex> lock(mu_);
+    cv_.wait(lock, [this] { return ended_ || (WriteRoomLocked() && write_waiters_.empty()); });
+    if (Status st = WriteRefusalLocked(); !st.OK()) return st;
+    queued_bytes_ += msg.size();
+  }
+  PostSend(std::move(msg));
   return kSuccStatus;
+}
+
+Future<> ServerStreamCore::AsyncWrite(ChainBuffer&& msg) {
+  Future<> waiting;
+  {
+    std::lock_guard<fiber::Mutex> lock(mu_);
+    if (Status st = WriteRefusalLocked(); !st.OK()) return MakeExceptionFuture<>(std::move(st));
+    if (!WriteRoomLocked() || !write_waiters_.empty()) {
+      write_waiters_.push_back(PendingWrite{std::move(msg), Promise<>()});
+      return write_waiters_.back().done.GetFuture();
+    }
+    queued_bytes_ += msg.size();
+  }
+  PostSend(std::move(msg));
+  return MakeReadyFuture<>();
+}
+
+void ServerStreamCore::ServeWriteWaiters() {
+  // SendOrPark below, and a continuation that writes again, come back here: the outer call
+  // serves them all, without recursion.
+  if (serving_writes_) return;
+  serving_writes_ = true;
+  for (;;) {
+    std::optional<PendingWrite> w;
+    Status refusal;
+    {
+      std::lock_guard<fiber::Mutex> lock(mu_);
+      if (write_waiters_.empty()) break;
+      refusal = WriteRefusalLocked();
+      if (refusal.OK() && !WriteRoomLocked()) break;
+      w.emplace(std::move(write_waiters_.front()));
+      write_waiters_.pop_front();
+      if (refusal.OK()) queued_bytes_ += w->msg.size();
+    }
+    if (!refusal.OK()) {
+      w->done.SetException(std::move(refusal));
+      continue;
+    }
+    SendOrPark(std::move(w->msg));  // (on the loop already)
+    w->done.SetValue();
+  }
+  serving_writes_ = false;
 }
 
 void ServerStreamCore::Finish(const Status& status) {
@@ -70,7 +174,7 @@ void ServerStreamCore::Finish(const Status& status) {
     if (finished_) return;
     finished_ = true;
   }
-  conn_->reactor()->Post([self = shared_from_this(), status] {
+  conn_->reactor()->RunInLoop([self = shared_from_this(), status] {
     if (self->link_ == nullptr) return;
     if (!self->parked_.empty()) {
       self->finish_pending_ = true;  // after what waits for window
@@ -102,6 +206,7 @@ void ServerStreamCore::SendOrPark(ChainBuffer&& msg) {
     if (parked) blocked_ = true;
   }
   cv_.notify_all();
+  if (!parked) ServeWriteWaiters();
 }
 
 void ServerStreamCore::OnWritable() {
@@ -119,11 +224,14 @@ void ServerStreamCore::OnWritable() {
     blocked_ = false;
   }
   cv_.notify_all();
-  if (finish_pending_ && link_ != nullptr) {
+  ServeWriteWaiters();
+  if (finish_pending_ && link_ != nullptr && parked_.empty()) {
     finish_pending_ = false;
     link_->Finish(this, finish_status_);
   }
 }
+
+// ---- The loop's events ----------------------------------------------------------------------
 
 void ServerStreamCore::OnMessage(ChainBuffer&& msg) {
   bool over = false;
@@ -137,6 +245,7 @@ void ServerStreamCore::OnMessage(ChainBuffer&& msg) {
     over = !flow_control_ && inbox_bytes_ > max_message_bytes_;
   }
   cv_.notify_all();
+  ServeReadWaiter();
   if (over && link_ != nullptr) {
     Status st(kStreamServerMsgExceedLimitErr,
               "the client sent more than " + std::to_string(max_message_bytes_) +
@@ -146,15 +255,16 @@ void ServerStreamCore::OnMessage(ChainBuffer&& msg) {
 }
 
 void ServerStreamCore::OnRemoteEnd(const Status& status) {
-  if (status.OK()) {
-    {
-      std::lock_guard<fiber::Mutex> lock(mu_);
-      remote_ended_ = true;
-    }
-    cv_.notify_all();
+  if (!status.OK()) {
+    Detach(status);
     return;
   }
-  Detach(status);
+  {
+    std::lock_guard<fiber::Mutex> lock(mu_);
+    remote_ended_ = true;
+  }
+  cv_.notify_all();
+  ServeReadWaiter();
 }
 
 void ServerStreamCore::Detach(const Status& status) {
@@ -171,6 +281,8 @@ void ServerStreamCore::Detach(const Status& status) {
     blocked_ = false;
   }
   cv_.notify_all();
+  ServeReadWaiter();
+  ServeWriteWaiters();
 }
 
 }  // namespace trpc::detail

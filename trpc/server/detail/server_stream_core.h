@@ -4,12 +4,14 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "trpc/base/chain_buffer.h"
 #include "trpc/base/status.h"
 #include "trpc/fiber/condition_variable.h"
 #include "trpc/fiber/mutex.h"
+#include "trpc/future/future.h"
 #include "trpc/transport/connection.h"
 
 namespace trpc::detail {
@@ -30,6 +32,10 @@ class StreamLink;
 /// - **End:** the handler's status finishes our side (Finish); the client's CLOSE ends the
 ///   inbox (Read() gets end of stream after the last message); a reset or a lost connection
 ///   ends both and wakes both sides.
+/// - **Two forms:** Read()/Write() block (a fiber parks, a thread sleeps); AsyncRead()/
+///   AsyncWrite() never block and resolve their futures on the loop thread when the message
+///   comes or the window has room, so a handler running on a reactor (merge) streams too.
+///   One read at a time, of either form; likewise writes.
 ///
 /// Memory ordering: mu_ (fiber::Mutex) guards the shared fields; a reader or writer woken by
 /// cv_ re-checks them under mu_, so everything the loop did before notifying is visible. The
@@ -58,6 +64,12 @@ class ServerStreamCore : public std::enable_shared_from_this<ServerStreamCore> {
   Status Read(ChainBuffer* msg, int64_t timeout_ms);
   /// Queues one encoded message; blocks while the writer is over its bound (see above).
   Status Write(ChainBuffer&& msg);
+  /// The same without blocking: the future resolves with the message, or fails with how the
+  /// inbox ended (ret 251 at its end).
+  Future<ChainBuffer> AsyncRead();
+  /// Resolves once the message is taken within the writer's bound (see above); fails once the
+  /// stream has ended.
+  Future<> AsyncWrite(ChainBuffer&& msg);
   /// Our side ends with `status` (once; later calls are ignored).
   void Finish(const Status& status);
 
@@ -80,6 +92,25 @@ class ServerStreamCore : public std::enable_shared_from_this<ServerStreamCore> {
   void SendOrPark(ChainBuffer&& msg);
 
  private:
+  struct PendingWrite {
+    ChainBuffer msg;
+    Promise<> done;
+  };
+  // Under mu_: moves the next message out and counts it toward the credit to report; returns
+  // the bytes to report now (0: none yet).
+  size_t TakeLocked(ChainBuffer* msg);
+  // Under mu_: why the inbox gives no more messages.
+  Status InboxEndLocked() const;
+  // Under mu_: why a write cannot be taken (OK: it can, when the bound allows).
+  Status WriteRefusalLocked() const;
+  bool WriteRoomLocked() const { return !blocked_ && queued_bytes_ < kMaxQueuedBytes; }
+  void ReportConsumed(size_t n);
+  void PostSend(ChainBuffer&& msg);
+  // Loop: async writes waiting for the bound to allow them go, in order, while it does.
+  void ServeWriteWaiters();
+  // Resolves the waiting async reader with the next message or the inbox's end, if it can.
+  void ServeReadWaiter();
+
   ConnectionPtr conn_;
   const uint32_t id_;
   const uint32_t content_type_;
@@ -99,12 +130,15 @@ class ServerStreamCore : public std::enable_shared_from_this<ServerStreamCore> {
   size_t unreported_ = 0;    // consumed bytes not yet reported to the loop
   size_t queued_bytes_ = 0;  // posted by Write(), not yet sent or parked by the loop
   bool blocked_ = false;     // a message is parked for want of window
+  std::optional<Promise<ChainBuffer>> read_waiter_;  // an AsyncRead() waiting for a message
+  std::deque<PendingWrite> write_waiters_;           // AsyncWrite()s waiting for room
 
   // Loop thread only.
   StreamLink* link_ = nullptr;
   bool flow_control_ = false;  // (set before the handler starts, read by it too)
   std::deque<ChainBuffer> parked_;
   bool finish_pending_ = false;  // Finish() came while messages were parked
+  bool serving_writes_ = false;  // ServeWriteWaiters() is running
   Status finish_status_;
 };
 

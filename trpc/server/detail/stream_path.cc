@@ -155,11 +155,16 @@ void StreamPath::Open(ConnStreams* cs, uint32_t id, RpcRequest&& head) {
   call->SetMethodCounters(counters_->MethodOf(index, method));
   const uint32_t encoding = call->request().content_encoding;
   Status refusal;
-  if (method == nullptr || !method->IsStream()) {
+  auto* stream_method = method != nullptr && method->IsStream()
+                            ? static_cast<StreamRpcMethodHandler*>(method)
+                            : nullptr;
+  if (stream_method == nullptr) {
     refusal = Status(kServerNoFuncErr, "no such streaming method: " + call->GetFuncName());
-  } else if (model_->HandlesInline()) {
-    refusal = Status(kServerSystemErr,
-                     "streams run in the fiber thread model only for now (docs/streaming.md)");
+  } else if (model_->HandlesInline() && !stream_method->IsAsync()) {
+    refusal = Status(kServerNoFuncErr, call->GetFuncName() +
+                                           " is a blocking stream handler, which the merged "
+                                           "model cannot run: register it with the "
+                                           "AddAsync*StreamMethod forms (docs/streaming.md)");
   } else if (encoding != 0 && !IsSupportedEncoding(encoding)) {
     refusal = Status(kServerDecodeErr, "unsupported content_encoding " + std::to_string(encoding));
   }
@@ -182,32 +187,44 @@ void StreamPath::Open(ConnStreams* cs, uint32_t id, RpcRequest&& head) {
   core->Attach(cs, cs->session()->FlowControlled(id));
   cs->streams()[id] = core;
   call->SetStream(std::move(core));
-  Task* task = call->Submit(std::move(ctx), this, method, /*runs_on_loop=*/false);
+  // The stream's own task, not the call's: a unary call's dispatch (its reply slot, the
+  // in-flight list a stop answers from) is for one reply, and a stream's handler may run for
+  // as long as the stream does. Merge runs it inline (it is non-blocking); fiber in a fiber.
+  auto* task = new StartTask(this, std::move(ctx), stream_method);
   model_->Submit(conn->reactor(), task);
 }
 
-void StreamPath::RunCall(const ServerContextPtr& ctx, ServerCall& call) {
+void StreamPath::StartTask::Run() {
+  std::unique_ptr<StartTask> self(this);
+  path_->RunStream(ctx_, method_);
+}
+
+void StreamPath::RunStream(const ServerContextPtr& ctx, StreamRpcMethodHandler* method) {
+  ServerCall& call = ServerCall::Of(*ctx);
   std::shared_ptr<ServerStreamCore> core = call.stream();
-  auto* method = static_cast<StreamRpcMethodHandler*>(call.handler());
-  Status status;
-  if (!call.RunFilters(FilterPoint::SERVER_PRE_RPC_INVOKE)) {
-    status = call.GetStatus();
-  } else {
-    call.MarkInvoked();
-    try {
-      status = method->HandleStream(ctx, stream::ServerStream(core));
-    } catch (const std::exception& e) {
-      status = Status(kServerSystemErr, std::string("handler threw: ") + e.what());
-    } catch (...) {
-      status = Status(kServerSystemErr, "handler threw a non-std exception");
+  auto end = [this, ctx, core](const Status& status) {
+    if (!status.OK()) {
+      counters_
+          ->requests(
+              static_cast<size_t>(model_->IndexOf(ServerCall::Of(*ctx).connection()->reactor())))
+          .failed_requests.fetch_add(1, std::memory_order_relaxed);
     }
+    core->Finish(status);
+    ServerCall::Of(*ctx).SendReply(status, nullptr);  // records the stream's end; sends nothing
+  };
+  if (!call.RunFilters(FilterPoint::SERVER_PRE_RPC_INVOKE)) {
+    end(call.GetStatus());
+    return;
   }
-  if (!status.OK()) {
-    counters_->requests(static_cast<size_t>(model_->IndexOf(call.connection()->reactor())))
-        .failed_requests.fetch_add(1, std::memory_order_relaxed);
+  call.MarkInvoked();
+  try {
+    method->StartStream(ctx, stream::ServerStream(core), std::move(end));
+  } catch (const std::exception& e) {
+    // (A handler that threw has not called `done`: the kinds call it only on their way out.)
+    end(Status(kServerSystemErr, std::string("handler threw: ") + e.what()));
+  } catch (...) {
+    end(Status(kServerSystemErr, "handler threw a non-std exception"));
   }
-  core->Finish(status);
-  call.SendReply(status, nullptr);  // records the stream's end; sends nothing
 }
 
 }  // namespace trpc::detail

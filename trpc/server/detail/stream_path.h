@@ -14,6 +14,7 @@
 #include "trpc/server/detail/service_counters.h"
 #include "trpc/server/server_config.h"
 #include "trpc/server/service.h"
+#include "trpc/server/stream_method_handler.h"
 #include "trpc/transport/connection.h"
 
 namespace trpc::detail {
@@ -25,8 +26,8 @@ namespace trpc::detail {
 /// Protocol-neutral, as the request path is.
 ///
 /// Thread contract: OnFrame and OnClose on the connection's loop thread, which owns that
-/// connection's part; RunCall where the thread model runs the stream's handler.
-class StreamPath final : public CallRunner {
+/// connection's part; a stream's handler where the thread model runs it.
+class StreamPath final {
  public:
   /// Every stream reads with a window of this many bytes (the protocol's default).
   static constexpr uint32_t kWindow = 65535;
@@ -42,7 +43,6 @@ class StreamPath final : public CallRunner {
   void OnFrame(Connection* conn, ChainBuffer&& frame);
   /// `conn` closed: its streams end (ret 201 to their handlers).
   void OnClose(Connection* conn);
-  void RunCall(const ServerContextPtr& ctx, ServerCall& call) override;
 
   /// Streams open on reactor `reactor`'s connections (its loop).
   size_t open_streams(size_t reactor) const;
@@ -50,8 +50,21 @@ class StreamPath final : public CallRunner {
  private:
   class ConnStreams;
   friend class ConnStreams;
+  // Starts a stream's handler where the thread model runs it.
+  class StartTask final : public Task {
+   public:
+    StartTask(StreamPath* path, ServerContextPtr&& ctx, StreamRpcMethodHandler* method)
+        : path_(path), ctx_(std::move(ctx)), method_(method) {}
+    void Run() override;
+
+   private:
+    StreamPath* path_;
+    ServerContextPtr ctx_;
+    StreamRpcMethodHandler* method_;
+  };
   // An INIT admitted or refused (ConnStreams::OnStreamOpen).
   void Open(ConnStreams* cs, uint32_t id, RpcRequest&& head);
+  void RunStream(const ServerContextPtr& ctx, StreamRpcMethodHandler* method);
 
   const ServiceConfig& config_;
   Service* service_;
