@@ -341,6 +341,30 @@ TEST_F(StreamE2eTest, WriterFacingAStoppedReaderHoldsAtMostTheWindow) {
   ExpectServing();
 }
 
+// A client that announces no window runs no flow control: then the connection's unwritten output
+// bounds the writer instead (what the kernel's socket buffers take comes on top: a few MB on
+// loopback), and the rest flows once the client reads.
+TEST_F(StreamE2eTest, WithoutFlowControlTheConnectionsBacklogBoundsTheWriter) {
+  StreamClient c(addr_);
+  ASSERT_TRUE(c.Init(100, "ServerStream", /*window=*/0));
+  ASSERT_TRUE(c.Data(100, "1024:65536"));  // 64 MB offered
+  ASSERT_TRUE(c.Close(100, false));
+  ASSERT_TRUE(WaitFor([] { return g_writes_done.load() > 0; }, 5000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const int held = g_writes_done.load();
+  EXPECT_LT(held, 256) << "64 KB messages taken by Write() while the client read nothing";
+  // Reading everything: all 1024 arrive, then the close.
+  int replies = 0;
+  for (;;) {
+    auto f = c.Next();
+    ASSERT_TRUE(f.has_value()) << "after " << replies << " replies";
+    if (f->type == TrpcStreamFrameType::kInit) continue;
+    if (f->type == TrpcStreamFrameType::kClose) break;
+    ++replies;
+  }
+  EXPECT_EQ(replies, 1024);
+}
+
 TEST_F(StreamE2eTest, BidiEchoesManyStreamsOnOneConnection) {
   StreamClient c(addr_);
   for (uint32_t id = 100; id < 104; ++id) ASSERT_TRUE(c.Init(id, "BidiStream"));

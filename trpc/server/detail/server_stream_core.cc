@@ -196,6 +196,7 @@ void ServerStreamCore::SendOrPark(ChainBuffer&& msg) {
                           err);
       }
     } else {
+      if (parked_.empty() && !flow_control_) link_->WatchBacklog(this);
       parked_.push_back(std::move(msg));
       parked = true;
     }
@@ -218,7 +219,10 @@ void ServerStreamCore::OnWritable() {
       TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "stream {}: a message was not sent: {}", id_, err);
     }
   }
-  if (!parked_.empty()) return;
+  if (!parked_.empty()) {
+    if (link_ != nullptr && !flow_control_) link_->WatchBacklog(this);
+    return;
+  }
   {
     std::lock_guard<fiber::Mutex> lock(mu_);
     blocked_ = false;

@@ -26,7 +26,8 @@ class StreamLink;
 ///   reports what it consumed back to the loop once more than a quarter of the window has
 ///   been read (the protocol returns credit no sooner), so reading costs no hop per message.
 /// - **Out:** Write() posts the message to the loop and returns; the loop sends it when the
-///   client's window has room, else parks it. While a message is parked, or more than
+///   client's window has room (without flow control: while the connection's unwritten output
+///   is below kNoWindowBacklogBytes), else parks it. While a message is parked, or more than
 ///   kMaxQueuedBytes posted ones wait for the loop, the next Write() blocks: what a writer
 ///   holds is bounded by the window plus that constant plus one message.
 /// - **End:** the handler's status finishes our side (Finish); the client's CLOSE ends the
@@ -43,6 +44,10 @@ class StreamLink;
 class ServerStreamCore : public std::enable_shared_from_this<ServerStreamCore> {
  public:
   static constexpr size_t kMaxQueuedBytes = 64 * 1024;
+  /// A stream without flow control (the client announced no window) sends only while its
+  /// connection has less than this unwritten: a client that stops reading cannot make the
+  /// server buffer without bound.
+  static constexpr size_t kNoWindowBacklogBytes = 256 * 1024;
 
   ServerStreamCore(ConnectionPtr conn, uint32_t id, uint32_t content_type, uint32_t encoding,
                    size_t max_message_bytes, uint32_t window)
@@ -81,6 +86,7 @@ class ServerStreamCore : public std::enable_shared_from_this<ServerStreamCore> {
     flow_control_ = flow_control;
   }
   StreamLink* link() const { return link_; }
+  bool flow_control() const { return flow_control_; }
   void OnMessage(ChainBuffer&& msg);
   /// The client's side ended: OK = half-close, else reset (both sides end).
   void OnRemoteEnd(const Status& status);
@@ -151,6 +157,9 @@ class StreamLink {
   virtual bool SendMessage(uint32_t id, ChainBuffer&& msg, std::string* err) = 0;
   virtual void Consumed(uint32_t id, size_t n) = 0;
   virtual void Finish(ServerStreamCore* core, const Status& status) = 0;
+  /// `core` parked a message for want of room in the connection's output (a stream without
+  /// flow control): call its OnWritable() again once the output has drained.
+  virtual void WatchBacklog(ServerStreamCore* core) = 0;
 
  protected:
   ~StreamLink() = default;

@@ -2,8 +2,10 @@
 
 #include <exception>
 #include <string>
+#include <unordered_set>
 #include <utility>
 
+#include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/codec/detail/compression.h"
 #include "trpc/server/detail/server_stream_core.h"
@@ -20,6 +22,7 @@ class StreamPath::ConnStreams final : public ServerStreamHost, public StreamLink
       : path_(path), conn_(conn), session_(std::move(session)) {}
 
   ~ConnStreams() {
+    if (backlog_timer_ != 0) conn_->reactor()->CancelTimer(backlog_timer_);
     Status gone(kStreamServerNetworkErr, "the connection closed");
     for (auto& [id, core] : streams_) core->Detach(gone);
   }
@@ -58,7 +61,27 @@ class StreamPath::ConnStreams final : public ServerStreamHost, public StreamLink
   }
 
   // StreamLink
-  bool CanSend(uint32_t id) override { return session_->CanSend(id); }
+  bool CanSend(uint32_t id) override {
+    if (!session_->CanSend(id)) return false;
+    // Without flow control, the connection's unwritten output is the bound.
+    return session_->FlowControlled(id) ||
+           conn_->pending_write_bytes() < ServerStreamCore::kNoWindowBacklogBytes;
+  }
+  void WatchBacklog(ServerStreamCore* core) override {
+    backlog_.insert(core->id());
+    if (backlog_timer_ != 0) return;
+    // The connection tells nobody when its output drains, so a stream waiting for that looks
+    // again every millisecond while it waits (only such streams arm this).
+    backlog_timer_ = conn_->reactor()->AddTimer(MonotonicNanos() + kNanosPerMilli, [this] {
+      backlog_timer_ = 0;
+      std::unordered_set<uint32_t> waiting;
+      waiting.swap(backlog_);
+      for (uint32_t id : waiting) {
+        auto it = streams_.find(id);
+        if (it != streams_.end()) it->second->OnWritable();  // re-watches if still blocked
+      }
+    });
+  }
   bool SendMessage(uint32_t id, ChainBuffer&& msg, std::string* err) override {
     bool ok = session_->SendMessage(id, std::move(msg), &out_, err);
     Flush();
@@ -96,6 +119,8 @@ class StreamPath::ConnStreams final : public ServerStreamHost, public StreamLink
   std::unique_ptr<ServerStreamSession> session_;
   std::unordered_map<uint32_t, std::shared_ptr<ServerStreamCore>> streams_;
   ChainBuffer out_;
+  std::unordered_set<uint32_t> backlog_;  // streams waiting for the output to drain
+  TimerId backlog_timer_ = 0;
 };
 
 StreamPath::StreamPath(const ServiceConfig& config, Service* service, ThreadModel* model,
