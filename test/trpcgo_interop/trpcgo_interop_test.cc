@@ -142,8 +142,7 @@ std::atomic<size_t> g_last_attachment_size{0};
 
 // The peer's three stream methods, with its semantics: ServerStream("N:S") answers N replies
 // "msg-i" padded with 'x' to S bytes (4 unpadded for anything else), ClientStream answers the
-// concatenation of what it read, BidiStream echoes each message. Registered by hand until the
-// plugin generates streaming methods.
+// concatenation of what it read, BidiStream echoes each message.
 std::string ReplyText(int i, size_t size) {
   std::string s = "msg-" + std::to_string(i);
   if (s.size() < size) s.append(size - s.size(), 'x');
@@ -156,51 +155,6 @@ int ServerStreamCount(const std::string& spec, size_t* size) {
   if (colon == std::string::npos) return 4;
   *size = std::stoul(spec.substr(colon + 1));
   return std::stoi(spec.substr(0, colon));
-}
-
-// The blocking forms (fiber model).
-void AddBlockingStreams(Service* s, const std::string& prefix) {
-  s->AddServerStreamMethod<HelloRequest, HelloReply>(
-      prefix + "ServerStream", [](const ServerContextPtr&, const HelloRequest& req,
-                                  stream::StreamWriter<HelloReply>* writer) {
-        size_t size = 0;
-        const int n = ServerStreamCount(req.msg(), &size);
-        for (int i = 0; i < n; ++i) {
-          HelloReply rsp;
-          rsp.set_msg(ReplyText(i, size));
-          if (Status st = writer->Write(rsp); !st.OK()) return st;
-        }
-        return kSuccStatus;
-      });
-  s->AddClientStreamMethod<HelloRequest, HelloReply>(
-      prefix + "ClientStream",
-      [](const ServerContextPtr&, const stream::StreamReader<HelloRequest>& reader,
-         HelloReply* rsp) {
-        std::string all;
-        for (;;) {
-          HelloRequest req;
-          Status st = reader.Read(&req);
-          if (st.StreamEof()) break;
-          if (!st.OK()) return st;
-          all += req.msg();
-        }
-        rsp->set_msg(all);
-        return kSuccStatus;
-      });
-  s->AddBidiStreamMethod<HelloRequest, HelloReply>(
-      prefix + "BidiStream",
-      [](const ServerContextPtr&, const stream::StreamReader<HelloRequest>& reader,
-         stream::StreamWriter<HelloReply>* writer) {
-        for (;;) {
-          HelloRequest req;
-          Status st = reader.Read(&req);
-          if (st.StreamEof()) return kSuccStatus;
-          if (!st.OK()) return st;
-          HelloReply rsp;
-          rsp.set_msg(req.msg());
-          if (st = writer->Write(rsp); !st.OK()) return st;
-        }
-      });
 }
 
 // The non-blocking forms (merged model): each step continues from the last one's future.
@@ -253,16 +207,51 @@ void AddAsyncStreams(Service* s, const std::string& prefix) {
          const stream::AsyncStreamReaderWriter<HelloRequest, HelloReply>& rw) { return Echo(rw); });
 }
 
+// The generated Greeter's blocking stream handlers serve the fiber model; the merged model runs
+// only non-blocking ones (AsyncGreeter's kind), registered over them there, since this Greeter's
+// unary SayHello is the blocking kind.
 class RecordingGreeter final : public Greeter {
  public:
-  // The stream methods, registered by hand until the plugin generates them: blocking ones in
-  // the fiber model, non-blocking ones in the merged model (which runs only those).
   RecordingGreeter() {
-    const std::string prefix = std::string("/") + kGreeterName + "/";
-    if (Fiber()) {
-      AddBlockingStreams(this, prefix);
-    } else {
-      AddAsyncStreams(this, prefix);
+    if (!Fiber()) AddAsyncStreams(this, std::string("/") + kGreeterName + "/");
+  }
+
+  Status ServerStream(const ServerContextPtr&, const HelloRequest& req,
+                      stream::StreamWriter<HelloReply>* writer) override {
+    size_t size = 0;
+    const int n = ServerStreamCount(req.msg(), &size);
+    for (int i = 0; i < n; ++i) {
+      HelloReply rsp;
+      rsp.set_msg(ReplyText(i, size));
+      if (Status st = writer->Write(rsp); !st.OK()) return st;
+    }
+    return kSuccStatus;
+  }
+
+  Status ClientStream(const ServerContextPtr&, const stream::StreamReader<HelloRequest>& reader,
+                      HelloReply* rsp) override {
+    std::string all;
+    for (;;) {
+      HelloRequest req;
+      Status st = reader.Read(&req);
+      if (st.StreamEof()) break;
+      if (!st.OK()) return st;
+      all += req.msg();
+    }
+    rsp->set_msg(all);
+    return kSuccStatus;
+  }
+
+  Status BidiStream(const ServerContextPtr&, const stream::StreamReader<HelloRequest>& reader,
+                    stream::StreamWriter<HelloReply>* writer) override {
+    for (;;) {
+      HelloRequest req;
+      Status st = reader.Read(&req);
+      if (st.StreamEof()) return kSuccStatus;
+      if (!st.OK()) return st;
+      HelloReply rsp;
+      rsp.set_msg(req.msg());
+      if (st = writer->Write(rsp); !st.OK()) return st;
     }
   }
 

@@ -122,21 +122,12 @@ bool Skipped(const pb::MethodDescriptor* method) {
   return g_skip_streaming && (method->client_streaming() || method->server_streaming());
 }
 
+bool IsStreaming(const pb::MethodDescriptor* method) {
+  return method->client_streaming() || method->server_streaming();
+}
+
 bool CheckMethod(const pb::MethodDescriptor* method, std::string* error) {
   if (Skipped(method)) return true;
-  const char* kind = nullptr;
-  if (method->client_streaming() && method->server_streaming()) {
-    kind = "bidirectional streaming";
-  } else if (method->client_streaming()) {
-    kind = "client streaming";
-  } else if (method->server_streaming()) {
-    kind = "server streaming";
-  }
-  if (kind != nullptr) {
-    *error = "service " + method->service()->name() + ", method " + method->name() +
-             ": streaming RPCs are not supported yet (" + kind + ")";
-    return false;
-  }
   // The proxy's AsyncFoo for Foo would collide with an rpc called AsyncFoo.
   if (method->service()->FindMethodByName("Async" + method->name()) != nullptr) {
     *error = "service " + method->service()->name() + ", method Async" + method->name() +
@@ -211,6 +202,68 @@ std::vector<std::string> AsyncHandlerParams(const Vars& m, bool unused) {
           Param("const " + m.at("req") + "*", "request", unused)};
 }
 
+// A streaming method's handler (server side): the reader and writer its kind has, blocking
+// (stream::StreamReader/StreamWriter) or not (the Async ones).
+std::vector<std::string> StreamHandlerParams(const pb::MethodDescriptor* method, const Vars& m,
+                                             bool async, bool unused) {
+  std::vector<std::string> params = {Param("const ::trpc::ServerContextPtr&", "context", unused)};
+  const std::string& req = m.at("req");
+  const std::string& rsp = m.at("rsp");
+  const bool in = method->client_streaming(), out = method->server_streaming();
+  if (!in) params.push_back(Param("const " + req + "&", "request", unused));
+  if (async) {
+    if (in && out) {
+      params.push_back(
+          Param("const ::trpc::stream::AsyncStreamReaderWriter<" + req + ", " + rsp + ">&",
+                "stream", unused));
+    } else if (in) {
+      params.push_back(
+          Param("const ::trpc::stream::AsyncStreamReader<" + req + ">&", "reader", unused));
+    } else {
+      params.push_back(
+          Param("const ::trpc::stream::AsyncStreamWriter<" + rsp + ">&", "writer", unused));
+    }
+    return params;
+  }
+  if (in) {
+    params.push_back(Param("const ::trpc::stream::StreamReader<" + req + ">&", "reader", unused));
+  }
+  if (out) {
+    params.push_back(Param("::trpc::stream::StreamWriter<" + rsp + ">*", "writer", unused));
+  } else {
+    params.push_back(Param(rsp + "*", "response", unused));
+  }
+  return params;
+}
+
+// What a streaming handler returns: Status (blocking), Future<> or, for a client stream's one
+// reply, Future<Rsp> (non-blocking).
+std::string StreamHandlerResult(const pb::MethodDescriptor* method, const Vars& m, bool async) {
+  if (!async) return "::trpc::Status";
+  if (method->client_streaming() && !method->server_streaming()) {
+    return "::trpc::Future<" + m.at("rsp") + ">";
+  }
+  return "::trpc::Future<>";
+}
+
+// The Service:: registration of a streaming method.
+std::string StreamRegistration(const pb::MethodDescriptor* method, bool async) {
+  const char* kind = method->client_streaming() && method->server_streaming() ? "Bidi"
+                     : method->client_streaming()                             ? "Client"
+                                                                              : "Server";
+  return std::string("::trpc::Service::Add") + (async ? "Async" : "") + kind + "StreamMethod";
+}
+
+// The argument names a streaming handler's parameters have (for the registration's call).
+std::string StreamArgs(const pb::MethodDescriptor* method, bool async) {
+  const bool in = method->client_streaming(), out = method->server_streaming();
+  std::string args = "context";
+  if (!in) args += ", request";
+  if (async) return args + (in && out ? ", stream" : in ? ", reader" : ", writer");
+  if (in) args += ", reader";
+  return args + (out ? ", writer" : ", response");
+}
+
 std::vector<std::string> ProxyParams(const Vars& m, bool with_response) {
   std::vector<std::string> params = {"const ::trpc::ClientContextPtr& context",
                                      "const " + m.at("req") + "& request"};
@@ -254,7 +307,10 @@ void PrintServerClassDecl(Printer* p, const pb::ServiceDescriptor* service, bool
     p->Print("\n");
     PrintComments(p, method);
     p->Print("// Unless overridden, fails with ret 12 (kServerNoFuncErr).\n");
-    if (async) {
+    if (IsStreaming(method)) {
+      PrintList(p, 2, "virtual " + StreamHandlerResult(method, m, async) + " " + m["method"],
+                StreamHandlerParams(method, m, async, /*unused=*/false), ";");
+    } else if (async) {
       PrintList(p, 2, "virtual ::trpc::Future<" + m["rsp"] + "> " + m["method"],
                 AsyncHandlerParams(m, /*unused=*/false), ";");
     } else {
@@ -281,6 +337,11 @@ void PrintProxyClassDecl(Printer* p, const pb::ServiceDescriptor* service) {
     const pb::MethodDescriptor* method = service->method(i);
     if (Skipped(method)) continue;
     Vars m = MethodVars(method);
+    if (IsStreaming(method)) {
+      // (The client's side of streams is not generated yet: docs/streaming.md.)
+      p->Print(m, "\n// $method$: a streaming method, served but not yet callable from here.\n");
+      continue;
+    }
     p->Print("\n");
     PrintComments(p, method);
     p->Print("// Synchronous: waits for the reply (parks only the fiber in the fiber model).\n");
@@ -331,8 +392,22 @@ void PrintServerClassDefs(Printer* p, const pb::ServiceDescriptor* service, bool
   p->Print("\n$class$::$class$() {\n", "class", cls);
   p->Indent();
   for (int i = 0; i < service->method_count(); ++i) {
-    if (Skipped(service->method(i))) continue;
-    Vars m = MethodVars(service->method(i));
+    const pb::MethodDescriptor* method = service->method(i);
+    if (Skipped(method)) continue;
+    Vars m = MethodVars(method);
+    if (IsStreaming(method)) {
+      PrintList(p, 2, StreamRegistration(method, async), {m["req"], m["rsp"]}, "(", "<>");
+      p->Indent();
+      p->Indent();
+      p->Print(m, "\"$wire$\",\n");
+      PrintList(p, 6, "[this]", StreamHandlerParams(method, m, async, /*unused=*/false), " {");
+      p->Print("  return $method$($args$);\n", "method", m["method"], "args",
+               StreamArgs(method, async));
+      p->Print("});\n");
+      p->Outdent();
+      p->Outdent();
+      continue;
+    }
     PrintList(p, 2,
               async ? "::trpc::Service::AddAsyncUnaryMethod" : "::trpc::Service::AddUnaryMethod",
               {m["req"], m["rsp"]}, "(", "<>");
@@ -361,6 +436,23 @@ void PrintServerClassDefs(Printer* p, const pb::ServiceDescriptor* service, bool
     const std::vector<std::string> status = {"::trpc::kServerNoFuncErr",
                                              "\"" + m["wire"] + " is not implemented\""};
     p->Print("\n");
+    const pb::MethodDescriptor* method = service->method(i);
+    if (IsStreaming(method)) {
+      const std::string result = StreamHandlerResult(method, m, async);
+      PrintList(p, 0, result + " " + cls + "::" + m["method"],
+                StreamHandlerParams(method, m, async, /*unused=*/true), " {");
+      p->Indent();
+      if (async) {
+        const std::string value = result == "::trpc::Future<>" ? "" : m["rsp"];
+        PrintList(p, 2, "return ::trpc::MakeExceptionFuture<" + value + ">(::trpc::Status", status,
+                  ");");
+      } else {
+        PrintList(p, 2, "return ::trpc::Status", status, ";");
+      }
+      p->Outdent();
+      p->Print("}\n");
+      continue;
+    }
     if (async) {
       PrintList(p, 0, "::trpc::Future<" + m["rsp"] + "> " + cls + "::" + m["method"],
                 AsyncHandlerParams(m, /*unused=*/true), " {");
@@ -386,7 +478,7 @@ void PrintServerClassDefs(Printer* p, const pb::ServiceDescriptor* service, bool
 void PrintProxyClassDefs(Printer* p, const pb::ServiceDescriptor* service) {
   const std::string cls = service->name() + "ServiceProxy";
   for (int i = 0; i < service->method_count(); ++i) {
-    if (Skipped(service->method(i))) continue;
+    if (Skipped(service->method(i)) || IsStreaming(service->method(i))) continue;
     Vars m = MethodVars(service->method(i));
     p->Print("\n");
     PrintList(p, 0, "::trpc::Status " + cls + "::" + m["method"], ProxyParams(m, true), " {");
