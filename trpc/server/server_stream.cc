@@ -8,7 +8,6 @@
 #include "trpc/codec/detail/compression.h"
 #include "trpc/codec/detail/message_body.h"
 #include "trpc/server/detail/server_stream_core.h"
-#include "trpc/server/stream_method_handler.h"
 
 namespace trpc::stream {
 
@@ -70,13 +69,3 @@ Future<> ServerStream::AsyncWrite(const google::protobuf::MessageLite& msg) cons
 }
 
 }  // namespace trpc::stream
-
-namespace trpc {
-
-void StreamRpcMethodHandler::Handle(const ServerContextPtr& ctx) {
-  SendReply(ctx,
-            Status(kServerNoFuncErr, ctx->GetFuncName() + " is a streaming method: open a stream"),
-            nullptr);
-}
-
-}  // namespace trpc
