@@ -24,7 +24,7 @@
 #include "test/e2e/rpc_e2e_wire.h"
 #include "trpc/codec/trpc/detail/stream_frame.h"
 #include "trpc/config/config.h"
-#include "trpc/server/detail/server_stream_core.h"
+#include "trpc/transport/detail/stream_core.h"
 #include "trpc/server/server.h"
 
 namespace trpc::test::helloworld {
@@ -318,7 +318,7 @@ TEST_F(StreamE2eTest, WriterFacingAStoppedReaderHoldsAtMostTheWindow) {
   ASSERT_TRUE(c.Data(100, "1024:65536"));  // 64 MB offered
   ExpectAccepted(c, 100);
   const int64_t msg = 65536 + 4;  // a reply's bytes on the wire
-  const int64_t bound = (kWindow + detail::ServerStreamCore::kMaxQueuedBytes) / msg + 3;
+  const int64_t bound = (kWindow + detail::StreamCore::kMaxQueuedBytes) / msg + 3;
   ASSERT_TRUE(WaitFor([] { return g_writes_done.load() > 0; }, 5000));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // time to run ahead, if it could
   const int held = g_writes_done.load();

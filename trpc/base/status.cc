@@ -68,6 +68,12 @@ std::string_view RetCodeName(int32_t code) {
       return "stream_client_network";
     case kStreamClientReadEnd:
       return "stream_client_read_end";
+    case kStreamClientMsgExceedLimitErr:
+      return "stream_client_msg_exceed_limit";
+    case kStreamClientWriteEnd:
+      return "stream_client_write_end";
+    case kStreamClientReadTimeoutErr:
+      return "stream_client_read_timeout";
     default:
       return "unknown";
   }

@@ -41,7 +41,10 @@ enum RetCode : int32_t {
   kStreamServerReadTimeoutErr = 254,
   kStreamServerWriteEnd = 231,
   kStreamClientNetworkErr = 301,
+  kStreamClientMsgExceedLimitErr = 311,
+  kStreamClientWriteEnd = 331,
   kStreamClientReadEnd = 351,
+  kStreamClientReadTimeoutErr = 354,
   kUnknownErr = 999,
 };
 

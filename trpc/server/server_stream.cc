@@ -7,7 +7,7 @@
 
 #include "trpc/codec/detail/compression.h"
 #include "trpc/codec/detail/message_body.h"
-#include "trpc/server/detail/server_stream_core.h"
+#include "trpc/transport/detail/stream_core.h"
 
 namespace trpc::stream {
 

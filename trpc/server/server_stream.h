@@ -16,7 +16,7 @@ class MessageLite;
 namespace trpc {
 
 namespace detail {
-class ServerStreamCore;
+class StreamCore;
 }  // namespace detail
 
 namespace stream {
@@ -35,7 +35,7 @@ namespace stream {
 /// and a writer may be two fibers).
 class ServerStream {
  public:
-  explicit ServerStream(std::shared_ptr<detail::ServerStreamCore> core) : core_(std::move(core)) {}
+  explicit ServerStream(std::shared_ptr<detail::StreamCore> core) : core_(std::move(core)) {}
 
   /// The next message, parsed into `msg`. At the end of the client's messages a status with
   /// StreamEof() (ret 251); ret 254 when `timeout_ms` (>= 0) passed first; the stream's end
@@ -71,7 +71,7 @@ class ServerStream {
   // Serialized and compressed as the stream's content type and encoding say.
   Status Encode(const google::protobuf::MessageLite& msg, ChainBuffer* out) const;
 
-  std::shared_ptr<detail::ServerStreamCore> core_;
+  std::shared_ptr<detail::StreamCore> core_;
 };
 
 /// The typed ends a generated streaming handler gets (tRPC-Cpp's names).

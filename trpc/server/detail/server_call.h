@@ -19,7 +19,7 @@ namespace trpc::detail {
 
 class ConcurrencyLimiter;
 struct InFlightCalls;
-class ServerStreamCore;
+class StreamCore;
 struct MethodCounters;
 class ServerCall;
 
@@ -100,8 +100,8 @@ class ServerCall final : public ServerContext {
   /// The call of a stream (the stream path's): it holds the stream's admission for the stream's
   /// life, its reply records the stream's end in the counters and sends nothing (the stream's
   /// own frames end it on the wire).
-  void SetStream(std::shared_ptr<ServerStreamCore> core) { stream_ = std::move(core); }
-  const std::shared_ptr<ServerStreamCore>& stream() const { return stream_; }
+  void SetStream(std::shared_ptr<StreamCore> core) { stream_ = std::move(core); }
+  const std::shared_ptr<StreamCore>& stream() const { return stream_; }
 
   /// Runs the filters at `point`. On a REJECT returns false and leaves the reason in the status
   /// (ret 999 "rejected by server filter NAME" if the filter set none).
@@ -167,7 +167,7 @@ class ServerCall final : public ServerContext {
 
   std::shared_ptr<Connection> conn_;
   ServerCodec* codec_;
-  std::shared_ptr<ServerStreamCore> stream_;  // null for a unary call
+  std::shared_ptr<StreamCore> stream_;  // null for a unary call
   const ProtocolMessage* protocol_rsp_ref_ = nullptr;
   uint64_t reply_slot_;  // Connection::frame_slot() of the request (0: replies carry ids)
   bool replied_ = false;

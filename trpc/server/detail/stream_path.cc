@@ -8,8 +8,8 @@
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 #include "trpc/codec/detail/compression.h"
-#include "trpc/server/detail/server_stream_core.h"
 #include "trpc/server/stream_method_handler.h"
+#include "trpc/transport/detail/stream_core.h"
 
 namespace trpc::detail {
 
@@ -51,7 +51,7 @@ class StreamPath::ConnStreams final : public ServerStreamHost, public StreamLink
   void OnStreamRemoteEnd(uint32_t id, const Status& status) override {
     auto it = streams_.find(id);
     if (it == streams_.end()) return;
-    std::shared_ptr<ServerStreamCore> core = it->second;
+    std::shared_ptr<StreamCore> core = it->second;
     if (!status.OK()) streams_.erase(it);  // reset: the session has forgotten it too
     core->OnRemoteEnd(status);
   }
@@ -65,9 +65,9 @@ class StreamPath::ConnStreams final : public ServerStreamHost, public StreamLink
     if (!session_->CanSend(id)) return false;
     // Without flow control, the connection's unwritten output is the bound.
     return session_->FlowControlled(id) ||
-           conn_->pending_write_bytes() < ServerStreamCore::kNoWindowBacklogBytes;
+           conn_->pending_write_bytes() < StreamCore::kNoWindowBacklogBytes;
   }
-  void WatchBacklog(ServerStreamCore* core) override {
+  void WatchBacklog(StreamCore* core) override {
     backlog_.insert(core->id());
     if (backlog_timer_ != 0) return;
     // The connection tells nobody when its output drains, so a stream waiting for that looks
@@ -91,13 +91,13 @@ class StreamPath::ConnStreams final : public ServerStreamHost, public StreamLink
     session_->Consumed(id, n, &out_);
     Flush();
   }
-  void Finish(ServerStreamCore* core, const Status& status) override {
+  void Finish(StreamCore* core, const Status& status) override {
     const uint32_t id = core->id();
     session_->Finish(id, status, &out_);
     Flush();
     auto it = streams_.find(id);
     if (it == streams_.end() || it->second.get() != core) return;
-    std::shared_ptr<ServerStreamCore> keep = std::move(it->second);
+    std::shared_ptr<StreamCore> keep = std::move(it->second);
     streams_.erase(it);
     // Our side is done: a reader still waiting (the handler has returned, so none) or a reset
     // ends the rest.
@@ -106,7 +106,7 @@ class StreamPath::ConnStreams final : public ServerStreamHost, public StreamLink
 
   ServerStreamSession* session() { return session_.get(); }
   Connection* conn() { return conn_; }
-  std::unordered_map<uint32_t, std::shared_ptr<ServerStreamCore>>& streams() { return streams_; }
+  std::unordered_map<uint32_t, std::shared_ptr<StreamCore>>& streams() { return streams_; }
   void Flush() {
     if (!out_.Blank() && !conn_->closed()) conn_->SendSoon(std::move(out_));
     out_.Clear();
@@ -117,7 +117,7 @@ class StreamPath::ConnStreams final : public ServerStreamHost, public StreamLink
   StreamPath* path_;
   Connection* conn_;
   std::unique_ptr<ServerStreamSession> session_;
-  std::unordered_map<uint32_t, std::shared_ptr<ServerStreamCore>> streams_;
+  std::unordered_map<uint32_t, std::shared_ptr<StreamCore>> streams_;
   ChainBuffer out_;
   std::unordered_set<uint32_t> backlog_;  // streams waiting for the output to drain
   TimerId backlog_timer_ = 0;
@@ -200,15 +200,14 @@ void StreamPath::Open(ConnStreams* cs, uint32_t id, RpcRequest&& head) {
   if (!refusal.OK()) {
     cs->session()->Refuse(id, refusal, cs->out());
     // The call is a stream's: its reply records the refusal and sends nothing more.
-    call->SetStream(
-        std::make_shared<ServerStreamCore>(conn->shared_from_this(), id, 0, 0, 0, kWindow));
+    call->SetStream(std::make_shared<StreamCore>(conn->shared_from_this(), id, 0, 0, 0, kWindow));
     call->SendReply(refusal, nullptr);
     return;
   }
   cs->session()->Accept(id, cs->out());
   auto core =
-      std::make_shared<ServerStreamCore>(conn->shared_from_this(), id, call->request().content_type,
-                                         encoding, config_.max_packet_size, kWindow);
+      std::make_shared<StreamCore>(conn->shared_from_this(), id, call->request().content_type,
+                                   encoding, config_.max_packet_size, kWindow);
   core->Attach(cs, cs->session()->FlowControlled(id));
   cs->streams()[id] = core;
   call->SetStream(std::move(core));
@@ -226,7 +225,7 @@ void StreamPath::StartTask::Run() {
 
 void StreamPath::RunStream(const ServerContextPtr& ctx, StreamRpcMethodHandler* method) {
   ServerCall& call = ServerCall::Of(*ctx);
-  std::shared_ptr<ServerStreamCore> core = call.stream();
+  std::shared_ptr<StreamCore> core = call.stream();
   auto end = [this, ctx, core](const Status& status) {
     if (!status.OK()) {
       counters_

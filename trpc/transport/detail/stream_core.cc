@@ -1,4 +1,4 @@
-#include "trpc/server/detail/server_stream_core.h"
+#include "trpc/transport/detail/stream_core.h"
 
 #include <chrono>
 #include <mutex>
@@ -11,7 +11,7 @@ namespace trpc::detail {
 
 // ---- Reading ------------------------------------------------------------------------------
 
-size_t ServerStreamCore::TakeLocked(ChainBuffer* msg) {
+size_t StreamCore::TakeLocked(ChainBuffer* msg) {
   *msg = std::move(inbox_.front());
   inbox_.pop_front();
   inbox_bytes_ -= msg->size();
@@ -23,19 +23,19 @@ size_t ServerStreamCore::TakeLocked(ChainBuffer* msg) {
   return std::exchange(unreported_, 0);
 }
 
-Status ServerStreamCore::InboxEndLocked() const {
+Status StreamCore::InboxEndLocked() const {
   if (!end_status_.OK()) return end_status_;
-  return Status(kStreamServerReadEnd, "end of the client's messages");
+  return Status(codes_.read_end, "end of the peer's messages");
 }
 
-void ServerStreamCore::ReportConsumed(size_t n) {
+void StreamCore::ReportConsumed(size_t n) {
   if (n == 0) return;
   conn_->reactor()->RunInLoop([self = shared_from_this(), n] {
     if (self->link_ != nullptr) self->link_->Consumed(self->id_, n);
   });
 }
 
-Status ServerStreamCore::Read(ChainBuffer* msg, int64_t timeout_ms) {
+Status StreamCore::Read(ChainBuffer* msg, int64_t timeout_ms) {
   size_t report = 0;
   {
     std::unique_lock<fiber::Mutex> lock(mu_);
@@ -43,7 +43,7 @@ Status ServerStreamCore::Read(ChainBuffer* msg, int64_t timeout_ms) {
     if (timeout_ms < 0) {
       cv_.wait(lock, ready);
     } else if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready)) {
-      return Status(kStreamServerReadTimeoutErr,
+      return Status(codes_.read_timeout,
                     "no message came within " + std::to_string(timeout_ms) + " ms");
     }
     if (inbox_.empty()) return InboxEndLocked();
@@ -53,7 +53,7 @@ Status ServerStreamCore::Read(ChainBuffer* msg, int64_t timeout_ms) {
   return kSuccStatus;
 }
 
-Future<ChainBuffer> ServerStreamCore::AsyncRead() {
+Future<ChainBuffer> StreamCore::AsyncRead() {
   ChainBuffer msg;
   size_t report = 0;
   {
@@ -73,7 +73,7 @@ Future<ChainBuffer> ServerStreamCore::AsyncRead() {
   return MakeReadyFuture<ChainBuffer>(std::move(msg));
 }
 
-void ServerStreamCore::ServeReadWaiter() {
+void StreamCore::ServeReadWaiter() {
   std::optional<Promise<ChainBuffer>> waiter;
   ChainBuffer msg;
   Status end;
@@ -100,22 +100,22 @@ void ServerStreamCore::ServeReadWaiter() {
 
 // ---- Writing ------------------------------------------------------------------------------
 
-Status ServerStreamCore::WriteRefusalLocked() const {
+Status StreamCore::WriteRefusalLocked() const {
   if (ended_) {
-    return end_status_.OK() ? Status(kStreamServerNetworkErr, "the stream has ended") : end_status_;
+    return end_status_.OK() ? Status(codes_.network, "the stream has ended") : end_status_;
   }
-  if (finished_) return Status(kStreamServerWriteEnd, "the stream was finished");
+  if (finished_) return Status(codes_.write_end, "the stream was finished");
   return kSuccStatus;
 }
 
-void ServerStreamCore::PostSend(ChainBuffer&& msg) {
+void StreamCore::PostSend(ChainBuffer&& msg) {
   conn_->reactor()->RunInLoop(
       [self = shared_from_this(), m = std::make_shared<ChainBuffer>(std::move(msg))] {
         self->SendOrPark(std::move(*m));
       });
 }
 
-Status ServerStreamCore::Write(ChainBuffer&& msg) {
+Status StreamCore::Write(ChainBuffer&& msg) {
   {
     std::unique_lock<fiber::Mutex> lock(mu_);
     cv_.wait(lock, [this] { return ended_ || (WriteRoomLocked() && write_waiters_.empty()); });
@@ -126,7 +126,7 @@ Status ServerStreamCore::Write(ChainBuffer&& msg) {
   return kSuccStatus;
 }
 
-Future<> ServerStreamCore::AsyncWrite(ChainBuffer&& msg) {
+Future<> StreamCore::AsyncWrite(ChainBuffer&& msg) {
   Future<> waiting;
   {
     std::lock_guard<fiber::Mutex> lock(mu_);
@@ -141,7 +141,7 @@ Future<> ServerStreamCore::AsyncWrite(ChainBuffer&& msg) {
   return MakeReadyFuture<>();
 }
 
-void ServerStreamCore::ServeWriteWaiters() {
+void StreamCore::ServeWriteWaiters() {
   // SendOrPark below, and a continuation that writes again, come back here: the outer call
   // serves them all, without recursion.
   if (serving_writes_) return;
@@ -168,7 +168,7 @@ void ServerStreamCore::ServeWriteWaiters() {
   serving_writes_ = false;
 }
 
-void ServerStreamCore::Finish(const Status& status) {
+void StreamCore::Finish(const Status& status) {
   {
     std::lock_guard<fiber::Mutex> lock(mu_);
     if (finished_) return;
@@ -185,7 +185,7 @@ void ServerStreamCore::Finish(const Status& status) {
   });
 }
 
-void ServerStreamCore::SendOrPark(ChainBuffer&& msg) {
+void StreamCore::SendOrPark(ChainBuffer&& msg) {
   const size_t n = msg.size();
   bool parked = false;
   if (link_ != nullptr) {
@@ -210,7 +210,7 @@ void ServerStreamCore::SendOrPark(ChainBuffer&& msg) {
   if (!parked) ServeWriteWaiters();
 }
 
-void ServerStreamCore::OnWritable() {
+void StreamCore::OnWritable() {
   while (link_ != nullptr && !parked_.empty() && link_->CanSend(id_)) {
     ChainBuffer msg = std::move(parked_.front());
     parked_.pop_front();
@@ -237,7 +237,7 @@ void ServerStreamCore::OnWritable() {
 
 // ---- The loop's events ----------------------------------------------------------------------
 
-void ServerStreamCore::OnMessage(ChainBuffer&& msg) {
+void StreamCore::OnMessage(ChainBuffer&& msg) {
   bool over = false;
   {
     std::lock_guard<fiber::Mutex> lock(mu_);
@@ -251,14 +251,13 @@ void ServerStreamCore::OnMessage(ChainBuffer&& msg) {
   cv_.notify_all();
   ServeReadWaiter();
   if (over && link_ != nullptr) {
-    Status st(kStreamServerMsgExceedLimitErr,
-              "the client sent more than " + std::to_string(max_message_bytes_) +
-                  " bytes the handler has not read (no flow control)");
+    Status st(codes_.too_much, "the peer sent more than " + std::to_string(max_message_bytes_) +
+                                   " bytes the handler has not read (no flow control)");
     link_->Finish(this, st);  // resets the stream; Detach follows
   }
 }
 
-void ServerStreamCore::OnRemoteEnd(const Status& status) {
+void StreamCore::OnRemoteEnd(const Status& status) {
   if (!status.OK()) {
     Detach(status);
     return;
@@ -271,7 +270,7 @@ void ServerStreamCore::OnRemoteEnd(const Status& status) {
   ServeReadWaiter();
 }
 
-void ServerStreamCore::Detach(const Status& status) {
+void StreamCore::Detach(const Status& status) {
   link_ = nullptr;
   parked_.clear();
   finish_pending_ = false;

@@ -18,8 +18,27 @@ namespace trpc::detail {
 
 class StreamLink;
 
-/// One server stream between the connection's loop thread, where its frames arrive and leave,
-/// and the handler's fiber, which reads and writes its messages (stream::ServerStream).
+/// The framework codes one side's stream ends report (trpc.proto's numbers, 2xx on the server,
+/// 3xx on the client).
+struct StreamCodes {
+  int32_t network;       // the connection was lost (201 / 301)
+  int32_t read_end;      // end of the peer's messages (251 / 351)
+  int32_t read_timeout;  // a Read's timeout passed (254 / 354)
+  int32_t write_end;     // written after our side finished (231 / 331)
+  int32_t too_much;      // unread bytes past the bound without flow control (211 / 311)
+};
+inline constexpr StreamCodes kServerStreamCodes{kStreamServerNetworkErr, kStreamServerReadEnd,
+                                                kStreamServerReadTimeoutErr, kStreamServerWriteEnd,
+                                                kStreamServerMsgExceedLimitErr};
+inline constexpr StreamCodes kClientStreamCodes{kStreamClientNetworkErr, kStreamClientReadEnd,
+                                                kStreamClientReadTimeoutErr, kStreamClientWriteEnd,
+                                                kStreamClientMsgExceedLimitErr};
+
+/// One stream's end between the connection's loop thread, where its frames arrive and leave, and
+/// the thread of its user (a server's handler, a client's caller), which reads and writes its
+/// messages (stream::ServerStream on the server). Protocol-neutral: the loop side talks to the
+/// connection's stream session through StreamLink; both ends of a stream, client and server,
+/// are one of these, with their side's codes (StreamCodes).
 ///
 /// - **In:** the loop appends each message to the inbox and wakes the reader. The inbox holds at
 ///   most what the client may send unread: its window when flow control runs. The reader
@@ -41,7 +60,7 @@ class StreamLink;
 /// Memory ordering: mu_ (fiber::Mutex) guards the shared fields; a reader or writer woken by
 /// cv_ re-checks them under mu_, so everything the loop did before notifying is visible. The
 /// loop-only fields are touched only in tasks that run on the connection's loop.
-class ServerStreamCore : public std::enable_shared_from_this<ServerStreamCore> {
+class StreamCore : public std::enable_shared_from_this<StreamCore> {
  public:
   static constexpr size_t kMaxQueuedBytes = 64 * 1024;
   /// A stream without flow control (the client announced no window) sends only while its
@@ -49,9 +68,11 @@ class ServerStreamCore : public std::enable_shared_from_this<ServerStreamCore> {
   /// server buffer without bound.
   static constexpr size_t kNoWindowBacklogBytes = 256 * 1024;
 
-  ServerStreamCore(ConnectionPtr conn, uint32_t id, uint32_t content_type, uint32_t encoding,
-                   size_t max_message_bytes, uint32_t window)
-      : conn_(std::move(conn)),
+  StreamCore(ConnectionPtr conn, uint32_t id, uint32_t content_type, uint32_t encoding,
+             size_t max_message_bytes, uint32_t window,
+             const StreamCodes& codes = kServerStreamCodes)
+      : codes_(codes),
+        conn_(std::move(conn)),
         id_(id),
         content_type_(content_type),
         encoding_(encoding),
@@ -59,6 +80,7 @@ class ServerStreamCore : public std::enable_shared_from_this<ServerStreamCore> {
         window_(window) {}
 
   uint32_t id() const { return id_; }
+  const StreamCodes& codes() const { return codes_; }
   uint32_t content_type() const { return content_type_; }
   uint32_t encoding() const { return encoding_; }
   size_t max_message_bytes() const { return max_message_bytes_; }
@@ -98,6 +120,7 @@ class ServerStreamCore : public std::enable_shared_from_this<ServerStreamCore> {
   void SendOrPark(ChainBuffer&& msg);
 
  private:
+  const StreamCodes codes_;
   struct PendingWrite {
     ChainBuffer msg;
     Promise<> done;
@@ -156,10 +179,10 @@ class StreamLink {
   virtual bool CanSend(uint32_t id) = 0;
   virtual bool SendMessage(uint32_t id, ChainBuffer&& msg, std::string* err) = 0;
   virtual void Consumed(uint32_t id, size_t n) = 0;
-  virtual void Finish(ServerStreamCore* core, const Status& status) = 0;
+  virtual void Finish(StreamCore* core, const Status& status) = 0;
   /// `core` parked a message for want of room in the connection's output (a stream without
   /// flow control): call its OnWritable() again once the output has drained.
-  virtual void WatchBacklog(ServerStreamCore* core) = 0;
+  virtual void WatchBacklog(StreamCore* core) = 0;
 
  protected:
   ~StreamLink() = default;
