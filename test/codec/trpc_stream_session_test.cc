@@ -255,7 +255,7 @@ TEST_F(TrpcStreamSessionTest, DataPastTheWindowResetsTheStreamOnly) {
   ASSERT_TRUE(Feed(Init(101, 65535)));
   Written(&out_);
   ASSERT_TRUE(Feed(Data(100, std::string(70000, 'x'))));  // above 0 before it: allowed
-  ASSERT_TRUE(Feed(Data(100, "one more")));              // the window is spent: a violation
+  ASSERT_TRUE(Feed(Data(100, "one more")));               // the window is spent: a violation
   EXPECT_EQ(host_.events.back().what, "end");
   EXPECT_THAT(host_.events.back().detail, HasSubstr("stream reset"));
   auto frames = Written(&out_);
@@ -288,6 +288,155 @@ TEST_F(TrpcStreamSessionTest, ConnectionErrorsCloseIt) {
   bad.Append(bytes);
   EXPECT_FALSE(Feed(std::move(bad)));
   EXPECT_THAT(err_, HasSubstr("INIT"));
+}
+
+// ---- The client's session, against the server's ----------------------------------------------
+
+// Records what the client session reports.
+class ClientRecorder final : public ClientStreamHost {
+ public:
+  void OnStreamOpened(uint32_t id, const Status& status) override {
+    events.push_back({"opened", id, status.OK() ? "ok" : status.ToString()});
+  }
+  void OnStreamMessage(uint32_t id, ChainBuffer&& msg) override {
+    events.push_back({"msg", id, msg.ToString()});
+  }
+  void OnStreamRemoteEnd(uint32_t id, const Status& status, bool reset) override {
+    events.push_back({reset ? "reset" : "end", id, status.OK() ? "ok" : status.ToString()});
+  }
+  void OnStreamWritable(uint32_t id) override { events.push_back({"writable", id, ""}); }
+  std::vector<Event> events;
+};
+
+// A client session and a server session joined in memory: what one writes, the other reads.
+class ClientServerStreamTest : public ::testing::Test {
+ protected:
+  // Delivers everything queued each way until both are quiet. False on a connection error.
+  bool Pump() {
+    for (int round = 0; round < 100; ++round) {
+      if (to_server_.size() == 0 && to_client_.size() == 0) return true;
+      if (!Deliver(&to_server_, [&](ChainBuffer&& f, std::string* e) {
+            return server_.OnFrame(std::move(f), &server_host_, &to_client_, e);
+          })) {
+        return false;
+      }
+      if (!Deliver(&to_client_, [&](ChainBuffer&& f, std::string* e) {
+            return client_.OnFrame(std::move(f), &client_host_, &to_server_, e);
+          })) {
+        return false;
+      }
+    }
+    return false;
+  }
+  template <typename F>
+  bool Deliver(ChainBuffer* in, F&& on_frame) {
+    std::vector<ChainBuffer> frames;
+    if (SplitTrpcFrames(in, &frames, UINT32_MAX, &err_, true) != SplitResult::kOk) return false;
+    for (ChainBuffer& f : frames) {
+      if (!on_frame(std::move(f), &err_)) return false;
+    }
+    return true;
+  }
+  uint32_t Open(const std::string& func, uint32_t window = 65535) {
+    RpcRequest head;
+    head.func = func;
+    head.callee = "s.S";
+    uint32_t id = 0;
+    EXPECT_TRUE(client_.Open(head, window, &id, &to_server_, &err_)) << err_;
+    return id;
+  }
+  static ChainBuffer Bytes(const std::string& s) {
+    ChainBuffer b;
+    b.Append(s);
+    return b;
+  }
+
+  TrpcServerStreamSession server_{10, 65535};
+  RecordingHost server_host_{&server_};
+  TrpcClientStreamSession client_{10};
+  ClientRecorder client_host_;
+  ChainBuffer to_server_, to_client_;
+  std::string err_;
+};
+
+TEST_F(ClientServerStreamTest, OpenMessagesBothWaysHalfCloseAndTheServersFinalStatus) {
+  const uint32_t id = Open("/s.S/Chat");
+  EXPECT_EQ(id, 100u);
+  EXPECT_FALSE(client_.CanSend(id));  // not before the server's INIT
+  ASSERT_TRUE(Pump()) << err_;
+  ASSERT_EQ(client_host_.events.size(), 1u);
+  EXPECT_EQ(client_host_.events[0].what, "opened");
+  EXPECT_EQ(client_host_.events[0].detail, "ok");
+  EXPECT_TRUE(client_.FlowControlled(id));
+  ASSERT_TRUE(client_.SendMessage(id, Bytes("ping"), &to_server_, &err_)) << err_;
+  client_.Finish(id, kSuccStatus, &to_server_);  // half-close
+  ASSERT_TRUE(Pump()) << err_;
+  ASSERT_EQ(server_host_.events.size(), 3u);
+  EXPECT_EQ(server_host_.events[1].detail, "ping");
+  EXPECT_EQ(server_host_.events[2].what, "end");
+  ASSERT_TRUE(server_.SendMessage(id, Bytes("pong"), &to_client_, &err_)) << err_;
+  server_.Finish(id, Status::AppError(3, "partial"), &to_client_);
+  ASSERT_TRUE(Pump()) << err_;
+  ASSERT_EQ(client_host_.events.size(), 3u);
+  EXPECT_EQ(client_host_.events[1].detail, "pong");
+  EXPECT_EQ(client_host_.events[2].what, "end");  // closed, not reset: an application error
+  EXPECT_THAT(client_host_.events[2].detail, HasSubstr("partial"));
+  EXPECT_EQ(client_.open_streams(), 0u);
+  EXPECT_EQ(server_.open_streams(), 0u);
+}
+
+TEST_F(ClientServerStreamTest, RefusedOpenReachesTheClientWithItsCode) {
+  server_host_.refuse = Status(kServerNoFuncErr, "no such streaming method");
+  const uint32_t id = Open("/s.S/Nope");
+  ASSERT_TRUE(Pump()) << err_;
+  ASSERT_EQ(client_host_.events.size(), 1u);
+  EXPECT_EQ(client_host_.events[0].what, "opened");
+  EXPECT_THAT(client_host_.events[0].detail, HasSubstr("12"));
+  EXPECT_EQ(client_.open_streams(), 0u);
+  EXPECT_FALSE(client_.CanSend(id));
+}
+
+TEST_F(ClientServerStreamTest, FlowControlHoldsTheClientUntilTheServerConsumes) {
+  const uint32_t id = Open("/s.S/Up");
+  ASSERT_TRUE(Pump());
+  int sent = 0;
+  while (client_.CanSend(id)) {
+    ASSERT_TRUE(client_.SendMessage(id, Bytes(std::string(10000, 'u')), &to_server_, &err_));
+    ++sent;
+  }
+  EXPECT_EQ(sent, 7);  // 70,000 bytes: above 0 before the seventh
+  ASSERT_TRUE(Pump());
+  server_.Consumed(id, 70000, &to_client_);
+  ASSERT_TRUE(Pump());
+  EXPECT_EQ(client_host_.events.back().what, "writable");
+  EXPECT_TRUE(client_.CanSend(id));
+}
+
+TEST_F(ClientServerStreamTest, ClientCancelResetsTheServersSide) {
+  const uint32_t id = Open("/s.S/Chat");
+  ASSERT_TRUE(Pump());
+  client_.Finish(id, Status(kClientCanceledErr, "cancelled"), &to_server_);
+  ASSERT_TRUE(Pump());
+  EXPECT_EQ(server_host_.events.back().what, "end");
+  EXPECT_THAT(server_host_.events.back().detail, HasSubstr("161"));
+  EXPECT_EQ(server_.open_streams(), 0u);
+  EXPECT_EQ(client_.open_streams(), 0u);
+}
+
+TEST_F(ClientServerStreamTest, ServerResetEndsTheClientsStream) {
+  const uint32_t id = Open("/s.S/Chat");
+  ASSERT_TRUE(Pump());
+  server_.Finish(id, Status(kServerTimeoutErr, "too slow"), &to_client_);
+  ASSERT_TRUE(Pump());
+  EXPECT_EQ(client_host_.events.back().what, "reset");
+  EXPECT_THAT(client_host_.events.back().detail, HasSubstr("too slow"));
+  EXPECT_FALSE(client_.SendMessage(id, Bytes("late"), &to_server_, &err_));
+}
+
+TEST_F(ClientServerStreamTest, FramesForStreamsWeNeverOpenedCloseTheConnection) {
+  ChainBuffer f = Data(555, "stray");
+  EXPECT_FALSE(client_.OnFrame(std::move(f), &client_host_, &to_server_, &err_));
+  EXPECT_THAT(err_, HasSubstr("never opened"));
 }
 
 }  // namespace

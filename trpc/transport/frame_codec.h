@@ -114,6 +114,14 @@ class FrameCodec {
     return Split(in, out, max_frame_size, err);
   }
 
+  /// Protocols with streams beside unary calls on one connection (trpc): true when `frame`, as
+  /// Split() cut it, belongs to a stream. Such frames go to the connection's stream session,
+  /// not to the calls.
+  virtual bool IsStreamFrame(const ChainBuffer& frame) const {
+    (void)frame;
+    return false;
+  }
+
   /// Protocols without request ids (HTTP/1.1) must answer in request order even when handlers
   /// finish out of order (the fiber model); the server then sequences their replies.
   virtual bool OrderedReplies() const { return false; }

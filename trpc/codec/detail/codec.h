@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "trpc/base/chain_buffer.h"
+#include "trpc/codec/detail/client_streams.h"
 #include "trpc/codec/detail/server_streams.h"
 #include "trpc/codec/rpc_message.h"
 #include "trpc/transport/frame_codec.h"
@@ -39,12 +40,6 @@ class ServerCodec : public FrameCodec {
   /// response could not be encoded (then `out` is unchanged).
   virtual bool EncodeResponse(RpcResponse* rsp, const google::protobuf::MessageLite* body_msg,
                               ChainBuffer* out) = 0;
-  /// Protocols with streams beside unary calls on one connection (trpc): true when `frame`, as
-  /// Split() cut it, belongs to a stream. Such frames go to the connection's stream session.
-  virtual bool IsStreamFrame(const ChainBuffer& frame) const {
-    (void)frame;
-    return false;
-  }
   /// A new stream session for one connection, made at its first stream frame: at most
   /// `max_streams` open at once, each reading with a window of `window` bytes. Null: the
   /// protocol has no streams of this kind.
@@ -73,6 +68,12 @@ class ClientCodec : public FrameCodec {
   virtual bool EncodeRequest(RpcRequest* req, const google::protobuf::MessageLite* body_msg,
                              ChainBuffer* out) = 0;
   virtual bool DecodeResponse(ChainBuffer&& frame, RpcResponse* rsp, std::string* err) = 0;
+  /// A new stream session for one client connection (at most `max_streams` open at once), or
+  /// null for a protocol without streams of this kind.
+  virtual std::unique_ptr<ClientStreamSession> NewClientStreamSession(uint32_t max_streams) {
+    (void)max_streams;
+    return nullptr;
+  }
   /// False for protocols without one-way calls (gRPC): a one-way call then fails at once.
   virtual bool SupportsOneway() const { return true; }
   /// A codec set up with a client service's `protocol_options` (never empty here); as

@@ -17,10 +17,16 @@ SplitResult TrpcServerCodec::Split(ChainBuffer* in, std::vector<ChainBuffer>* ou
   return detail::SplitTrpcFrames(in, out, max_frame_size, err, /*streams=*/true);
 }
 
-bool TrpcServerCodec::IsStreamFrame(const ChainBuffer& frame) const {
+namespace {
+bool IsTrpcStreamFrame(const ChainBuffer& frame) {
   // Split() cut it, so the fixed header is whole and checked; byte 2 is its data frame type.
   char scratch[3];
   return static_cast<uint8_t>(frame.Peek(3, scratch)[2]) == kTrpcStreamDataFrame;
+}
+}  // namespace
+
+bool TrpcServerCodec::IsStreamFrame(const ChainBuffer& frame) const {
+  return IsTrpcStreamFrame(frame);
 }
 
 std::unique_ptr<ServerStreamSession> TrpcServerCodec::NewStreamSession(uint32_t max_streams,
@@ -63,6 +69,14 @@ bool TrpcClientCodec::EncodeRequest(RpcRequest* req, const google::protobuf::Mes
     return false;
   }
   return true;
+}
+
+bool TrpcClientCodec::IsStreamFrame(const ChainBuffer& frame) const {
+  return IsTrpcStreamFrame(frame);
+}
+
+std::unique_ptr<ClientStreamSession> TrpcClientCodec::NewClientStreamSession(uint32_t max_streams) {
+  return std::make_unique<detail::TrpcClientStreamSession>(max_streams);
 }
 
 bool TrpcClientCodec::DecodeResponse(ChainBuffer&& frame, RpcResponse* rsp, std::string* err) {

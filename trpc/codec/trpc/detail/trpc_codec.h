@@ -54,6 +54,9 @@ class TrpcClientCodec final : public ClientCodec {
 
   bool DecodeResponse(ChainBuffer&& frame, RpcResponse* rsp, std::string* err) override;
 
+  bool IsStreamFrame(const ChainBuffer& frame) const override;
+  std::unique_ptr<ClientStreamSession> NewClientStreamSession(uint32_t max_streams) override;
+
   /// Reads request_id straight from the protobuf header's bytes (no parse, no allocation).
   /// False on a bad fixed header or a malformed protobuf header. A header without the field
   /// answers request 0, as proto3 reads it.

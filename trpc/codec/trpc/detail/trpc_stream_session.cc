@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "trpc/base/logging.h"
@@ -25,6 +26,41 @@ void WriteReset(uint32_t id, int32_t ret, const std::string& msg, ChainBuffer* o
   c.msg = msg;
   std::string err;
   Must(WriteTrpcStreamClose(id, c, out, &err), err);
+}
+
+// What both ends do alike with a stream of `table`.
+bool StreamFlowControlled(const TrpcStreamTable& table, uint32_t id) {
+  const TrpcStreamState* st = table.Find(id);
+  return st != nullptr && st->flow_control();
+}
+
+bool StreamCanSend(const TrpcStreamTable& table, uint32_t id) {
+  const TrpcStreamState* st = table.Find(id);
+  return st != nullptr && st->CanSend();
+}
+
+bool StreamSend(TrpcStreamTable* table, uint32_t id, ChainBuffer&& msg, ChainBuffer* out,
+                std::string* err) {
+  TrpcStreamState* st = table->Find(id);
+  if (st == nullptr) {
+    *err = fmt::format("stream {} has ended", id);
+    return false;
+  }
+  if (msg.size() + kTrpcFrameHeaderSize > kTrpcMaxFrameSize) {
+    *err = fmt::format("a {}-byte message does not fit a frame", msg.size());
+    return false;
+  }
+  if (!st->OnSendData(msg.size(), err)) return false;
+  return WriteTrpcStreamData(id, std::move(msg), out, err);
+}
+
+void StreamConsumed(TrpcStreamTable* table, uint32_t id, size_t n, ChainBuffer* out) {
+  TrpcStreamState* st = table->Find(id);
+  if (st == nullptr) return;
+  if (uint32_t credit = st->OnConsumed(n); credit != 0) {
+    std::string err;
+    Must(WriteTrpcStreamFeedback(id, credit, out, &err), err);
+  }
 }
 
 }  // namespace
@@ -143,37 +179,15 @@ void TrpcServerStreamSession::Refuse(uint32_t id, const Status& status, ChainBuf
 }
 
 bool TrpcServerStreamSession::FlowControlled(uint32_t id) const {
-  const TrpcStreamState* st = table_.Find(id);
-  return st != nullptr && st->flow_control();
+  return StreamFlowControlled(table_, id);
 }
-
-bool TrpcServerStreamSession::CanSend(uint32_t id) const {
-  const TrpcStreamState* st = table_.Find(id);
-  return st != nullptr && st->CanSend();
-}
-
+bool TrpcServerStreamSession::CanSend(uint32_t id) const { return StreamCanSend(table_, id); }
 bool TrpcServerStreamSession::SendMessage(uint32_t id, ChainBuffer&& msg, ChainBuffer* out,
                                           std::string* err) {
-  TrpcStreamState* st = table_.Find(id);
-  if (st == nullptr) {
-    *err = fmt::format("stream {} has ended", id);
-    return false;
-  }
-  if (msg.size() + kTrpcFrameHeaderSize > kTrpcMaxFrameSize) {
-    *err = fmt::format("a {}-byte message does not fit a frame", msg.size());
-    return false;
-  }
-  if (!st->OnSendData(msg.size(), err)) return false;
-  return WriteTrpcStreamData(id, std::move(msg), out, err);
+  return StreamSend(&table_, id, std::move(msg), out, err);
 }
-
 void TrpcServerStreamSession::Consumed(uint32_t id, size_t n, ChainBuffer* out) {
-  TrpcStreamState* st = table_.Find(id);
-  if (st == nullptr) return;
-  if (uint32_t credit = st->OnConsumed(n); credit != 0) {
-    std::string err;
-    Must(WriteTrpcStreamFeedback(id, credit, out, &err), err);
-  }
+  StreamConsumed(&table_, id, n, out);
 }
 
 void TrpcServerStreamSession::Finish(uint32_t id, const Status& status, ChainBuffer* out) {
@@ -209,6 +223,125 @@ void TrpcServerStreamSession::ResetForViolation(uint32_t id, const std::string& 
 
 void TrpcServerStreamSession::EraseIfFinished(uint32_t id, TrpcStreamState* st) {
   if (st->finished()) table_.Erase(id);
+}
+
+// ---- Client ---------------------------------------------------------------------------------
+
+bool TrpcClientStreamSession::Open(const RpcRequest& head, uint32_t window, uint32_t* id,
+                                   ChainBuffer* out, std::string* err) {
+  if (!table_.OpenOutgoing(id, err)) return false;
+  TrpcStreamState* st = table_.Find(*id);
+  if (!st->OnSendInit(window, err)) {
+    table_.Erase(*id);
+    return false;
+  }
+  TrpcStreamInit init;
+  init.caller = head.caller;
+  init.callee = head.callee;
+  init.func = head.func;
+  init.message_type = head.message_type;
+  init.trans_info = head.trans_info;
+  init.init_window_size = window == 0 ? 0 : std::max(window, kTrpcStreamDefaultWindow);
+  init.content_type = head.content_type;
+  init.content_encoding = head.content_encoding;
+  if (!WriteTrpcStreamInit(*id, init, out, err)) {
+    table_.Erase(*id);
+    return false;
+  }
+  return true;
+}
+
+bool TrpcClientStreamSession::OnFrame(ChainBuffer&& frame, ClientStreamHost* host, ChainBuffer* out,
+                                      std::string* err) {
+  TrpcStreamFrame f;
+  if (!ReadTrpcStreamFrame(std::move(frame), &f, err)) return false;
+  const uint32_t id = f.stream_id;
+  switch (table_.OnFrame(f.type, id, err)) {
+    case TrpcStreamTable::Verdict::kCloseConnection:
+      return false;
+    case TrpcStreamTable::Verdict::kDrop:
+    case TrpcStreamTable::Verdict::kResetStream:  // (not given to a client)
+      return true;
+    case TrpcStreamTable::Verdict::kDeliver:
+      break;
+  }
+  TrpcStreamState* st = table_.Find(id);
+  std::string why;
+  auto violation = [&](const std::string& what) {
+    WriteReset(id, kClientDecodeErr, what, out);
+    table_.Erase(id);
+    host->OnStreamRemoteEnd(id, Status(kClientDecodeErr, "stream reset: " + what), true);
+    return true;
+  };
+  switch (f.type) {
+    case TrpcStreamFrameType::kInit: {
+      const int32_t ret = f.init.ret;
+      if (!st->OnRecvInit(f.init.init_window_size, ret, &why)) return violation(why);
+      if (ret != 0) {
+        table_.Erase(id);  // refused: the stream has ended
+        host->OnStreamOpened(id, Status(ret, f.init.error_msg));
+        return true;
+      }
+      host->OnStreamOpened(id, kSuccStatus);
+      return true;
+    }
+    case TrpcStreamFrameType::kData:
+      if (!st->OnRecvData(f.data.size(), &why)) return violation(why);
+      host->OnStreamMessage(id, std::move(f.data));
+      return true;
+    case TrpcStreamFrameType::kFeedback: {
+      const bool could_send = st->CanSend();
+      if (!st->OnRecvFeedback(f.window_increment, &why)) return violation(why);
+      if (!could_send && st->CanSend()) host->OnStreamWritable(id);
+      return true;
+    }
+    case TrpcStreamFrameType::kClose: {
+      const bool reset = f.close.close_type == 1;
+      if (!st->OnRecvClose(reset, &why)) return violation(why);
+      Status final(f.close.ret, f.close.func_ret, f.close.msg);
+      if (reset) {
+        if (final.OK()) final = Status(kStreamClientNetworkErr, "the server reset the stream");
+        table_.Erase(id);
+      } else if (st->finished()) {
+        table_.Erase(id);
+      }
+      host->OnStreamRemoteEnd(id, final, reset);
+      return true;
+    }
+  }
+  *err = "unknown stream frame type";
+  return false;
+}
+
+bool TrpcClientStreamSession::FlowControlled(uint32_t id) const {
+  return StreamFlowControlled(table_, id);
+}
+bool TrpcClientStreamSession::CanSend(uint32_t id) const { return StreamCanSend(table_, id); }
+bool TrpcClientStreamSession::SendMessage(uint32_t id, ChainBuffer&& msg, ChainBuffer* out,
+                                          std::string* err) {
+  return StreamSend(&table_, id, std::move(msg), out, err);
+}
+void TrpcClientStreamSession::Consumed(uint32_t id, size_t n, ChainBuffer* out) {
+  StreamConsumed(&table_, id, n, out);
+}
+
+void TrpcClientStreamSession::Finish(uint32_t id, const Status& status, ChainBuffer* out) {
+  TrpcStreamState* st = table_.Find(id);
+  if (st == nullptr || st->local_closed()) return;
+  const bool reset = !status.OK();
+  std::string err;
+  if (!st->OnSendClose(reset, &err)) {
+    TRPC_LOG_EVERY_MS(log::Level::kError, 1000, "trpc stream {}: {}", id, err);
+    return;
+  }
+  TrpcStreamClose c;  // a half-close carries an empty meta, as tRPC-Go's
+  if (reset) {
+    c.close_type = 1;
+    c.ret = status.GetFrameworkRetCode() != 0 ? status.GetFrameworkRetCode() : kClientCanceledErr;
+    c.msg = status.ErrorMessage();
+  }
+  Must(WriteTrpcStreamClose(id, c, out, &err), err);
+  if (reset || st->finished()) table_.Erase(id);
 }
 
 }  // namespace trpc::detail

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 
+#include "trpc/codec/detail/client_streams.h"
 #include "trpc/codec/detail/server_streams.h"
 #include "trpc/codec/trpc/detail/stream_table.h"
 
@@ -46,6 +47,33 @@ class TrpcServerStreamSession final : public ServerStreamSession {
   // The client's window of the INIT being answered (0: it runs no flow control, so neither do
   // we, as tRPC-Go answers). Set by OnFrame for Accept(), which runs inside it.
   uint32_t opening_client_window_ = 0;
+};
+
+/// trpc's streams on one client connection: ids from 100, the client's INIT with its request
+/// meta and window, and the server's frames checked against each stream's state. A server's
+/// protocol error on one stream resets it (CLOSE, close_type 1, ret 1) and tells the host; one
+/// that makes the connection untrustworthy (a frame for an id we never opened, one that does not
+/// parse) closes it.
+///
+/// Thread contract: the connection's loop thread only (ClientStreamSession's).
+class TrpcClientStreamSession final : public ClientStreamSession {
+ public:
+  explicit TrpcClientStreamSession(uint32_t max_streams)
+      : table_(TrpcStreamState::Role::kClient, max_streams) {}
+
+  bool Open(const RpcRequest& head, uint32_t window, uint32_t* id, ChainBuffer* out,
+            std::string* err) override;
+  bool OnFrame(ChainBuffer&& frame, ClientStreamHost* host, ChainBuffer* out,
+               std::string* err) override;
+  bool FlowControlled(uint32_t id) const override;
+  bool CanSend(uint32_t id) const override;
+  bool SendMessage(uint32_t id, ChainBuffer&& msg, ChainBuffer* out, std::string* err) override;
+  void Consumed(uint32_t id, size_t n, ChainBuffer* out) override;
+  void Finish(uint32_t id, const Status& status, ChainBuffer* out) override;
+  size_t open_streams() const override { return table_.open_streams(); }
+
+ private:
+  TrpcStreamTable table_;
 };
 
 }  // namespace trpc::detail
