@@ -6,6 +6,7 @@
 
 #include "trpc/base/chain_buffer.h"
 #include "trpc/base/status.h"
+#include "trpc/codec/detail/stream_session.h"
 #include "trpc/codec/rpc_message.h"
 
 namespace trpc {
@@ -35,10 +36,8 @@ class ClientStreamHost {
 /// flow control. Every output goes to `out`, for the caller to send in order.
 ///
 /// Thread contract: the connection's loop thread only.
-class ClientStreamSession {
+class ClientStreamSession : public StreamSession {
  public:
-  virtual ~ClientStreamSession() = default;
-
   /// Opens a stream for the call `head` describes (func, callee, caller, trans_info, content
   /// type and encoding), reading with `window` bytes (0: no flow control). Its id in `*id`.
   /// False (with `*err`) at the cap on open streams or when the ids are used up.
@@ -49,16 +48,8 @@ class ClientStreamSession {
   virtual bool OnFrame(ChainBuffer&& frame, ClientStreamHost* host, ChainBuffer* out,
                        std::string* err) = 0;
 
-  virtual bool FlowControlled(uint32_t id) const = 0;
-  /// True when `id` is open for our messages (the server accepted it) and its window has room.
-  virtual bool CanSend(uint32_t id) const = 0;
-  virtual bool SendMessage(uint32_t id, ChainBuffer&& msg, ChainBuffer* out, std::string* err) = 0;
-  virtual void Consumed(uint32_t id, size_t n, ChainBuffer* out) = 0;
-  /// Ends our side of `id`: OK half-closes (no more messages from us), an error resets the
+  /// StreamSession::Finish: OK half-closes (no more messages from us), an error resets the
   /// stream with its code (a cancel: 161).
-  virtual void Finish(uint32_t id, const Status& status, ChainBuffer* out) = 0;
-
-  virtual size_t open_streams() const = 0;
 };
 
 }  // namespace trpc

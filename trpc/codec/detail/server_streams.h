@@ -6,6 +6,7 @@
 
 #include "trpc/base/chain_buffer.h"
 #include "trpc/base/status.h"
+#include "trpc/codec/detail/stream_session.h"
 #include "trpc/codec/rpc_message.h"
 
 namespace trpc {
@@ -36,10 +37,8 @@ class ServerStreamHost {
 /// output goes to `out`, for the caller to send on the connection in order.
 ///
 /// Thread contract: the connection's loop thread only.
-class ServerStreamSession {
+class ServerStreamSession : public StreamSession {
  public:
-  virtual ~ServerStreamSession() = default;
-
   /// One stream frame, as the codec's IsStreamFrame() recognised it. False (with `*err`) when
   /// the peer broke the protocol in a way that ends the connection.
   virtual bool OnFrame(ChainBuffer&& frame, ServerStreamHost* host, ChainBuffer* out,
@@ -49,21 +48,8 @@ class ServerStreamSession {
   virtual void Accept(uint32_t id, ChainBuffer* out) = 0;
   virtual void Refuse(uint32_t id, const Status& status, ChainBuffer* out) = 0;
 
-  /// Stream `id` counts its window (both ends announced one).
-  virtual bool FlowControlled(uint32_t id) const = 0;
-  /// True when stream `id` is open for our messages and its window has room.
-  virtual bool CanSend(uint32_t id) const = 0;
-  /// Sends one encoded message on `id`. False (with `*err`, nothing written) when it may not be
-  /// sent now (see CanSend) or does not fit a frame.
-  virtual bool SendMessage(uint32_t id, ChainBuffer&& msg, ChainBuffer* out, std::string* err) = 0;
-  /// The server's code consumed `n` bytes of `id`'s messages: return credit when due.
-  virtual void Consumed(uint32_t id, size_t n, ChainBuffer* out) = 0;
-  /// Ends our side of `id` with `status`: a success or an application error closes it, a
-  /// framework error resets it (and with it the peer's side).
-  virtual void Finish(uint32_t id, const Status& status, ChainBuffer* out) = 0;
-
-  /// Streams open now.
-  virtual size_t open_streams() const = 0;
+  /// StreamSession::Finish: a success or an application error closes our side, a framework
+  /// error resets the stream (and with it the peer's side).
 };
 
 }  // namespace trpc

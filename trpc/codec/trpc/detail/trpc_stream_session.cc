@@ -28,19 +28,10 @@ void WriteReset(uint32_t id, int32_t ret, const std::string& msg, ChainBuffer* o
   Must(WriteTrpcStreamClose(id, c, out, &err), err);
 }
 
-// What both ends do alike with a stream of `table`.
-bool StreamFlowControlled(const TrpcStreamTable& table, uint32_t id) {
-  const TrpcStreamState* st = table.Find(id);
-  return st != nullptr && st->flow_control();
-}
+}  // namespace
 
-bool StreamCanSend(const TrpcStreamTable& table, uint32_t id) {
-  const TrpcStreamState* st = table.Find(id);
-  return st != nullptr && st->CanSend();
-}
-
-bool StreamSend(TrpcStreamTable* table, uint32_t id, ChainBuffer&& msg, ChainBuffer* out,
-                std::string* err) {
+bool SendTrpcStreamMessage(TrpcStreamTable* table, uint32_t id, ChainBuffer&& msg, ChainBuffer* out,
+                           std::string* err) {
   TrpcStreamState* st = table->Find(id);
   if (st == nullptr) {
     *err = fmt::format("stream {} has ended", id);
@@ -54,7 +45,7 @@ bool StreamSend(TrpcStreamTable* table, uint32_t id, ChainBuffer&& msg, ChainBuf
   return WriteTrpcStreamData(id, std::move(msg), out, err);
 }
 
-void StreamConsumed(TrpcStreamTable* table, uint32_t id, size_t n, ChainBuffer* out) {
+void ReturnTrpcStreamCredit(TrpcStreamTable* table, uint32_t id, size_t n, ChainBuffer* out) {
   TrpcStreamState* st = table->Find(id);
   if (st == nullptr) return;
   if (uint32_t credit = st->OnConsumed(n); credit != 0) {
@@ -62,8 +53,6 @@ void StreamConsumed(TrpcStreamTable* table, uint32_t id, size_t n, ChainBuffer* 
     Must(WriteTrpcStreamFeedback(id, credit, out, &err), err);
   }
 }
-
-}  // namespace
 
 bool TrpcServerStreamSession::OnFrame(ChainBuffer&& frame, ServerStreamHost* host, ChainBuffer* out,
                                       std::string* err) {
@@ -176,18 +165,6 @@ void TrpcServerStreamSession::Refuse(uint32_t id, const Status& status, ChainBuf
   std::string err;
   Must(WriteTrpcStreamInit(id, answer, out, &err), err);
   table_.Erase(id);  // a refused stream has ended both ways
-}
-
-bool TrpcServerStreamSession::FlowControlled(uint32_t id) const {
-  return StreamFlowControlled(table_, id);
-}
-bool TrpcServerStreamSession::CanSend(uint32_t id) const { return StreamCanSend(table_, id); }
-bool TrpcServerStreamSession::SendMessage(uint32_t id, ChainBuffer&& msg, ChainBuffer* out,
-                                          std::string* err) {
-  return StreamSend(&table_, id, std::move(msg), out, err);
-}
-void TrpcServerStreamSession::Consumed(uint32_t id, size_t n, ChainBuffer* out) {
-  StreamConsumed(&table_, id, n, out);
 }
 
 void TrpcServerStreamSession::Finish(uint32_t id, const Status& status, ChainBuffer* out) {
@@ -311,18 +288,6 @@ bool TrpcClientStreamSession::OnFrame(ChainBuffer&& frame, ClientStreamHost* hos
   }
   *err = "unknown stream frame type";
   return false;
-}
-
-bool TrpcClientStreamSession::FlowControlled(uint32_t id) const {
-  return StreamFlowControlled(table_, id);
-}
-bool TrpcClientStreamSession::CanSend(uint32_t id) const { return StreamCanSend(table_, id); }
-bool TrpcClientStreamSession::SendMessage(uint32_t id, ChainBuffer&& msg, ChainBuffer* out,
-                                          std::string* err) {
-  return StreamSend(&table_, id, std::move(msg), out, err);
-}
-void TrpcClientStreamSession::Consumed(uint32_t id, size_t n, ChainBuffer* out) {
-  StreamConsumed(&table_, id, n, out);
 }
 
 void TrpcClientStreamSession::Finish(uint32_t id, const Status& status, ChainBuffer* out) {

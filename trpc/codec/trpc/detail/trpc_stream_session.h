@@ -9,6 +9,38 @@
 
 namespace trpc::detail {
 
+/// TrpcStreamEnds' sending and credit (below), out of line.
+bool SendTrpcStreamMessage(TrpcStreamTable* table, uint32_t id, ChainBuffer&& msg, ChainBuffer* out,
+                           std::string* err);
+void ReturnTrpcStreamCredit(TrpcStreamTable* table, uint32_t id, size_t n, ChainBuffer* out);
+
+/// What trpc's two sessions share: a connection's stream table and the per-stream operations of
+/// StreamSession over it. `Session` is the end's interface (ServerStreamSession or
+/// ClientStreamSession).
+template <typename Session>
+class TrpcStreamEnds : public Session {
+ public:
+  bool FlowControlled(uint32_t id) const override {
+    const TrpcStreamState* st = table_.Find(id);
+    return st != nullptr && st->flow_control();
+  }
+  bool CanSend(uint32_t id) const override {
+    const TrpcStreamState* st = table_.Find(id);
+    return st != nullptr && st->CanSend();
+  }
+  bool SendMessage(uint32_t id, ChainBuffer&& msg, ChainBuffer* out, std::string* err) override {
+    return SendTrpcStreamMessage(&table_, id, std::move(msg), out, err);
+  }
+  void Consumed(uint32_t id, size_t n, ChainBuffer* out) override {
+    ReturnTrpcStreamCredit(&table_, id, n, out);
+  }
+  size_t open_streams() const override { return table_.open_streams(); }
+
+ protected:
+  TrpcStreamEnds(TrpcStreamState::Role role, uint32_t max_streams) : table_(role, max_streams) {}
+  TrpcStreamTable table_;
+};
+
 /// trpc's streams on one server connection (docs/protocol.md, section 6): the frames read with
 /// ReadTrpcStreamFrame, checked against the connection's TrpcStreamTable and each stream's
 /// TrpcStreamState, and turned into ServerStreamHost events; the server's answers written as
@@ -17,23 +49,18 @@ namespace trpc::detail {
 /// id never opened, a second INIT, a frame that does not parse) closes it.
 ///
 /// Thread contract: the connection's loop thread only (ServerStreamSession's).
-class TrpcServerStreamSession final : public ServerStreamSession {
+class TrpcServerStreamSession final : public TrpcStreamEnds<ServerStreamSession> {
  public:
   /// `window`: what each stream announces it reads with (raised to 65535, as the protocol
   /// requires); `max_streams`: the cap on open streams, past which an INIT is refused.
   TrpcServerStreamSession(uint32_t max_streams, uint32_t window)
-      : table_(TrpcStreamState::Role::kServer, max_streams), window_(window) {}
+      : TrpcStreamEnds(TrpcStreamState::Role::kServer, max_streams), window_(window) {}
 
   bool OnFrame(ChainBuffer&& frame, ServerStreamHost* host, ChainBuffer* out,
                std::string* err) override;
   void Accept(uint32_t id, ChainBuffer* out) override;
   void Refuse(uint32_t id, const Status& status, ChainBuffer* out) override;
-  bool FlowControlled(uint32_t id) const override;
-  bool CanSend(uint32_t id) const override;
-  bool SendMessage(uint32_t id, ChainBuffer&& msg, ChainBuffer* out, std::string* err) override;
-  void Consumed(uint32_t id, size_t n, ChainBuffer* out) override;
   void Finish(uint32_t id, const Status& status, ChainBuffer* out) override;
-  size_t open_streams() const override { return table_.open_streams(); }
 
  private:
   // Resets `id` for a protocol violation by the peer: RESET frame, host told, stream forgotten.
@@ -42,7 +69,6 @@ class TrpcServerStreamSession final : public ServerStreamSession {
   // Forgets `id` once both sides have ended.
   void EraseIfFinished(uint32_t id, TrpcStreamState* st);
 
-  TrpcStreamTable table_;
   uint32_t window_;
   // The client's window of the INIT being answered (0: it runs no flow control, so neither do
   // we, as tRPC-Go answers). Set by OnFrame for Accept(), which runs inside it.
@@ -56,24 +82,16 @@ class TrpcServerStreamSession final : public ServerStreamSession {
 /// parse) closes it.
 ///
 /// Thread contract: the connection's loop thread only (ClientStreamSession's).
-class TrpcClientStreamSession final : public ClientStreamSession {
+class TrpcClientStreamSession final : public TrpcStreamEnds<ClientStreamSession> {
  public:
   explicit TrpcClientStreamSession(uint32_t max_streams)
-      : table_(TrpcStreamState::Role::kClient, max_streams) {}
+      : TrpcStreamEnds(TrpcStreamState::Role::kClient, max_streams) {}
 
   bool Open(const RpcRequest& head, uint32_t window, uint32_t* id, ChainBuffer* out,
             std::string* err) override;
   bool OnFrame(ChainBuffer&& frame, ClientStreamHost* host, ChainBuffer* out,
                std::string* err) override;
-  bool FlowControlled(uint32_t id) const override;
-  bool CanSend(uint32_t id) const override;
-  bool SendMessage(uint32_t id, ChainBuffer&& msg, ChainBuffer* out, std::string* err) override;
-  void Consumed(uint32_t id, size_t n, ChainBuffer* out) override;
   void Finish(uint32_t id, const Status& status, ChainBuffer* out) override;
-  size_t open_streams() const override { return table_.open_streams(); }
-
- private:
-  TrpcStreamTable table_;
 };
 
 }  // namespace trpc::detail
