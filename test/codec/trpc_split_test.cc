@@ -123,25 +123,9 @@ TEST(TrpcSplitTest, OversizedFrameIsAnErrorBeforeItsPayloadArrives) {
   EXPECT_EQ(o.result, SplitResult::kError);
 }
 
-// The client has no streams yet: every stream frame is an error there.
-TEST(TrpcSplitTest, ClientRejectsStreamingFrames) {
-  for (auto [data_type, stream_type] : {std::pair{1, 1}, {1, 2}, {0, 1}, {1, 0}, {2, 0}}) {
-    SCOPED_TRACE(::testing::Message() << data_type << "/" << stream_type);
-    std::string frame = GoldenRequest();
-    frame[2] = static_cast<char>(data_type);
-    frame[3] = static_cast<char>(stream_type);
-    ChainBuffer in = Buffer(frame);
-    TrpcClientCodec codec;
-    std::vector<ChainBuffer> frames;
-    std::string err;
-    EXPECT_EQ(codec.Split(&in, &frames, kLimit, &err), SplitResult::kError);
-    EXPECT_THAT(err, HasSubstr("streaming frames not supported"));
-  }
-}
-
-// The server cuts stream frames (data frame type 1) whose fixed header makes sense, and refuses
-// the rest from the fixed header alone.
-TEST(TrpcSplitTest, ServerCutsWellFormedStreamFramesOnly) {
+// Both sides cut stream frames (data frame type 1) whose fixed header makes sense, and refuse the
+// rest from the fixed header alone.
+TEST(TrpcSplitTest, BothSidesCutWellFormedStreamFramesOnly) {
   struct Case {
     int data_type, stream_type, header_size;
     const char* err;  // null: cut
@@ -164,13 +148,22 @@ TEST(TrpcSplitTest, ServerCutsWellFormedStreamFramesOnly) {
     frame[13] = 100;  // stream id
     ChainBuffer in = Buffer(frame);
     SplitOutcome o = SplitAll(&in);
+    ChainBuffer in2 = Buffer(frame);
+    std::vector<ChainBuffer> client_frames;
+    std::string client_err;
+    const SplitResult client = TrpcClientCodec().Split(&in2, &client_frames, kLimit, &client_err);
     if (c.err == nullptr) {
       EXPECT_EQ(o.result, SplitResult::kOk);
       ASSERT_EQ(o.frames.size(), 1u);
       EXPECT_TRUE(TrpcServerCodec().IsStreamFrame(o.frames[0]));
+      EXPECT_EQ(client, SplitResult::kOk);
+      ASSERT_EQ(client_frames.size(), 1u);
+      EXPECT_TRUE(TrpcClientCodec().IsStreamFrame(client_frames[0]));
     } else {
       EXPECT_EQ(o.result, SplitResult::kError);
       EXPECT_THAT(o.err, HasSubstr(c.err));
+      EXPECT_EQ(client, SplitResult::kError);
+      EXPECT_THAT(client_err, HasSubstr(c.err));
     }
   }
   ChainBuffer unary = Buffer(GoldenRequest());

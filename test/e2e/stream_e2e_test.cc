@@ -22,10 +22,11 @@
 #include "test/common/thread_model_yaml.h"
 #include "test/common/wait_for.h"
 #include "test/e2e/rpc_e2e_wire.h"
+#include "trpc/client/service_proxy.h"
 #include "trpc/codec/trpc/detail/stream_frame.h"
 #include "trpc/config/config.h"
-#include "trpc/transport/detail/stream_core.h"
 #include "trpc/server/server.h"
+#include "trpc/transport/detail/stream_core.h"
 
 namespace trpc::test::helloworld {
 namespace {
@@ -231,7 +232,8 @@ class StreamE2eTest : public ::testing::Test {
   static void SetUpTestSuite() {
     config_ = new Config;
     ASSERT_TRUE(trpc::testing::StartRuntime(
-        trpc::testing::ThreadModelYaml(FiberModel(), {{"stream_server", 2}}) + kServerYaml,
+        trpc::testing::ThreadModelYaml(FiberModel(), {{"stream_server", 2}, {"stream_client", 1}}) +
+            kServerYaml,
         "stream_e2e.yaml", config_));
   }
   static void TearDownTestSuite() {
@@ -488,6 +490,67 @@ TEST_F(StreamE2eTest, ProtocolErrorsCloseTheConnectionOnly) {
     EXPECT_TRUE(c.conn().WaitClosed(5000, &rest));
   }
   ExpectServing();
+}
+
+// Our own client's streams against our server (blocking client calls from a plain thread).
+TEST_F(StreamE2eTest, OurClientStreamsAgainstOurServer) {
+  ClientServiceConfig c;
+  c.name = kGreeterName;
+  c.target = addr_.ToString();
+  c.protocol = "trpc";
+  c.timeout = 5000;
+  auto proxy = std::make_shared<ServiceProxy>(c, runtime::GetThreadModel("stream_client"));
+  std::string err;
+  ASSERT_TRUE(proxy->Init(&err)) << err;
+  {
+    ClientContextPtr ctx = MakeClientContext();
+    ctx->SetFuncName(std::string(kPrefix) + "ServerStream");
+    stream::ClientStream s;
+    ASSERT_TRUE(proxy->OpenStream(ctx, &s).OK()) << ctx->GetStatus().ToString();
+    HelloRequest req;
+    req.set_msg("100:3000");  // 300 KB: the window turns over four times
+    ASSERT_TRUE(s.Write(req).OK());
+    ASSERT_TRUE(s.WritesDone().OK());
+    int n = 0;
+    for (HelloReply rsp; s.Read(&rsp, 10'000).OK(); ++n) EXPECT_EQ(rsp.msg().size(), 3000u);
+    EXPECT_EQ(n, 100);
+    EXPECT_TRUE(s.Finish().OK());
+  }
+  {
+    ClientContextPtr ctx = MakeClientContext();
+    ctx->SetFuncName(std::string(kPrefix) + "BidiStream");
+    stream::ClientStream s;
+    ASSERT_TRUE(proxy->OpenStream(ctx, &s).OK()) << ctx->GetStatus().ToString();
+    for (int i = 0; i < 100; ++i) {
+      HelloRequest req;
+      req.set_msg(std::string(1000 + i, 'b'));
+      ASSERT_TRUE(s.Write(req).OK());
+      HelloReply rsp;
+      ASSERT_TRUE(s.Read(&rsp, 10'000).OK());
+      EXPECT_EQ(rsp.msg(), req.msg());
+    }
+    EXPECT_TRUE(s.Finish().OK());
+  }
+  {  // the client gives up: the server's handler ends with the cancel's code
+    ClientContextPtr ctx = MakeClientContext();
+    ctx->SetFuncName(std::string(kPrefix) + "BidiStream");
+    stream::ClientStream s;
+    ASSERT_TRUE(proxy->OpenStream(ctx, &s).OK());
+    ASSERT_TRUE(WaitFor([] { return g_active.load() == 1; }, 5000));
+    s.Cancel();
+    ASSERT_TRUE(WaitFor([] { return g_active.load() == 0; }, 5000));
+    EXPECT_EQ(g_last_ret.load(), kClientCanceledErr);
+    HelloRequest req;
+    EXPECT_FALSE(s.Write(req).OK());
+  }
+  {  // refused: a unary method
+    ClientContextPtr ctx = MakeClientContext();
+    ctx->SetFuncName(std::string(kPrefix) + "SayHello");
+    stream::ClientStream s;
+    Status st = proxy->OpenStream(ctx, &s);
+    EXPECT_EQ(st.GetFrameworkRetCode(), kServerNoFuncErr) << st.ToString();
+  }
+  proxy->Stop();
 }
 
 }  // namespace

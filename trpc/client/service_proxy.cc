@@ -13,6 +13,7 @@
 #include "trpc/base/zero_copy_stream.h"
 #include "trpc/client/detail/attempts.h"
 #include "trpc/client/detail/call_sender.h"
+#include "trpc/client/detail/client_streams.h"
 #include "trpc/client/detail/codec_options.h"
 #include "trpc/client/detail/endpoint_set.h"
 #include "trpc/client/detail/outlier_ejection.h"
@@ -92,6 +93,12 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
     return group.reactor->AddTimer(at_ns, std::move(fn));
   }
   void CancelTimer(AttemptGroup& group, TimerId id) override { group.reactor->CancelTimer(id); }
+
+  // Opens a stream to ctx's function on a chosen endpoint; `done` gets the stream's end once the
+  // server has answered (or why there is none), on a reactor thread.
+  void AsyncOpenStream(
+      const ClientContextPtr& ctx,
+      std::function<void(const Status&, std::shared_ptr<detail::StreamCore>)> done);
 
  private:
   // The three ways a call's end reaches its caller.
@@ -553,6 +560,57 @@ void ServiceProxy::Impl::AsyncInvokeFrame(const ClientContextPtr& ctx, RpcReques
   sender_->Send(PickReactor(), std::move(call));
 }
 
+void ServiceProxy::Impl::AsyncOpenStream(
+    const ClientContextPtr& ctx,
+    std::function<void(const Status&, std::shared_ptr<detail::StreamCore>)> done) {
+  const int64_t now = MonotonicNanos();
+  int64_t deadline = 0;
+  Status st;
+  RpcRequest req;
+  if (!Admit(ctx, now, &deadline, &st) || !FillRequest(ctx, &req, kUnaryCall, now, deadline, &st)) {
+    done(st, nullptr);
+    return;
+  }
+  std::shared_ptr<const BackendSet> hold;
+  const BackendSet* set = endpoints_->Current(&hold);
+  if (set->backends.empty()) {
+    done(Status(kClientRouterErr, "no endpoint for client " + config_.name), nullptr);
+    return;
+  }
+  BackendPtr backend = detail::ChooseBackend(*set, *ctx, nullptr, now);
+  const size_t slot = sender_->NextSlot(*backend);
+  ctx->SetBackend(backend->addr);
+  // The open waits for the server's answer at most as long as a call would (the stream itself
+  // has no deadline: it lasts as long as both ends keep it).
+  const int64_t open_deadline = TransportDeadline(deadline, now);
+  auto head = std::make_shared<RpcRequest>(std::move(req));
+  sender_->WithConnection(
+      PickReactor(), backend, slot,
+      [this, head, open_deadline, done = std::move(done)](ClientConnection* conn,
+                                                          const Status& cst) {
+        if (conn == nullptr) {
+          done(cst, nullptr);
+          return;
+        }
+        auto* streams = detail::ClientStreams::Of(conn, codec_.get());
+        if (streams == nullptr) {
+          done(Status(kClientEncodeErr, "protocol " + std::string(codec_->Name()) +
+                                            " has no streams we can open yet"),
+               nullptr);
+          return;
+        }
+        auto core_slot = std::make_shared<std::shared_ptr<detail::StreamCore>>();
+        Status st;
+        *core_slot = streams->Open(
+            *head, config_.max_packet_size, open_deadline,
+            [done, core_slot](const Status& opened) {
+              done(opened, opened.OK() ? *core_slot : nullptr);
+            },
+            &st);
+        if (*core_slot == nullptr) done(st, nullptr);
+      });
+}
+
 // ServiceProxy: the public surface, forwarding to Impl.
 
 ServiceProxy::ServiceProxy(ClientServiceConfig config, ThreadModel* model)
@@ -594,6 +652,21 @@ Status ServiceProxy::UnaryInvoke(const ClientContextPtr& ctx,
                                  google::protobuf::MessageLite* rsp, std::string_view async_name) {
   return WaitFor(ctx, async_name,
                  [&](Done done) { AsyncUnaryInvoke(ctx, req, rsp, std::move(done)); });
+}
+
+Status ServiceProxy::OpenStream(const ClientContextPtr& ctx, stream::ClientStream* out) {
+  auto opened = std::make_shared<std::shared_ptr<detail::StreamCore>>();
+  Status st =
+      WaitFor(ctx, "a non-blocking stream (not built yet: docs/streaming.md)", [&](Done done) {
+        impl_->AsyncOpenStream(ctx, [opened, done = std::move(done)](
+                                        const Status& s, std::shared_ptr<detail::StreamCore> core) {
+          *opened = std::move(core);
+          done(s);
+        });
+      });
+  ctx->SetStatus(st);
+  if (st.OK()) *out = stream::ClientStream(std::move(*opened));
+  return st;
 }
 
 bool ServiceProxy::MayBlock(const ClientContextPtr& ctx, std::string_view async_name) {

@@ -8,6 +8,7 @@
 #include "trpc/client/client_config.h"
 #include "trpc/client/client_context.h"
 #include "trpc/client/client_filter.h"
+#include "trpc/client/client_stream.h"
 #include "trpc/future/future.h"
 
 namespace google::protobuf {
@@ -110,6 +111,13 @@ class ServiceProxy {
   /// in transport: timeout, connect, connection lost), and runs exactly once on a reactor
   /// thread.
   void AsyncInvokeFrame(const ClientContextPtr& ctx, RpcRequest&& req, FrameDone done);
+
+  /// Opens a stream to the function ctx->SetFuncName() names (docs/streaming.md), with ctx's
+  /// metadata, content type and compression, and waits for the server's answer: a refusal
+  /// (ret 12 for no such streaming method, 22 when over its limits, 101 when it did not answer
+  /// within the call timeout) or `*out` open. Blocking, as UnaryInvoke (refused with ret 31 on
+  /// a merge worker).
+  Status OpenStream(const ClientContextPtr& ctx, stream::ClientStream* out);
 
   const ClientServiceConfig& config() const;
   ThreadModel* thread_model() const;

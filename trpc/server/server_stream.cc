@@ -1,32 +1,18 @@
 #include "trpc/server/server_stream.h"
 
-#include <fmt/format.h>
-
 #include <string>
 #include <utility>
 
-#include "trpc/codec/detail/compression.h"
 #include "trpc/codec/detail/message_body.h"
 #include "trpc/transport/detail/stream_core.h"
 
 namespace trpc::stream {
 
 Status ServerStream::Parse(const ChainBuffer& bytes, google::protobuf::MessageLite* msg) const {
+  // In the handler's context, as a unary body is: inflating is bounded by max_packet_size.
   std::string err;
-  if (core_->encoding() != 0) {
-    // In the handler's context, as a unary body is: inflating is bounded by max_packet_size.
-    ChainBuffer plain;
-    if (!detail::DecompressBody(core_->encoding(), bytes, core_->max_message_bytes(), &plain,
-                                &err)) {
-      return Status(kServerDecodeErr, fmt::format("cannot decompress the {} stream message: {}",
-                                                  detail::EncodingName(core_->encoding()), err));
-    }
-    if (!ParseMessageBody(plain, core_->content_type(), msg, &err)) {
-      return Status(kServerDecodeErr, std::move(err));
-    }
-    return kSuccStatus;
-  }
-  if (!ParseMessageBody(bytes, core_->content_type(), msg, &err)) {
+  if (!ParseEncodedBody(bytes, core_->content_type(), core_->encoding(), core_->max_message_bytes(),
+                        msg, &err)) {
     return Status(kServerDecodeErr, std::move(err));
   }
   return kSuccStatus;
@@ -34,15 +20,8 @@ Status ServerStream::Parse(const ChainBuffer& bytes, google::protobuf::MessageLi
 
 Status ServerStream::Encode(const google::protobuf::MessageLite& msg, ChainBuffer* out) const {
   std::string err;
-  if (!SerializeMessageBody(msg, core_->content_type(), out, &err, kTrpcJsonStyle)) {
+  if (!SerializeEncodedBody(msg, core_->content_type(), core_->encoding(), out, &err)) {
     return Status(kServerEncodeErr, std::move(err));
-  }
-  if (core_->encoding() != 0) {
-    ChainBuffer packed;
-    if (!detail::CompressBody(core_->encoding(), *out, &packed, &err)) {
-      return Status(kServerEncodeErr, std::move(err));
-    }
-    *out = std::move(packed);
   }
   return kSuccStatus;
 }

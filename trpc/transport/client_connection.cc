@@ -132,6 +132,10 @@ void ClientConnection::OnFrame(Connection* conn, ChainBuffer&& frame) {
     OnFifoFrame(conn, std::move(frame));
     return;
   }
+  if (stream_sink_ != nullptr && codec_->IsStreamFrame(frame)) [[unlikely]] {
+    stream_sink_->OnStreamFrame(std::move(frame));
+    return;
+  }
   uint32_t id = 0;
   if (!codec_->PeekResponseId(frame, &id)) {
     conn->Close("malformed response frame", CloseCause::kProtocolError);
@@ -192,6 +196,7 @@ void ClientConnection::OnClose(Connection*, const std::string& reason) {
     reactor_->CancelTimer(p.timer);
     p.done(Status(code, reason), ChainBuffer());
   }
+  if (stream_sink_ != nullptr) stream_sink_->OnConnectionLost(reason);
   if (close_callback_) close_callback_(this);
 }
 

@@ -37,6 +37,17 @@ class ClientConnection : public Connection::Handler,
  public:
   using Done = std::function<void(Status status, ChainBuffer&& frame)>;
 
+  /// Where the connection's stream frames go (FrameCodec::IsStreamFrame): the client's streams
+  /// on this connection, which the layer above keeps (the transport names no protocol). Loop
+  /// thread.
+  class StreamSink {
+   public:
+    virtual ~StreamSink() = default;
+    virtual void OnStreamFrame(ChainBuffer&& frame) = 0;
+    /// The connection closed: every stream on it has ended.
+    virtual void OnConnectionLost(const std::string& reason) = 0;
+  };
+
   ClientConnection(Reactor* reactor, const NetAddress& target, FrameCodec* codec,
                    const ConnectionOptions& options, int64_t connect_timeout_ms = 0);
   ~ClientConnection() override;
@@ -55,6 +66,15 @@ class ClientConnection : public Connection::Handler,
   /// Sends an encoded one-way request (no response expected; FIFO protocols: its response is
   /// dropped).
   void SendOneway(ChainBuffer&& request);
+  /// The stream sink (null until the first stream on this connection); owned by the connection.
+  StreamSink* stream_sink() const { return stream_sink_.get(); }
+  void set_stream_sink(std::unique_ptr<StreamSink> sink) { stream_sink_ = std::move(sink); }
+  /// Queues the streams' own frames (in order with the calls' requests).
+  void SendStreamBytes(ChainBuffer&& bytes) {
+    if (usable()) conn_->Send(std::move(bytes));
+  }
+  /// The connection underneath (null before Connect), for a stream's loop tasks.
+  const ConnectionPtr& connection() const { return conn_; }
   /// Closes the connection and fails every pending call with 141.
   void Close(const std::string& reason);
   /// Closes once the queued requests are written (for one-way calls on short connections).
@@ -122,6 +142,7 @@ class ClientConnection : public Connection::Handler,
   // FIFO protocols: the request ids of the requests on the wire, oldest first (0 for one-way
   // requests); an id no longer in pending_ is a timed-out call whose response is to be dropped.
   std::deque<uint32_t> order_;
+  std::unique_ptr<StreamSink> stream_sink_;
 };
 
 using ClientConnectionPtr = std::shared_ptr<ClientConnection>;

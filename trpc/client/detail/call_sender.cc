@@ -87,6 +87,26 @@ bool CallSender::Cancel(OutgoingCall& call) {
   return conn != nullptr && conn->Cancel(call.request_id);
 }
 
+void CallSender::WithConnection(Reactor* reactor, BackendPtr b, size_t slot,
+                                std::function<void(ClientConnection*, const Status&)> fn) {
+  const size_t index = static_cast<size_t>(model_->IndexOf(reactor));
+  reactor->RunInLoop([this, index, b = std::move(b), slot, fn = std::move(fn)] {
+    if (stopped()) {
+      fn(nullptr, Status(kClientNetworkErr, "proxy stopped"));
+      return;
+    }
+    if (options_.short_conn || options_.fifo) {
+      fn(nullptr, Status(kClientEncodeErr,
+                         "streams need a multiplexed connection (conn_type: long, a protocol "
+                         "with request ids)"));
+      return;
+    }
+    Status st;
+    ClientConnectionPtr c = GetConnection(index, b.get(), slot, &st);
+    fn(c.get(), st);
+  });
+}
+
 ClientConnectionPtr CallSender::GetConnection(size_t index, Backend* b, size_t slot, Status* st) {
   if (!options_.short_conn) {
     ClientConnectionPtr& c = b->conns[index][slot];

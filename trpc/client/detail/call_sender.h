@@ -61,6 +61,11 @@ class CallSender {
   /// (answered already, or on a pooled connection: its reply comes and is dropped by the call).
   bool Cancel(OutgoingCall& call);
 
+  /// Runs `fn` on `reactor`'s thread with the connection a call to `b` (its multiplexed
+  /// connection `slot`) would take, opened if need be; null with the reason when there is
+  /// none. For what runs on a connection beside calls (streams).
+  void WithConnection(Reactor* reactor, BackendPtr b, size_t slot,
+                      std::function<void(ClientConnection*, const Status&)> fn);
   /// No call is sent after this; calls still to be sent fail with "proxy stopped".
   void Stop() { stopped_.store(true, std::memory_order_release); }
   bool stopped() const { return stopped_.load(std::memory_order_acquire); }

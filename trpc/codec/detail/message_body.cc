@@ -1,5 +1,6 @@
 #include "trpc/codec/detail/message_body.h"
 
+#include <fmt/format.h>
 #include <google/protobuf/message.h>
 #include <google/protobuf/util/json_util.h>
 
@@ -8,6 +9,7 @@
 
 #include "trpc/base/zero_copy_stream.h"
 #include "trpc/codec/detail/codec.h"
+#include "trpc/codec/detail/compression.h"
 
 namespace trpc {
 
@@ -21,15 +23,16 @@ const google::protobuf::Message* AsFullMessage(const google::protobuf::MessageLi
 // xml, thrift) cannot carry a protobuf message. Inline for the common case; the refusal's
 // message is made out of line.
 [[gnu::noinline, gnu::cold]] bool RefuseContentType(uint32_t content_type, std::string* err) {
-  static constexpr const char* kNames[] = {"protobuf", "jce",  "json",  "flatbuffer",
-                                           "noop",     "xml",  "thrift"};
+  static constexpr const char* kNames[] = {"protobuf", "jce", "json",  "flatbuffer",
+                                           "noop",     "xml", "thrift"};
   *err = "unsupported content_type " + std::to_string(content_type);
   if (content_type < std::size(kNames)) *err += std::string(" (") + kNames[content_type] + ")";
   return false;
 }
 
 inline bool KnownContentType(uint32_t content_type, std::string* err) {
-  if (content_type == kContentTypeProtobuf) [[likely]] return true;
+  if (content_type == kContentTypeProtobuf) [[likely]]
+    return true;
   if (content_type == kContentTypeJson || content_type == kContentTypeNoop) return true;
   return RefuseContentType(content_type, err);
 }
@@ -79,7 +82,8 @@ bool ParseMessageBody(const ChainBuffer& body, uint32_t content_type,
 
 bool SerializeMessageBody(const google::protobuf::MessageLite& msg, uint32_t content_type,
                           ChainBuffer* out, std::string* err, const JsonStyle& json) {
-  if (!KnownContentType(content_type, err)) [[unlikely]] return false;
+  if (!KnownContentType(content_type, err)) [[unlikely]]
+    return false;
   if (content_type == kContentTypeJson) {
     const auto* full = AsFullMessage(&msg);
     if (full == nullptr) {
@@ -109,6 +113,26 @@ bool SerializeMessageBody(const google::protobuf::MessageLite& msg, uint32_t con
     return false;
   }
   return true;
+}
+
+bool ParseEncodedBody(const ChainBuffer& body, uint32_t content_type, uint32_t encoding,
+                      size_t max_bytes, google::protobuf::MessageLite* msg, std::string* err) {
+  if (encoding == 0) return ParseMessageBody(body, content_type, msg, err);
+  ChainBuffer plain;
+  if (!detail::DecompressBody(encoding, body, max_bytes, &plain, err)) {
+    *err =
+        fmt::format("cannot decompress the {} message: {}", detail::EncodingName(encoding), *err);
+    return false;
+  }
+  return ParseMessageBody(plain, content_type, msg, err);
+}
+
+bool SerializeEncodedBody(const google::protobuf::MessageLite& msg, uint32_t content_type,
+                          uint32_t encoding, ChainBuffer* out, std::string* err) {
+  if (encoding == 0) return SerializeMessageBody(msg, content_type, out, err, kTrpcJsonStyle);
+  ChainBuffer plain;
+  if (!SerializeMessageBody(msg, content_type, &plain, err, kTrpcJsonStyle)) return false;
+  return detail::CompressBody(encoding, plain, out, err);
 }
 
 }  // namespace trpc

@@ -39,4 +39,15 @@ inline constexpr JsonStyle kTrpcJsonStyle{true, true, true};
 bool SerializeMessageBody(const google::protobuf::MessageLite& msg, uint32_t content_type,
                           ChainBuffer* out, std::string* err, const JsonStyle& json = {});
 
+/// A message body that may be compressed (`encoding`, trpc.proto's numbers; 0: none), read as
+/// `content_type` into `msg`; inflating stops at `max_bytes`. False with `*err` (which says
+/// which step failed) otherwise. For stream messages, which carry their encoding in the
+/// stream's opening rather than per message.
+bool ParseEncodedBody(const ChainBuffer& body, uint32_t content_type, uint32_t encoding,
+                      size_t max_bytes, google::protobuf::MessageLite* msg, std::string* err);
+/// `msg` serialized as `content_type` (JSON in tRPC-Go's style) and compressed with `encoding`,
+/// into `out`. False with `*err`.
+bool SerializeEncodedBody(const google::protobuf::MessageLite& msg, uint32_t content_type,
+                          uint32_t encoding, ChainBuffer* out, std::string* err);
+
 }  // namespace trpc

@@ -101,6 +101,7 @@ void StreamCore::ServeReadWaiter() {
 // ---- Writing ------------------------------------------------------------------------------
 
 Status StreamCore::WriteRefusalLocked() const {
+  if (writes_closed_) return Status(codes_.write_end, "the peer has finished the stream");
   if (ended_) {
     return end_status_.OK() ? Status(codes_.network, "the stream has ended") : end_status_;
   }
@@ -182,6 +183,18 @@ void StreamCore::Finish(const Status& status) {
       return;
     }
     self->link_->Finish(self.get(), status);
+  });
+}
+
+void StreamCore::Reset(const Status& status) {
+  {
+    std::lock_guard<fiber::Mutex> lock(mu_);
+    finished_ = true;
+  }
+  conn_->reactor()->RunInLoop([self = shared_from_this(), status] {
+    self->parked_.clear();
+    self->finish_pending_ = false;
+    if (self->link_ != nullptr) self->link_->Finish(self.get(), status);
   });
 }
 
@@ -270,6 +283,27 @@ void StreamCore::OnRemoteEnd(const Status& status) {
   ServeReadWaiter();
 }
 
+void StreamCore::OnPeerFinished(const Status& final) {
+  link_ = nullptr;
+  parked_.clear();
+  finish_pending_ = false;
+  {
+    std::lock_guard<fiber::Mutex> lock(mu_);
+    final_ = final;
+    remote_ended_ = true;
+    writes_closed_ = true;
+    blocked_ = false;
+  }
+  cv_.notify_all();
+  ServeReadWaiter();
+  ServeWriteWaiters();
+}
+
+Status StreamCore::FinalStatus() {
+  std::lock_guard<fiber::Mutex> lock(mu_);
+  return final_;
+}
+
 void StreamCore::Detach(const Status& status) {
   link_ = nullptr;
   parked_.clear();
@@ -279,6 +313,7 @@ void StreamCore::Detach(const Status& status) {
     ended_ = true;
     remote_ended_ = true;
     if (end_status_.OK()) end_status_ = status;
+    if (final_.OK()) final_ = status;
     inbox_.clear();
     inbox_bytes_ = 0;
     blocked_ = false;

@@ -99,6 +99,8 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   Future<> AsyncWrite(ChainBuffer&& msg);
   /// Our side ends with `status` (once; later calls are ignored).
   void Finish(const Status& status);
+  /// Ends the stream both ways with `status` (a reset), whether or not our side has finished.
+  void Reset(const Status& status);
 
   // ---- The loop's side (the connection's loop thread). ----
   /// Links the stream to its connection's streams, before the handler starts; `flow_control`:
@@ -116,6 +118,11 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   void OnWritable();
   /// The connection is gone (or the stream was forgotten): both sides end with `status`.
   void Detach(const Status& status);
+  /// Client: the server closed its side with `final` (its status for the whole stream): the
+  /// inbox ends after what it holds, and writes fail from now on (the server reads no more).
+  void OnPeerFinished(const Status& final);
+  /// The server's final status, once OnPeerFinished or a reset has come (any thread).
+  Status FinalStatus();
   /// Loop task for a posted message: send it now or park it.
   void SendOrPark(ChainBuffer&& msg);
 
@@ -153,12 +160,14 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   std::deque<ChainBuffer> inbox_;
   size_t inbox_bytes_ = 0;
   bool remote_ended_ = false;  // no more messages come (half-close or reset)
-  Status end_status_;        // why both sides ended (a reset, a lost connection); OK: they did not
-  bool ended_ = false;       // both sides ended
-  bool finished_ = false;    // Finish() was called
-  size_t unreported_ = 0;    // consumed bytes not yet reported to the loop
-  size_t queued_bytes_ = 0;  // posted by Write(), not yet sent or parked by the loop
-  bool blocked_ = false;     // a message is parked for want of window
+  Status end_status_;   // why both sides ended (a reset, a lost connection); OK: they did not
+  bool ended_ = false;  // both sides ended
+  bool writes_closed_ = false;  // the peer reads no more (it finished its side)
+  Status final_;                // client: the server's status for the stream
+  bool finished_ = false;       // Finish() was called
+  size_t unreported_ = 0;       // consumed bytes not yet reported to the loop
+  size_t queued_bytes_ = 0;     // posted by Write(), not yet sent or parked by the loop
+  bool blocked_ = false;        // a message is parked for want of window
   std::optional<Promise<ChainBuffer>> read_waiter_;  // an AsyncRead() waiting for a message
   std::deque<PendingWrite> write_waiters_;           // AsyncWrite()s waiting for room
 

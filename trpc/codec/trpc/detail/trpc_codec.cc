@@ -57,7 +57,7 @@ bool TrpcServerCodec::EncodeResponse(RpcResponse* rsp,
 
 SplitResult TrpcClientCodec::Split(ChainBuffer* in, std::vector<ChainBuffer>* out,
                                    size_t max_frame_size, std::string* err) {
-  return detail::SplitTrpcFrames(in, out, max_frame_size, err);
+  return detail::SplitTrpcFrames(in, out, max_frame_size, err, /*streams=*/true);
 }
 
 bool TrpcClientCodec::EncodeRequest(RpcRequest* req, const google::protobuf::MessageLite* body_msg,

@@ -1,0 +1,56 @@
+#include "trpc/client/client_stream.h"
+
+#include <string>
+#include <utility>
+
+#include "trpc/codec/detail/message_body.h"
+#include "trpc/transport/detail/stream_core.h"
+
+namespace trpc::stream {
+
+Status ClientStream::Read(google::protobuf::MessageLite* msg, int64_t timeout_ms) const {
+  if (core_ == nullptr) return Status(kStreamClientNetworkErr, "the stream is not open");
+  ChainBuffer bytes;
+  if (Status st = core_->Read(&bytes, timeout_ms); !st.OK()) return st;
+  std::string err;
+  if (!ParseEncodedBody(bytes, core_->content_type(), core_->encoding(), core_->max_message_bytes(),
+                        msg, &err)) {
+    return Status(kClientDecodeErr, std::move(err));
+  }
+  return kSuccStatus;
+}
+
+Status ClientStream::Write(const google::protobuf::MessageLite& msg) const {
+  if (core_ == nullptr) return Status(kStreamClientNetworkErr, "the stream is not open");
+  ChainBuffer bytes;
+  std::string err;
+  if (!SerializeEncodedBody(msg, core_->content_type(), core_->encoding(), &bytes, &err)) {
+    return Status(kClientEncodeErr, std::move(err));
+  }
+  return core_->Write(std::move(bytes));
+}
+
+Status ClientStream::WritesDone() const {
+  if (core_ == nullptr) return Status(kStreamClientNetworkErr, "the stream is not open");
+  core_->Finish(kSuccStatus);
+  return kSuccStatus;
+}
+
+Status ClientStream::Finish() const {
+  if (core_ == nullptr) return Status(kStreamClientNetworkErr, "the stream is not open");
+  core_->Finish(kSuccStatus);
+  for (;;) {
+    ChainBuffer dropped;
+    Status st = core_->Read(&dropped, -1);
+    if (st.OK()) continue;
+    Status final = core_->FinalStatus();
+    if (st.StreamEof()) return final;
+    return final.OK() ? st : final;
+  }
+}
+
+void ClientStream::Cancel() const {
+  if (core_ != nullptr) core_->Reset(Status(kClientCanceledErr, "the client cancelled the stream"));
+}
+
+}  // namespace trpc::stream

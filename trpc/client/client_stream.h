@@ -1,0 +1,76 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+#include "trpc/base/chain_buffer.h"
+#include "trpc/base/status.h"
+
+namespace google::protobuf {
+class MessageLite;
+}
+
+namespace trpc {
+
+class ServiceProxy;
+namespace detail {
+class StreamCore;
+}  // namespace detail
+
+namespace stream {
+
+/// The client's end of one stream (docs/streaming.md), opened by ServiceProxy::OpenStream:
+/// messages in the content type and compression the context asked for. Blocking: Read(),
+/// Write() and Finish() park a fiber or put a plain thread to sleep, so they are for fibers and
+/// threads that may block, not for a merge worker. A copy is the same stream (a handle).
+///
+/// Thread contract: one reader and one writer at a time (they may be two threads).
+class ClientStream {
+ public:
+  ClientStream() = default;
+  /// Opened (by a successful OpenStream).
+  bool Valid() const { return core_ != nullptr; }
+
+  /// The server's next message, parsed into `msg`; `status.StreamEof()` (ret 351) after its
+  /// last; ret 354 when `timeout_ms` (>= 0) passed first; the stream's end otherwise (the
+  /// server's reset, 301 for a lost connection).
+  Status Read(google::protobuf::MessageLite* msg, int64_t timeout_ms = -1) const;
+  /// Sends `msg`; blocks while the server's window is used up. Fails once the stream has ended
+  /// or the server has finished it.
+  Status Write(const google::protobuf::MessageLite& msg) const;
+  /// No more messages from us (a half-close); the server's still come.
+  Status WritesDone() const;
+  /// Half-closes if not done yet, reads (and drops) what the server still sends, and returns
+  /// the server's status for the whole stream: OK, its application error, or the framework
+  /// error that ended the stream.
+  Status Finish() const;
+  /// Gives up on the stream: the server's side is reset (ret 161) and both ends end.
+  void Cancel() const;
+
+ private:
+  friend class ::trpc::ServiceProxy;
+  explicit ClientStream(std::shared_ptr<detail::StreamCore> core) : core_(std::move(core)) {}
+
+  std::shared_ptr<detail::StreamCore> core_;
+};
+
+/// Typed views of a client stream: messages of type W go out, R come in.
+template <typename W, typename R>
+class ClientReaderWriter {
+ public:
+  ClientReaderWriter() = default;
+  explicit ClientReaderWriter(ClientStream stream) : stream_(std::move(stream)) {}
+  bool Valid() const { return stream_.Valid(); }
+  Status Read(R* msg, int64_t timeout_ms = -1) const { return stream_.Read(msg, timeout_ms); }
+  Status Write(const W& msg) const { return stream_.Write(msg); }
+  Status WritesDone() const { return stream_.WritesDone(); }
+  Status Finish() const { return stream_.Finish(); }
+  void Cancel() const { stream_.Cancel(); }
+
+ private:
+  ClientStream stream_;
+};
+
+}  // namespace stream
+}  // namespace trpc
