@@ -628,4 +628,11 @@ void Connection::FlushAndShutdownWhileLoopHeld() {
   ::shutdown(fd_, SHUT_RDWR);
 }
 
+bool FrameCodec::IsStreamFrameSlow(const ChainBuffer& frame) const {
+  if (frame.size() <= static_cast<size_t>(stream_mark_offset_)) return false;
+  char scratch[64];
+  return static_cast<uint8_t>(frame.Peek(static_cast<size_t>(stream_mark_offset_) + 1,
+                                         scratch)[stream_mark_offset_]) == stream_mark_value_;
+}
+
 }  // namespace trpc

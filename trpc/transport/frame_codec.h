@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trpc/base/chain_buffer.h"
@@ -116,10 +117,16 @@ class FrameCodec {
 
   /// Protocols with streams beside unary calls on one connection (trpc): true when `frame`, as
   /// Split() cut it, belongs to a stream. Such frames go to the connection's stream session,
-  /// not to the calls.
-  virtual bool IsStreamFrame(const ChainBuffer& frame) const {
-    (void)frame;
-    return false;
+  /// not to the calls. Asked of every frame, so it is a byte test, not a virtual call: a
+  /// protocol marks its stream frames by one byte of the (whole, checked) fixed header
+  /// (SetStreamFrameMark).
+  bool IsStreamFrame(const ChainBuffer& frame) const {
+    if (stream_mark_offset_ < 0) return false;
+    std::string_view head = frame.FirstSpan();
+    if (static_cast<size_t>(stream_mark_offset_) < head.size()) [[likely]] {
+      return static_cast<uint8_t>(head[stream_mark_offset_]) == stream_mark_value_;
+    }
+    return IsStreamFrameSlow(frame);
   }
 
   /// Protocols without request ids (HTTP/1.1) must answer in request order even when handlers
@@ -147,6 +154,19 @@ class FrameCodec {
     (void)state;
     (void)request;
   }
+
+ protected:
+  /// Stream frames are those whose byte `offset` is `value` (see IsStreamFrame).
+  void SetStreamFrameMark(int offset, uint8_t value) {
+    stream_mark_offset_ = offset;
+    stream_mark_value_ = value;
+  }
+
+ private:
+  // The mark's byte is not in the first block (out of line: the inline test stays small).
+  bool IsStreamFrameSlow(const ChainBuffer& frame) const;
+  int stream_mark_offset_ = -1;  // -1: the protocol has no stream frames
+  uint8_t stream_mark_value_ = 0;
 };
 
 }  // namespace trpc

@@ -85,41 +85,6 @@ void RequestPath::OnFrame(Connection* conn, ChainBuffer&& frame) {
   }
 }
 
-bool RequestPath::Admit(ServerCall* call, size_t index, int64_t recv_ns,
-                        ServiceCounters::Requests& counters, Status* refusal) {
-  if (parked_bound_) {
-    // The process-wide bound comes first: past it, a parked handler more could exhaust the
-    // process's memory mappings (fiber stacks) or memory, whatever service it belongs to.
-    ParkedWork::Result r = ParkedWork::Instance().TryAcquire();
-    if (r == ParkedWork::Result::kRefused) [[unlikely]] {
-      counters.rejected_parked_limit.fetch_add(1, std::memory_order_relaxed);
-      counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
-      *refusal = Status(kServerOverloadErr, "server overloaded: max_parked_requests reached");
-      return false;
-    }
-    if (r == ParkedWork::Result::kTaken) call->SetParkedPermit();
-  }
-  if (limiter_ != nullptr) {
-    // Before the filters and the body's parse: refusing must cost far less than serving.
-    if (!limiter_->TryAdmit(index, recv_ns)) {
-      counters.rejected_overload.fetch_add(1, std::memory_order_relaxed);
-      counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
-      *refusal = Status(kServerOverloadErr, "server overloaded: max_concurrency reached");
-      return false;
-    }
-    call->SetLimiter(limiter_.get(), index);
-  }
-  if (!filters_->Empty()) {
-    call->SetFilterChain(filters_);
-    if (!call->RunFilters(FilterPoint::SERVER_POST_RECV_MSG)) {
-      counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
-      *refusal = call->GetStatus();
-      return false;
-    }
-  }
-  return true;
-}
-
 void RequestPath::RunCall(const ServerContextPtr& ctx, ServerCall& call) {
   Connection* conn = call.connection();
   Reactor* r = conn->reactor();

@@ -8,6 +8,7 @@
 #include "trpc/codec/detail/codec.h"
 #include "trpc/runtime/detail/thread_model.h"
 #include "trpc/server/detail/concurrency_limiter.h"
+#include "trpc/server/detail/parked_work.h"
 #include "trpc/server/detail/server_call.h"
 #include "trpc/server/detail/service_counters.h"
 #include "trpc/server/server_config.h"
@@ -64,5 +65,43 @@ class RequestPath final : public CallRunner {
   std::unique_ptr<ConcurrencyLimiter> limiter_;  // max_concurrency (null: no limit)
   bool parked_bound_ = false;
 };
+
+// Inline: it runs for every request, and a call costs more than its usual work (two tests).
+__attribute__((always_inline)) inline bool RequestPath::Admit(ServerCall* call, size_t index,
+                                                              int64_t recv_ns,
+                                                              ServiceCounters::Requests& counters,
+                                                              Status* refusal) {
+  if (parked_bound_) {
+    // The process-wide bound comes first: past it, a parked handler more could exhaust the
+    // process's memory mappings (fiber stacks) or memory, whatever service it belongs to.
+    ParkedWork::Result r = ParkedWork::Instance().TryAcquire();
+    if (r == ParkedWork::Result::kRefused) [[unlikely]] {
+      counters.rejected_parked_limit.fetch_add(1, std::memory_order_relaxed);
+      counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
+      *refusal = Status(kServerOverloadErr, "server overloaded: max_parked_requests reached");
+      return false;
+    }
+    if (r == ParkedWork::Result::kTaken) call->SetParkedPermit();
+  }
+  if (limiter_ != nullptr) {
+    // Before the filters and the body's parse: refusing must cost far less than serving.
+    if (!limiter_->TryAdmit(index, recv_ns)) {
+      counters.rejected_overload.fetch_add(1, std::memory_order_relaxed);
+      counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
+      *refusal = Status(kServerOverloadErr, "server overloaded: max_concurrency reached");
+      return false;
+    }
+    call->SetLimiter(limiter_.get(), index);
+  }
+  if (!filters_->Empty()) {
+    call->SetFilterChain(filters_);
+    if (!call->RunFilters(FilterPoint::SERVER_POST_RECV_MSG)) {
+      counters.failed_requests.fetch_add(1, std::memory_order_relaxed);
+      *refusal = call->GetStatus();
+      return false;
+    }
+  }
+  return true;
+}
 
 }  // namespace trpc::detail

@@ -17,18 +17,6 @@ SplitResult TrpcServerCodec::Split(ChainBuffer* in, std::vector<ChainBuffer>* ou
   return detail::SplitTrpcFrames(in, out, max_frame_size, err, /*streams=*/true);
 }
 
-namespace {
-bool IsTrpcStreamFrame(const ChainBuffer& frame) {
-  // Split() cut it, so the fixed header is whole and checked; byte 2 is its data frame type.
-  char scratch[3];
-  return static_cast<uint8_t>(frame.Peek(3, scratch)[2]) == kTrpcStreamDataFrame;
-}
-}  // namespace
-
-bool TrpcServerCodec::IsStreamFrame(const ChainBuffer& frame) const {
-  return IsTrpcStreamFrame(frame);
-}
-
 std::unique_ptr<ServerStreamSession> TrpcServerCodec::NewStreamSession(uint32_t max_streams,
                                                                        uint32_t window) {
   return std::make_unique<detail::TrpcServerStreamSession>(max_streams, window);
@@ -69,10 +57,6 @@ bool TrpcClientCodec::EncodeRequest(RpcRequest* req, const google::protobuf::Mes
     return false;
   }
   return true;
-}
-
-bool TrpcClientCodec::IsStreamFrame(const ChainBuffer& frame) const {
-  return IsTrpcStreamFrame(frame);
 }
 
 std::unique_ptr<ClientStreamSession> TrpcClientCodec::NewClientStreamSession(uint32_t max_streams) {

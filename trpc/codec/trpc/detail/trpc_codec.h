@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "trpc/codec/detail/codec.h"
+#include "trpc/codec/trpc/detail/frame_header.h"
 
 namespace trpc {
 
@@ -24,8 +25,8 @@ class TrpcServerCodec final : public ServerCodec {
   SplitResult Split(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
                     std::string* err) override;
 
-  /// Data frame type 1 (byte 2).
-  bool IsStreamFrame(const ChainBuffer& frame) const override;
+  /// Stream frames: data frame type 1 (byte 2).
+  TrpcServerCodec() { SetStreamFrameMark(2, kTrpcStreamDataFrame); }
   std::unique_ptr<ServerStreamSession> NewStreamSession(uint32_t max_streams,
                                                         uint32_t window) override;
 
@@ -54,7 +55,7 @@ class TrpcClientCodec final : public ClientCodec {
 
   bool DecodeResponse(ChainBuffer&& frame, RpcResponse* rsp, std::string* err) override;
 
-  bool IsStreamFrame(const ChainBuffer& frame) const override;
+  TrpcClientCodec() { SetStreamFrameMark(2, kTrpcStreamDataFrame); }
   std::unique_ptr<ClientStreamSession> NewClientStreamSession(uint32_t max_streams) override;
 
   /// Reads request_id straight from the protobuf header's bytes (no parse, no allocation).
