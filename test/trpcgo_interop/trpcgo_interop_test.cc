@@ -470,51 +470,39 @@ TEST_F(TrpcGoInteropTest, OurClientStreams) {
   REQUIRE_PEER();
   StartGoServerAndProxy();
   const std::string prefix = std::string("/") + kGreeterName + "/";
-  {
-    ClientContextPtr ctx = MakeClientContext();
-    ctx->SetFuncName(prefix + "ServerStream");
-    stream::ClientStream s;
-    ASSERT_TRUE(proxy_->OpenStream(ctx, &s).OK()) << ctx->GetStatus().ToString();
+  {  // the generated proxy's server stream
     HelloRequest req;
     req.set_msg("64:20000");
-    ASSERT_TRUE(s.Write(req).OK());
-    ASSERT_TRUE(s.WritesDone().OK());
+    stream::ClientReader<HelloReply> reader;
+    ASSERT_TRUE(proxy_->ServerStream(MakeClientContext(), req, &reader).OK());
     int n = 0;
     for (;; ++n) {
       HelloReply rsp;
-      Status st = s.Read(&rsp, 10'000);
+      Status st = reader.Read(&rsp, 10'000);
       if (st.StreamEof()) break;
       ASSERT_TRUE(st.OK()) << st.ToString();
       EXPECT_EQ(rsp.msg(), ReplyText(n, 20000));
     }
     EXPECT_EQ(n, 64);
-    EXPECT_TRUE(s.Finish().OK());
+    EXPECT_TRUE(reader.Finish().OK());
   }
-  {
-    ClientContextPtr ctx = MakeClientContext();
-    ctx->SetFuncName(prefix + "ClientStream");
-    stream::ClientReaderWriter<HelloRequest, HelloReply> s;
-    stream::ClientStream raw;
-    ASSERT_TRUE(proxy_->OpenStream(ctx, &raw).OK()) << ctx->GetStatus().ToString();
-    s = stream::ClientReaderWriter<HelloRequest, HelloReply>(raw);
+  {  // client stream
+    stream::ClientWriter<HelloRequest, HelloReply> writer;
+    ASSERT_TRUE(proxy_->ClientStream(MakeClientContext(), &writer).OK());
     std::string want;
     for (int i = 0; i < 16; ++i) {
       HelloRequest req;
       req.set_msg(std::string(65536, static_cast<char>('a' + i)));
       want += req.msg();
-      ASSERT_TRUE(s.Write(req).OK());
+      ASSERT_TRUE(writer.Write(req).OK());
     }
-    ASSERT_TRUE(s.WritesDone().OK());
     HelloReply rsp;
-    ASSERT_TRUE(s.Read(&rsp, 10'000).OK());
+    ASSERT_TRUE(writer.Finish(&rsp).OK());
     EXPECT_EQ(rsp.msg(), want);
-    EXPECT_TRUE(s.Finish().OK());
   }
-  {
-    ClientContextPtr ctx = MakeClientContext();
-    ctx->SetFuncName(prefix + "BidiStream");
-    stream::ClientStream s;
-    ASSERT_TRUE(proxy_->OpenStream(ctx, &s).OK()) << ctx->GetStatus().ToString();
+  {  // bidirectional
+    stream::ClientReaderWriter<HelloRequest, HelloReply> s;
+    ASSERT_TRUE(proxy_->BidiStream(MakeClientContext(), &s).OK());
     for (int i = 0; i < 200; ++i) {
       HelloRequest req;
       req.set_msg("echo-" + std::to_string(i));

@@ -55,6 +55,43 @@ class ClientStream {
   std::shared_ptr<detail::StreamCore> core_;
 };
 
+/// A server stream's client end: the request went out when it was opened; R messages come in.
+template <typename R>
+class ClientReader {
+ public:
+  ClientReader() = default;
+  explicit ClientReader(ClientStream stream) : stream_(std::move(stream)) {}
+  bool Valid() const { return stream_.Valid(); }
+  Status Read(R* msg, int64_t timeout_ms = -1) const { return stream_.Read(msg, timeout_ms); }
+  Status Finish() const { return stream_.Finish(); }
+  void Cancel() const { stream_.Cancel(); }
+
+ private:
+  ClientStream stream_;
+};
+
+/// A client stream's client end: W messages go out, then Finish() gets the one reply.
+template <typename W, typename R>
+class ClientWriter {
+ public:
+  ClientWriter() = default;
+  explicit ClientWriter(ClientStream stream) : stream_(std::move(stream)) {}
+  bool Valid() const { return stream_.Valid(); }
+  Status Write(const W& msg) const { return stream_.Write(msg); }
+  /// Half-closes, reads the server's reply into `*response` and returns the stream's status.
+  Status Finish(R* response) const {
+    stream_.WritesDone();
+    Status read = stream_.Read(response);
+    Status final = stream_.Finish();
+    if (!final.OK()) return final;
+    return read.StreamEof() ? Status(kClientDecodeErr, "the server sent no reply") : read;
+  }
+  void Cancel() const { stream_.Cancel(); }
+
+ private:
+  ClientStream stream_;
+};
+
 /// Typed views of a client stream: messages of type W go out, R come in.
 template <typename W, typename R>
 class ClientReaderWriter {
