@@ -109,7 +109,8 @@ void ClientStreams::OnStreamOpened(uint32_t id, const Status& status) {
 void ClientStreams::OnStreamMessage(uint32_t id, ChainBuffer&& msg) {
   auto it = streams_.find(id);
   if (it != streams_.end()) {
-    it->second.core->OnMessage(std::move(msg));
+    std::shared_ptr<StreamCore> core = it->second.core;  // what it runs may erase the entry
+    core->OnMessage(std::move(msg));
     return;
   }
   session_->Consumed(id, msg.size(), &out_);  // (a stream we gave up: keep the window open)
@@ -135,7 +136,9 @@ void ClientStreams::OnStreamRemoteEnd(uint32_t id, const Status& status, bool re
 
 void ClientStreams::OnStreamWritable(uint32_t id) {
   auto it = streams_.find(id);
-  if (it != streams_.end()) it->second.core->OnWritable();
+  if (it == streams_.end()) return;
+  std::shared_ptr<StreamCore> core = it->second.core;  // what it runs may erase the entry
+  core->OnWritable();
 }
 
 bool ClientStreams::SendMessage(uint32_t id, ChainBuffer&& msg, std::string* err) {

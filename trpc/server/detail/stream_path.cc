@@ -41,7 +41,8 @@ class StreamPath::ConnStreams final : public ServerStreamHost, public StreamLink
   void OnStreamMessage(uint32_t id, ChainBuffer&& msg) override {
     auto it = streams_.find(id);
     if (it != streams_.end()) {
-      it->second->OnMessage(std::move(msg));
+      std::shared_ptr<StreamCore> core = it->second;  // what it runs may erase the entry
+      core->OnMessage(std::move(msg));
       return;
     }
     // Our side has finished (the handler returned) while the client still sends: dropped,
@@ -57,7 +58,9 @@ class StreamPath::ConnStreams final : public ServerStreamHost, public StreamLink
   }
   void OnStreamWritable(uint32_t id) override {
     auto it = streams_.find(id);
-    if (it != streams_.end()) it->second->OnWritable();
+    if (it == streams_.end()) return;
+    std::shared_ptr<StreamCore> core = it->second;  // what it runs may erase the entry
+    core->OnWritable();
   }
 
   // StreamLink

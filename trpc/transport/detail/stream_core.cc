@@ -224,6 +224,9 @@ void StreamCore::SendOrPark(ChainBuffer&& msg) {
 }
 
 void StreamCore::OnWritable() {
+  // A continuation run from here (a write or read that completes) may end the stream and drop
+  // every other reference to it: this one lasts until the call returns.
+  const std::shared_ptr<StreamCore> keep = shared_from_this();
   while (link_ != nullptr && !parked_.empty() && link_->CanSend(id_)) {
     ChainBuffer msg = std::move(parked_.front());
     parked_.pop_front();
@@ -251,6 +254,7 @@ void StreamCore::OnWritable() {
 // ---- The loop's events ----------------------------------------------------------------------
 
 void StreamCore::OnMessage(ChainBuffer&& msg) {
+  const std::shared_ptr<StreamCore> keep = shared_from_this();  // (as in OnWritable)
   bool over = false;
   {
     std::lock_guard<fiber::Mutex> lock(mu_);
@@ -271,6 +275,7 @@ void StreamCore::OnMessage(ChainBuffer&& msg) {
 }
 
 void StreamCore::OnRemoteEnd(const Status& status) {
+  const std::shared_ptr<StreamCore> keep = shared_from_this();  // (as in OnWritable)
   if (!status.OK()) {
     Detach(status);
     return;
@@ -284,6 +289,7 @@ void StreamCore::OnRemoteEnd(const Status& status) {
 }
 
 void StreamCore::OnPeerFinished(const Status& final) {
+  const std::shared_ptr<StreamCore> keep = shared_from_this();  // (as in OnWritable)
   link_ = nullptr;
   parked_.clear();
   finish_pending_ = false;
@@ -305,6 +311,7 @@ Status StreamCore::FinalStatus() {
 }
 
 void StreamCore::Detach(const Status& status) {
+  const std::shared_ptr<StreamCore> keep = shared_from_this();  // (as in OnWritable)
   link_ = nullptr;
   parked_.clear();
   finish_pending_ = false;

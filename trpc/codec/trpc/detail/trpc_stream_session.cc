@@ -130,7 +130,8 @@ bool TrpcServerStreamSession::OnFrame(ChainBuffer&& frame, ServerStreamHost* hos
         return true;
       }
       host->OnStreamRemoteEnd(id, kSuccStatus);
-      EraseIfFinished(id, st);
+      // (Found again: what the host ran may have finished our side and forgotten the stream.)
+      if (TrpcStreamState* again = table_.Find(id); again != nullptr) EraseIfFinished(id, again);
       return true;
     }
   }

@@ -48,6 +48,9 @@ class TrpcStreamEnds : public Session {
 /// and ret 1) and tells the host; one that makes the connection untrustworthy (a frame for an
 /// id never opened, a second INIT, a frame that does not parse) closes it.
 ///
+/// The host's callbacks may re-enter the session (a handler's continuation that writes or
+/// finishes runs inside them), so no stream state is held across one.
+///
 /// Thread contract: the connection's loop thread only (ServerStreamSession's).
 class TrpcServerStreamSession final : public TrpcStreamEnds<ServerStreamSession> {
  public:
