@@ -16,8 +16,12 @@ ClientStreams* ClientStreams::Of(ClientConnection* conn, ClientCodec* codec) {
 }
 
 ClientStreams::~ClientStreams() {
+  // (The connection's close has normally ended every stream already: OnConnectionLost.)
+  Status gone(kStreamClientNetworkErr, "the connection was dropped");
   for (auto& [id, e] : streams_) {
     if (e.timer != 0) reactor_->CancelTimer(e.timer);
+    e.core->Detach(gone);  // the cores must not call this object again
+    if (e.opened) e.opened(gone);
   }
 }
 
