@@ -832,6 +832,23 @@ TEST(ConfigTest, ReadFrameTimeout) {
             "'read_frame_timeout'?)");
 }
 
+TEST(ConfigTest, StreamKeys) {
+  const ServiceConfig defaults = MustLoad(OneService("")).server.service.at(0);
+  EXPECT_EQ(defaults.max_streams_per_connection, 1000u);
+  EXPECT_EQ(defaults.stream_window, 65535u);
+  const ServiceConfig set =
+      MustLoad(OneService("      max_streams_per_connection: 8\n      stream_window: 1048576\n"))
+          .server.service.at(0);
+  EXPECT_EQ(set.max_streams_per_connection, 8u);
+  EXPECT_EQ(set.stream_window, 1048576u);
+  EXPECT_EQ(LoadError(OneService("      max_streams_per_connection: 0\n")),
+            "t.yaml:5: server.service[0].max_streams_per_connection: expected an integer in "
+            "1..1000000, got '0'");
+  EXPECT_EQ(LoadError(OneService("      stream_window: 1024\n")),
+            "t.yaml:5: server.service[0].stream_window: expected an integer in "
+            "65535..2147483647, got '1024'");
+}
+
 // A server section must configure something to serve; a program that serves nothing leaves it
 // out (or empty), and one that serves only the admin service sets admin_port.
 TEST(ConfigErrorTest, ServerSectionWithoutServices) {

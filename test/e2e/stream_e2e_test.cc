@@ -38,7 +38,8 @@ using trpc::testing::FiberModel;
 using trpc::testing::WaitFor;
 
 constexpr char kPrefix[] = "/trpc.test.helloworld.Greeter/";
-constexpr uint32_t kWindow = 65535;
+constexpr uint32_t kWindow = 131072;       // what the server reads with (stream_window below)
+constexpr uint32_t kClientWindow = 65535;  // what our hand-written client reads with
 
 // What the handlers saw.
 std::atomic<int> g_active{0};       // stream handlers running
@@ -155,6 +156,7 @@ constexpr char kServerYaml[] = R"(server:
       port: 0
       max_packet_size: 10000000
       max_concurrency: 8
+      stream_window: 131072
       threadmodel_instance_name: stream_server
 plugins:
   log:
@@ -168,7 +170,7 @@ class StreamClient {
   bool ok() const { return conn_.ok(); }
   RawConnection& conn() { return conn_; }
 
-  bool Init(uint32_t id, const std::string& method, uint32_t window = kWindow) {
+  bool Init(uint32_t id, const std::string& method, uint32_t window = kClientWindow) {
     detail::TrpcStreamInit init;
     init.callee = kGreeterName;
     init.func = kPrefix + method;
@@ -304,7 +306,7 @@ TEST_F(StreamE2eTest, ServerStreamDeliversEveryReplyThenCloses) {
     EXPECT_EQ(rsp.msg().size(), 3000u);
     ++replies;
     unacked += f->data.size();
-    if (unacked * 4 > kWindow) {  // credit back, as a well-behaved reader returns it
+    if (unacked * 4 > kClientWindow) {  // credit back, as a well-behaved reader returns it
       ASSERT_TRUE(c.Feedback(100, static_cast<uint32_t>(unacked)));
       unacked = 0;
     }
@@ -320,7 +322,7 @@ TEST_F(StreamE2eTest, WriterFacingAStoppedReaderHoldsAtMostTheWindow) {
   ASSERT_TRUE(c.Data(100, "1024:65536"));  // 64 MB offered
   ExpectAccepted(c, 100);
   const int64_t msg = 65536 + 4;  // a reply's bytes on the wire
-  const int64_t bound = (kWindow + detail::StreamCore::kMaxQueuedBytes) / msg + 3;
+  const int64_t bound = (kClientWindow + detail::StreamCore::kMaxQueuedBytes) / msg + 3;
   ASSERT_TRUE(WaitFor([] { return g_writes_done.load() > 0; }, 5000));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // time to run ahead, if it could
   const int held = g_writes_done.load();
@@ -331,7 +333,7 @@ TEST_F(StreamE2eTest, WriterFacingAStoppedReaderHoldsAtMostTheWindow) {
     ASSERT_EQ(f->type, TrpcStreamFrameType::kData);
     received += static_cast<int64_t>(f->data.size());
   }
-  EXPECT_LE(received, kWindow + msg);
+  EXPECT_LE(received, kClientWindow + msg);
   EXPECT_GT(received, 0);
   // Credit lets the writer go on by about as much.
   ASSERT_TRUE(c.Feedback(100, static_cast<uint32_t>(received)));

@@ -39,6 +39,8 @@ constexpr UintRule kMaxConnNumRule{1, kU32Max};
 constexpr UintRule kIdleTimeRule{0, kU32Max};
 constexpr UintRule kReadFrameTimeoutRule{0, kU32Max};
 constexpr UintRule kMaxPacketSizeRule{16, kU32Max};  // At least a trpc frame header.
+constexpr UintRule kMaxStreamsPerConnectionRule{1, 1000000};
+constexpr UintRule kStreamWindowRule{65535, 2147483647};  // trpc's minimum window .. 2^31 - 1
 constexpr UintRule kServiceTimeoutRule{0, kU32Max};
 constexpr UintRule kMaxPendingWriteBytesRule{4096, UINT64_MAX};
 constexpr UintRule kMaxPendingRequestsRule{1, 1000000};
@@ -245,10 +247,27 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
   std::map<std::string, std::string, std::less<>> names;  // Service name -> its path.
   r.ForEachMap(
       "service",
-      {"name", "protocol", "network", "ip", "port", "max_conn_num", "idle_time", "max_packet_size",
-       "timeout", "max_pending_write_bytes", "max_pending_requests", "threadmodel_instance_name",
-       "filter", "protocol_options", "max_concurrency", "read_frame_timeout", "namespace", "weight",
-       "advertise_ip"},
+      {"name",
+       "protocol",
+       "network",
+       "ip",
+       "port",
+       "max_conn_num",
+       "idle_time",
+       "max_packet_size",
+       "timeout",
+       "max_pending_write_bytes",
+       "max_pending_requests",
+       "threadmodel_instance_name",
+       "filter",
+       "protocol_options",
+       "max_concurrency",
+       "read_frame_timeout",
+       "namespace",
+       "weight",
+       "advertise_ip",
+       "max_streams_per_connection",
+       "stream_window"},
       [&](MapReader& s, size_t) {
         ServiceConfig svc;
         svc.origin = fmt::format("{}:{}", file, s.line());
@@ -273,6 +292,9 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
         s.Uint("max_pending_requests", kMaxPendingRequestsRule, &svc.max_pending_requests);
         ReadUintOrAuto(s, "max_concurrency", kMaxConcurrencyRule, &svc.max_concurrency,
                        &svc.max_concurrency_auto);
+        s.Uint("max_streams_per_connection", kMaxStreamsPerConnectionRule,
+               &svc.max_streams_per_connection);
+        s.Uint("stream_window", kStreamWindowRule, &svc.stream_window);
         s.String("threadmodel_instance_name", &svc.threadmodel_instance_name);
         if (s.ok() && !svc.threadmodel_instance_name.empty() &&
             instances.find(svc.threadmodel_instance_name) == instances.end()) {

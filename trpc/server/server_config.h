@@ -28,9 +28,13 @@ struct ServiceConfig {
   /// Requests in the server at once (admitted, not yet replied); one more is answered with ret
   /// 22 at once. 0 = no limit. docs/overload.md.
   uint32_t max_concurrency = 0;
-  bool max_concurrency_auto = false;      // `max_concurrency: auto`: an adaptive limit instead
-  std::string threadmodel_instance_name;  // "" = the first configured instance.
-  std::vector<std::string> filter;        // Server filters for this service, after server.filter.
+  bool max_concurrency_auto = false;  // `max_concurrency: auto`: an adaptive limit instead
+  /// Streams (docs/streaming.md): open at once per connection (an open past it gets ret 22), and
+  /// the window each reads with, in bytes of messages (the protocol's minimum is 65535).
+  uint32_t max_streams_per_connection = 1000;  // 1..1000000
+  uint32_t stream_window = 65535;              // 65535..2147483647
+  std::string threadmodel_instance_name;       // "" = the first configured instance.
+  std::vector<std::string> filter;  // Server filters for this service, after server.filter.
   /// Registration (with server.registry_name): the namespace and weight callers see, and the IP
   /// to publish when `ip` is a wildcard ("" = refuse to register a wildcard address).
   std::string name_space = "default";  // Key: `namespace`.

@@ -143,7 +143,7 @@ void StreamPath::OnFrame(Connection* conn, ChainBuffer&& frame) {
   auto it = table.find(conn);
   if (it == table.end()) {
     std::unique_ptr<ServerStreamSession> session =
-        codec_->NewStreamSession(kMaxStreamsPerConnection, kWindow);
+        codec_->NewStreamSession(config_.max_streams_per_connection, config_.stream_window);
     if (session == nullptr) {
       conn->Close("protocol error: stream frames on a protocol without streams",
                   CloseCause::kProtocolError);
@@ -203,14 +203,15 @@ void StreamPath::Open(ConnStreams* cs, uint32_t id, RpcRequest&& head) {
   if (!refusal.OK()) {
     cs->session()->Refuse(id, refusal, cs->out());
     // The call is a stream's: its reply records the refusal and sends nothing more.
-    call->SetStream(std::make_shared<StreamCore>(conn->shared_from_this(), id, 0, 0, 0, kWindow));
+    call->SetStream(
+        std::make_shared<StreamCore>(conn->shared_from_this(), id, 0, 0, 0, config_.stream_window));
     call->SendReply(refusal, nullptr);
     return;
   }
   cs->session()->Accept(id, cs->out());
   auto core =
       std::make_shared<StreamCore>(conn->shared_from_this(), id, call->request().content_type,
-                                   encoding, config_.max_packet_size, kWindow);
+                                   encoding, config_.max_packet_size, config_.stream_window);
   core->Attach(cs, cs->session()->FlowControlled(id));
   cs->streams()[id] = core;
   call->SetStream(std::move(core));

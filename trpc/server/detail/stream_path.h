@@ -29,11 +29,6 @@ namespace trpc::detail {
 /// connection's part; a stream's handler where the thread model runs it.
 class StreamPath final {
  public:
-  /// Every stream reads with a window of this many bytes (the protocol's default).
-  static constexpr uint32_t kWindow = 65535;
-  /// Streams open at once on one connection; an open past it is refused with ret 22.
-  static constexpr uint32_t kMaxStreamsPerConnection = 1000;
-
   /// All must outlive this.
   StreamPath(const ServiceConfig& config, Service* service, ThreadModel* model, ServerCodec* codec,
              RequestPath* admission, ServiceCounters* counters);
