@@ -111,9 +111,15 @@ def markdown(res):
         ours = f"ours grpc {model}"
         for peer in ("grpc++ async (cq)", "grpc++ callback", f"ours trpc {model}"):
             if ours in med and peer in med:
-                lines.append(f"- {ours} / {peer}: {med[ours] / med[peer]:.2f}x / "
-                             f"{sat[ours] / sat[peer]:.2f}x")
+                lines.append(f"- {ours} / {peer}: {ratio(med[ours], med[peer])} / "
+                             f"{ratio(sat[ours], sat[peer])}")
     return "\n".join(lines) + "\n"
+
+
+def ratio(a, b):
+    """a / b as "1.23x", or "n/a" when b measured 0 (a run too short to sample CPU: the smoke
+    test's)."""
+    return f"{a / b:.2f}x" if b else "n/a"
 
 
 def main():
