@@ -57,7 +57,7 @@ class TrpcStreamTable {
   TrpcStreamState::Role role_;
   uint32_t max_open_;
   uint32_t next_id_ = kFirstClientStreamId;  // client: the next id to use
-  uint32_t highest_seen_ = 0;                 // server: the highest id a client has opened
+  uint32_t highest_seen_ = 0;                // server: the highest id a client has opened
   std::unordered_map<uint32_t, std::unique_ptr<TrpcStreamState>> streams_;
 };
 
