@@ -1,5 +1,7 @@
 #include "trpc/server/detail/stream_path.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <exception>
 #include <string>
 #include <unordered_set>
@@ -74,16 +76,22 @@ class StreamPath::ConnStreams final : public ServerStreamHost, public StreamLink
     backlog_.insert(core->id());
     if (backlog_timer_ != 0) return;
     // The connection tells nobody when its output drains, so a stream waiting for that looks
-    // again every millisecond while it waits (only such streams arm this).
-    backlog_timer_ = conn_->reactor()->AddTimer(MonotonicNanos() + kNanosPerMilli, [this] {
-      backlog_timer_ = 0;
-      std::unordered_set<uint32_t> waiting;
-      waiting.swap(backlog_);
-      for (uint32_t id : waiting) {
-        auto it = streams_.find(id);
-        if (it != streams_.end()) it->second->OnWritable();  // re-watches if still blocked
-      }
-    });
+    // again later (only such streams arm this). A peer that reads nothing must not make us spin:
+    // while no byte has left since the last look, each wait doubles, up to 64 ms.
+    const uint64_t written = conn_->stats().bytes_out;
+    backlog_delay_ms_ =
+        written != backlog_seen_out_ ? 1 : std::min<int64_t>(backlog_delay_ms_ * 2, 64);
+    backlog_seen_out_ = written;
+    backlog_timer_ =
+        conn_->reactor()->AddTimer(MonotonicNanos() + backlog_delay_ms_ * kNanosPerMilli, [this] {
+          backlog_timer_ = 0;
+          std::unordered_set<uint32_t> waiting;
+          waiting.swap(backlog_);
+          for (uint32_t id : waiting) {
+            auto it = streams_.find(id);
+            if (it != streams_.end()) it->second->OnWritable();  // re-watches if still blocked
+          }
+        });
   }
   bool SendMessage(uint32_t id, ChainBuffer&& msg, std::string* err) override {
     bool ok = session_->SendMessage(id, std::move(msg), &out_, err);
@@ -124,6 +132,8 @@ class StreamPath::ConnStreams final : public ServerStreamHost, public StreamLink
   ChainBuffer out_;
   std::unordered_set<uint32_t> backlog_;  // streams waiting for the output to drain
   TimerId backlog_timer_ = 0;
+  int64_t backlog_delay_ms_ = 1;            // the last wait (doubles while nothing is written)
+  uint64_t backlog_seen_out_ = UINT64_MAX;  // bytes the connection had written at the last look
 };
 
 StreamPath::StreamPath(const ServiceConfig& config, Service* service, ThreadModel* model,
