@@ -1,7 +1,7 @@
 // grpcpp_interop_client --server=HOST:PORT --test_case=NAME|all [--skip=A,B] [--deadline_ms=N]:
-// the unary cases of gRPC's interop-test-descriptions.md, run with Debian's gRPC C++ 1.51
-// against a grpc.testing.TestService server (our gRPC server, or grpcpp_interop_server). It is
-// the reference peer for our gRPC server; README.md here lists the cases.
+// the unary and streaming cases of gRPC's interop-test-descriptions.md, run with Debian's gRPC
+// C++ 1.51 against a grpc.testing.TestService server (our gRPC server, or grpcpp_interop_server).
+// It is the reference peer for our gRPC server; README.md here lists the cases.
 //
 // Prints one line per case, "PASS <case>" or "FAIL <case>: <why>" ("SKIP <case>" for a case
 // named by --skip), and exits 0 only if every case it ran passed (1 otherwise, 2 on bad usage).
@@ -40,6 +40,10 @@ namespace {
 using grpc::testing::Empty;
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
+using grpc::testing::StreamingInputCallRequest;
+using grpc::testing::StreamingInputCallResponse;
+using grpc::testing::StreamingOutputCallRequest;
+using grpc::testing::StreamingOutputCallResponse;
 using grpc::testing::TestService;
 
 // Bits of those flags (src/core/lib/transport/transport.h): the message is still compressed
@@ -208,7 +212,145 @@ class Interop {
     return "";
   }
 
-  std::string StatusCodeAndMessage() { return EchoStatus(2, "test status message"); }
+  std::string StatusCodeAndMessage() {
+    if (std::string bad = EchoStatus(2, "test status message"); !bad.empty()) return bad;
+    // The streaming half: the status asked for in a FullDuplexCall request ends the stream.
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    auto stream = stub_->FullDuplexCall(&ctx);
+    StreamingOutputCallRequest req;
+    req.mutable_response_status()->set_code(2);
+    req.mutable_response_status()->set_message("test status message");
+    if (!stream->Write(req)) return "FullDuplexCall: the first write failed";
+    stream->WritesDone();
+    StreamingOutputCallResponse rsp;
+    while (stream->Read(&rsp)) {
+    }
+    grpc::Status st = stream->Finish();
+    if (st.error_code() != 2 || st.error_message() != "test status message") {
+      return "FullDuplexCall: " + Describe(st) + R"(, expected status 2 "test status message")";
+    }
+    return "";
+  }
+
+  // ---- The streaming cases ----
+
+  std::string ClientStreaming() {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    StreamingInputCallResponse rsp;
+    auto stream = stub_->StreamingInputCall(&ctx, &rsp);
+    for (int size : {27182, 8, 1828, 45904}) {
+      StreamingInputCallRequest req;
+      req.mutable_payload()->set_body(std::string(static_cast<size_t>(size), '\0'));
+      if (!stream->Write(req)) return "StreamingInputCall: a write failed";
+    }
+    stream->WritesDone();
+    grpc::Status st = stream->Finish();
+    if (!st.ok()) return "StreamingInputCall: " + Describe(st);
+    if (rsp.aggregated_payload_size() != 74922) {
+      return "aggregated_payload_size " + std::to_string(rsp.aggregated_payload_size()) +
+             ", expected 74922";
+    }
+    return "";
+  }
+
+  std::string ServerStreaming() {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    StreamingOutputCallRequest req;
+    const int sizes[] = {31415, 9, 2653, 58979};
+    for (int size : sizes) req.add_response_parameters()->set_size(size);
+    auto stream = stub_->StreamingOutputCall(&ctx, req);
+    StreamingOutputCallResponse rsp;
+    size_t n = 0;
+    while (stream->Read(&rsp)) {
+      if (n >= 4) return "more than 4 responses";
+      if (rsp.payload().body().size() != static_cast<size_t>(sizes[n])) {
+        return "response " + std::to_string(n) + " is " +
+               std::to_string(rsp.payload().body().size()) + " bytes, expected " +
+               std::to_string(sizes[n]);
+      }
+      ++n;
+    }
+    grpc::Status st = stream->Finish();
+    if (!st.ok()) return "StreamingOutputCall: " + Describe(st);
+    if (n != 4) return std::to_string(n) + " responses, expected 4";
+    return "";
+  }
+
+  std::string PingPong() {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    auto stream = stub_->FullDuplexCall(&ctx);
+    const int rsp_sizes[] = {31415, 9, 2653, 58979};
+    const int req_sizes[] = {27182, 8, 1828, 45904};
+    for (int i = 0; i < 4; ++i) {
+      if (std::string bad = Ping(stream.get(), req_sizes[i], rsp_sizes[i]); !bad.empty()) {
+        return "round " + std::to_string(i) + ": " + bad;
+      }
+    }
+    stream->WritesDone();
+    StreamingOutputCallResponse rsp;
+    if (stream->Read(&rsp)) return "a response after the last round";
+    grpc::Status st = stream->Finish();
+    if (!st.ok()) return "FullDuplexCall: " + Describe(st);
+    return "";
+  }
+
+  std::string EmptyStream() {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    auto stream = stub_->FullDuplexCall(&ctx);
+    stream->WritesDone();
+    StreamingOutputCallResponse rsp;
+    if (stream->Read(&rsp)) return "a response to an empty stream";
+    grpc::Status st = stream->Finish();
+    if (!st.ok()) return "FullDuplexCall: " + Describe(st);
+    return "";
+  }
+
+  std::string CancelAfterBegin() {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    StreamingInputCallResponse rsp;
+    auto stream = stub_->StreamingInputCall(&ctx, &rsp);
+    ctx.TryCancel();
+    grpc::Status st = stream->Finish();
+    if (st.error_code() != grpc::StatusCode::CANCELLED) {
+      return "StreamingInputCall: " + Describe(st) + ", expected CANCELLED (1)";
+    }
+    return "";
+  }
+
+  std::string CancelAfterFirstResponse() {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    auto stream = stub_->FullDuplexCall(&ctx);
+    if (std::string bad = Ping(stream.get(), 27182, 31415); !bad.empty()) return bad;
+    ctx.TryCancel();
+    grpc::Status st = stream->Finish();
+    if (st.error_code() != grpc::StatusCode::CANCELLED) {
+      return "FullDuplexCall: " + Describe(st) + ", expected CANCELLED (1)";
+    }
+    return "";
+  }
+
+  // gRPC's timeout_on_sleeping_server: a FullDuplexCall with a 1 ms deadline whose server does
+  // not answer in time.
+  std::string TimeoutOnSleepingServerStreaming() {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(1));
+    auto stream = stub_->FullDuplexCall(&ctx);
+    StreamingOutputCallRequest req;
+    req.mutable_payload()->set_body(std::string(27182, '\0'));
+    stream->Write(req);  // (may fail: the deadline may have passed already)
+    grpc::Status st = stream->Finish();
+    if (st.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      return "FullDuplexCall: " + Describe(st) + ", expected DEADLINE_EXCEEDED (4)";
+    }
+    return "";
+  }
 
   std::string SpecialStatusMessage() {
     return EchoStatus(2,
@@ -325,6 +467,23 @@ class Interop {
     return "";
   }
 
+  // One round of ping_pong: a request of `req_size` bytes asking for one response of
+  // `rsp_size`, and that response.
+  template <typename Stream>
+  std::string Ping(Stream* stream, int req_size, int rsp_size) {
+    StreamingOutputCallRequest req;
+    req.add_response_parameters()->set_size(rsp_size);
+    req.mutable_payload()->set_body(std::string(static_cast<size_t>(req_size), '\0'));
+    if (!stream->Write(req)) return "the write failed";
+    StreamingOutputCallResponse rsp;
+    if (!stream->Read(&rsp)) return "no response";
+    if (rsp.payload().body().size() != static_cast<size_t>(rsp_size)) {
+      return "the response is " + std::to_string(rsp.payload().body().size()) +
+             " bytes, expected " + std::to_string(rsp_size);
+    }
+    return "";
+  }
+
   // EmptyCall with x-interop-query: cancelled; its trailing x-interop-cancelled in `*count` (0
   // if the server sent none).
   std::string QueryCancelled(int64_t* count) {
@@ -369,6 +528,13 @@ constexpr Case kCases[] = {
     {"unimplemented_method", &Interop::UnimplementedMethod},
     {"unimplemented_service", &Interop::UnimplementedService},
     {"timeout_on_sleeping_server", &Interop::TimeoutOnSleepingServer},
+    {"client_streaming", &Interop::ClientStreaming},
+    {"server_streaming", &Interop::ServerStreaming},
+    {"ping_pong", &Interop::PingPong},
+    {"empty_stream", &Interop::EmptyStream},
+    {"cancel_after_begin", &Interop::CancelAfterBegin},
+    {"cancel_after_first_response", &Interop::CancelAfterFirstResponse},
+    {"timeout_on_sleeping_server_streaming", &Interop::TimeoutOnSleepingServerStreaming},
 };
 
 const Case* FindCase(std::string_view name) {

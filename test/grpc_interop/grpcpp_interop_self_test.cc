@@ -30,7 +30,14 @@ constexpr const char* kAllCases[] = {"empty_unary",
                                      "custom_metadata",
                                      "unimplemented_method",
                                      "unimplemented_service",
-                                     "timeout_on_sleeping_server"};
+                                     "timeout_on_sleeping_server",
+                                     "client_streaming",
+                                     "server_streaming",
+                                     "ping_pong",
+                                     "empty_stream",
+                                     "cancel_after_begin",
+                                     "cancel_after_first_response",
+                                     "timeout_on_sleeping_server_streaming"};
 constexpr const char* kPythonCases[] = {"empty_unary", "large_unary", "custom_metadata",
                                         "status_code_and_message", "unimplemented_method"};
 

@@ -30,6 +30,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "grpc/testing/test.grpc.pb.h"
 
@@ -45,6 +46,10 @@ namespace {
 using grpc::testing::Empty;
 using grpc::testing::SimpleRequest;
 using grpc::testing::SimpleResponse;
+using grpc::testing::StreamingInputCallRequest;
+using grpc::testing::StreamingInputCallResponse;
+using grpc::testing::StreamingOutputCallRequest;
+using grpc::testing::StreamingOutputCallResponse;
 using grpc::testing::TestService;
 
 // Bits of those flags (src/core/lib/transport/transport.h): the message is still compressed
@@ -110,6 +115,52 @@ class TestServiceImpl final : public TestService::Service {
     return grpc::Status::OK;
   }
 
+  // The streaming methods (interop-test-descriptions.md's server side).
+  grpc::Status StreamingOutputCall(
+      grpc::ServerContext* ctx, const StreamingOutputCallRequest* req,
+      grpc::ServerWriter<StreamingOutputCallResponse>* writer) override {
+    if (!Respond(ctx, *req, writer)) return grpc::Status(grpc::StatusCode::CANCELLED, "gone");
+    return StatusAsked(*req);
+  }
+
+  grpc::Status StreamingInputCall(grpc::ServerContext* ctx,
+                                  grpc::ServerReader<StreamingInputCallRequest>* reader,
+                                  StreamingInputCallResponse* rsp) override {
+    (void)ctx;
+    StreamingInputCallRequest req;
+    int total = 0;
+    while (reader->Read(&req)) total += static_cast<int>(req.payload().body().size());
+    rsp->set_aggregated_payload_size(total);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status FullDuplexCall(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<StreamingOutputCallResponse, StreamingOutputCallRequest>* stream)
+      override {
+    StreamingOutputCallRequest req;
+    while (stream->Read(&req)) {
+      if (req.has_response_status() && req.response_status().code() != 0) {
+        return StatusAsked(req);
+      }
+      if (!Respond(ctx, req, stream)) return grpc::Status(grpc::StatusCode::CANCELLED, "gone");
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status HalfDuplexCall(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<StreamingOutputCallResponse, StreamingOutputCallRequest>* stream)
+      override {
+    std::vector<StreamingOutputCallRequest> all;
+    StreamingOutputCallRequest req;
+    while (stream->Read(&req)) all.push_back(req);
+    for (const auto& r : all) {
+      if (!Respond(ctx, r, stream)) return grpc::Status(grpc::StatusCode::CANCELLED, "gone");
+    }
+    return grpc::Status::OK;
+  }
+
   // UnimplementedCall is left to the generated base class, which returns UNIMPLEMENTED.
 
   // x-interop-sleep-ms (the top of the file).
@@ -135,6 +186,30 @@ class TestServiceImpl final : public TestService::Service {
   }
 
  private:
+  // The responses `req` asks for: one per ResponseParameters, `size` zero bytes each, after
+  // `interval_us`; false if a write failed (the stream is gone).
+  template <typename W>
+  static bool Respond(grpc::ServerContext* ctx, const StreamingOutputCallRequest& req, W* w) {
+    for (const auto& p : req.response_parameters()) {
+      if (p.interval_us() > 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(p.interval_us()));
+      StreamingOutputCallResponse rsp;
+      rsp.mutable_payload()->set_type(grpc::testing::COMPRESSABLE);
+      rsp.mutable_payload()->set_body(std::string(static_cast<size_t>(p.size()), '\0'));
+      grpc::WriteOptions opts;
+      if (!p.compressed().value()) opts.set_no_compression();
+      if (p.compressed().value()) ctx->set_compression_algorithm(GRPC_COMPRESS_GZIP);
+      if (!w->Write(rsp, opts)) return false;
+    }
+    return true;
+  }
+
+  static grpc::Status StatusAsked(const StreamingOutputCallRequest& req) {
+    if (!req.has_response_status()) return grpc::Status::OK;
+    return grpc::Status(static_cast<grpc::StatusCode>(req.response_status().code()),
+                        req.response_status().message());
+  }
+
   std::atomic<int64_t> cancelled_{0};
 };
 

@@ -1,10 +1,14 @@
 #include "test/grpc_interop/trpc_interop_service.h"
 
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "trpc/fiber/fiber.h"
 #include "trpc/server/grpc/grpc_server.h"
+#include "trpc/server/server_stream.h"
 
 namespace trpc::test::interop {
 
@@ -17,7 +21,97 @@ const std::string* Find(const TransInfo& info, const char* key) {
   auto it = info.find(key);
   return it == info.end() ? nullptr : &it->second;
 }
+using ::grpc::testing::StreamingInputCallRequest;
+using ::grpc::testing::StreamingInputCallResponse;
+using ::grpc::testing::StreamingOutputCallRequest;
+using ::grpc::testing::StreamingOutputCallResponse;
+using Writer = stream::AsyncStreamWriter<StreamingOutputCallResponse>;
+using Duplex =
+    stream::AsyncStreamReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse>;
+
+// The responses `req` asks for, from its i-th parameter on: one per ResponseParameters, `size`
+// zero bytes each.
+template <typename W>
+Future<> WriteResponses(W w, std::shared_ptr<const StreamingOutputCallRequest> req, int i) {
+  if (i == req->response_parameters_size()) return MakeReadyFuture<>();
+  StreamingOutputCallResponse rsp;
+  rsp.mutable_payload()->set_type(::grpc::testing::COMPRESSABLE);
+  rsp.mutable_payload()->set_body(
+      std::string(static_cast<size_t>(req->response_parameters(i).size()), '\0'));
+  return w.Write(rsp).Then([w, req, i] { return WriteResponses(w, req, i + 1); });
+}
+
+// An EchoStatus asked for, as the stream's end.
+Future<> StatusAsked(const StreamingOutputCallRequest& req) {
+  if (!req.has_response_status() || req.response_status().code() == 0) {
+    return MakeReadyFuture<>();
+  }
+  return MakeExceptionFuture<>(
+      Status::AppError(req.response_status().code(), req.response_status().message()));
+}
+
+Future<int> SumPayloads(stream::AsyncStreamReader<StreamingInputCallRequest> reader, int total) {
+  return reader.Read().Then([reader, total](std::optional<StreamingInputCallRequest>&& req) {
+    if (!req.has_value()) return MakeReadyFuture<int>(total);
+    return SumPayloads(reader, total + static_cast<int>(req->payload().body().size()));
+  });
+}
+
+// FullDuplexCall: each request answered as it comes (its responses, or its status as the end).
+Future<> FullDuplex(Duplex rw) {
+  return rw.Read().Then([rw](std::optional<StreamingOutputCallRequest>&& req) {
+    if (!req.has_value()) return MakeReadyFuture<>();
+    if (req->has_response_status() && req->response_status().code() != 0) {
+      return StatusAsked(*req);
+    }
+    auto shared = std::make_shared<const StreamingOutputCallRequest>(std::move(*req));
+    return WriteResponses(rw, shared, 0).Then([rw] { return FullDuplex(rw); });
+  });
+}
+
+// HalfDuplexCall: every request read first, then answered in order.
+Future<> HalfDuplex(Duplex rw, std::shared_ptr<std::vector<StreamingOutputCallRequest>> all) {
+  return rw.Read().Then([rw, all](std::optional<StreamingOutputCallRequest>&& req) {
+    if (req.has_value()) {
+      all->push_back(std::move(*req));
+      return HalfDuplex(rw, all);
+    }
+    Future<> chain = MakeReadyFuture<>();
+    for (const auto& r : *all) {
+      auto shared = std::make_shared<const StreamingOutputCallRequest>(r);
+      chain = std::move(chain).Then([rw, shared] { return WriteResponses(rw, shared, 0); });
+    }
+    return chain;
+  });
+}
+
 }  // namespace
+
+TestServiceImpl::TestServiceImpl() {
+  const std::string prefix = "/grpc.testing.TestService/";
+  AddAsyncServerStreamMethod<StreamingOutputCallRequest, StreamingOutputCallResponse>(
+      prefix + "StreamingOutputCall",
+      [](const ServerContextPtr&, const StreamingOutputCallRequest& req, const Writer& w) {
+        auto shared = std::make_shared<const StreamingOutputCallRequest>(req);
+        return WriteResponses(w, shared, 0).Then([shared] { return StatusAsked(*shared); });
+      });
+  AddAsyncClientStreamMethod<StreamingInputCallRequest, StreamingInputCallResponse>(
+      prefix + "StreamingInputCall",
+      [](const ServerContextPtr&, const stream::AsyncStreamReader<StreamingInputCallRequest>& r) {
+        return SumPayloads(r, 0).Then([](int total) {
+          StreamingInputCallResponse rsp;
+          rsp.set_aggregated_payload_size(total);
+          return rsp;
+        });
+      });
+  AddAsyncBidiStreamMethod<StreamingOutputCallRequest, StreamingOutputCallResponse>(
+      prefix + "FullDuplexCall",
+      [](const ServerContextPtr&, const Duplex& rw) { return FullDuplex(rw); });
+  AddAsyncBidiStreamMethod<StreamingOutputCallRequest, StreamingOutputCallResponse>(
+      prefix + "HalfDuplexCall", [](const ServerContextPtr&, const Duplex& rw) {
+        return HalfDuplex(rw, std::make_shared<std::vector<StreamingOutputCallRequest>>());
+      });
+}
 
 bool TestServiceImpl::SleepAsAsked(const ServerContextPtr& ctx) {
   const std::string* ms = Find(ctx->GetPbReqTransInfo(), "x-interop-sleep-ms");

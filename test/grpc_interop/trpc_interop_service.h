@@ -1,7 +1,7 @@
 #pragma once
 
-// Our implementation of gRPC's interop TestService (unary methods), served over `protocol:
-// grpc` for the real gRPC clients, and over trpc too (one implementation, any protocol).
+// Our implementation of gRPC's interop TestService (unary and streaming methods), served over
+// `protocol: grpc` for the real gRPC clients, and over trpc too (one implementation, any protocol).
 //
 // Besides what gRPC's interop descriptions ask of a server, it has the test extensions of
 // README.md: `x-interop-sleep-ms` makes a call sleep (noticing cancellation), and EmptyCall with
@@ -16,6 +16,10 @@ namespace trpc::test::interop {
 
 class TestServiceImpl final : public ::grpc::testing::TestService {
  public:
+  /// Registers the streaming methods too, in their non-blocking form, which both thread models
+  /// run: StreamingOutputCall, StreamingInputCall, FullDuplexCall and HalfDuplexCall.
+  TestServiceImpl();
+
   Status EmptyCall(ServerContextPtr ctx, const ::grpc::testing::Empty* req,
                    ::grpc::testing::Empty* rsp) override;
   Status UnaryCall(ServerContextPtr ctx, const ::grpc::testing::SimpleRequest* req,

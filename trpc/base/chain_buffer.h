@@ -138,6 +138,11 @@ class MessageMeta {
   /// A copy, for ChainBuffer::Clone (a message sent again, e.g. a load client's pre-encoded
   /// request).
   virtual std::unique_ptr<MessageMeta> Copy() const = 0;
+
+  /// Set by a protocol whose stream events travel as messages with a meta (gRPC's streams are
+  /// HTTP/2 streams like its unary calls): the message belongs to a stream, not to a call
+  /// (FrameCodec::IsStreamFrame).
+  bool stream_event = false;
 };
 
 /// A byte sequence made of views into pooled, ref-counted blocks. Appending copies bytes into the

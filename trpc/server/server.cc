@@ -304,6 +304,15 @@ bool Server::StartServices(std::string* err) {
         return false;
       }
     }
+    {
+      std::vector<std::string> stream_funcs;
+      it->second->ForEachMethod([&](const std::string& name, const RpcMethodHandler* h) {
+        if (h->IsStream()) stream_funcs.push_back(name);
+      });
+      if (!stream_funcs.empty()) {
+        if (auto with = codec->WithStreamMethods(stream_funcs)) codec = std::move(with);
+      }
+    }
     ThreadModel* model = runtime::GetThreadModel(sc.threadmodel_instance_name);
     if (model == nullptr) {
       *err = where + "service '" + sc.name + "': no thread model '" + sc.threadmodel_instance_name +

@@ -433,6 +433,12 @@ void Connection::SendSoon(ChainBuffer&& data) {
   if (Queue(std::move(data))) PostFlush();
 }
 
+void Connection::SendWire(ChainBuffer&& data) {
+  if (data.empty() || !accepts_output()) return;
+  out_.Append(std::move(data));
+  PostFlush();
+}
+
 void Connection::PostFlush() {
   if (in_batch_ || flush_posted_) return;
   flush_posted_ = true;

@@ -121,7 +121,10 @@ class FrameCodec {
   /// protocol marks its stream frames by one byte of the (whole, checked) fixed header
   /// (SetStreamFrameMark).
   bool IsStreamFrame(const ChainBuffer& frame) const {
-    if (stream_mark_offset_ < 0) return false;
+    if (stream_mark_offset_ < 0) {
+      return stream_mark_offset_ == kStreamMarkInMeta && frame.meta() != nullptr &&
+             frame.meta()->stream_event;
+    }
     std::string_view head = frame.FirstSpan();
     if (static_cast<size_t>(stream_mark_offset_) < head.size()) [[likely]] {
       return static_cast<uint8_t>(head[stream_mark_offset_]) == stream_mark_value_;
@@ -161,11 +164,15 @@ class FrameCodec {
     stream_mark_offset_ = offset;
     stream_mark_value_ = value;
   }
+  /// Stream frames are those whose MessageMeta says so (MessageMeta::stream_event): for a
+  /// protocol whose split hands up typed messages rather than wire bytes (gRPC).
+  void SetStreamFramesMarkedInMeta() { stream_mark_offset_ = kStreamMarkInMeta; }
 
  private:
   // The mark's byte is not in the first block (out of line: the inline test stays small).
   bool IsStreamFrameSlow(const ChainBuffer& frame) const;
-  int stream_mark_offset_ = -1;  // -1: the protocol has no stream frames
+  static constexpr int kStreamMarkInMeta = -2;
+  int stream_mark_offset_ = -1;  // -1: the protocol has no stream frames; kStreamMarkInMeta
   uint8_t stream_mark_value_ = 0;
 };
 

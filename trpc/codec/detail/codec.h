@@ -49,6 +49,13 @@ class ServerCodec : public FrameCodec {
     (void)window;
     return nullptr;
   }
+  /// A codec for a service whose streaming methods are `funcs` (their func names), for a
+  /// protocol that must tell a streaming call from a unary one by its method before any
+  /// message (gRPC); null (the default) when the protocol's frames say so themselves.
+  virtual std::shared_ptr<ServerCodec> WithStreamMethods(const std::vector<std::string>& funcs) {
+    (void)funcs;
+    return nullptr;
+  }
   /// A codec set up with a service's `protocol_options` (never empty here). Null with `*key`
   /// (the offending option) and `*err` when one is unknown or out of range. The default knows
   /// no options.

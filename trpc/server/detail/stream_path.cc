@@ -119,7 +119,7 @@ class StreamPath::ConnStreams final : public ServerStreamHost, public StreamLink
   Connection* conn() { return conn_; }
   std::unordered_map<uint32_t, std::shared_ptr<StreamCore>>& streams() { return streams_; }
   void Flush() {
-    if (!out_.Blank() && !conn_->closed()) conn_->SendSoon(std::move(out_));
+    if (!out_.empty() && !conn_->closed()) conn_->SendWire(std::move(out_));
     out_.Clear();
   }
   ChainBuffer* out() { return &out_; }

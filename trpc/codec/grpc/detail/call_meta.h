@@ -11,6 +11,8 @@
 
 namespace trpc::grpc::detail {
 
+class H2ServerSession;
+
 // The typed per-call metadata that the gRPC codec (Encode*/Decode*, any thread) and the
 // connection's HTTP/2 session (loop thread) hand each other, one struct per direction and role.
 // Each rides as the MessageMeta of the ChainBuffer that holds the call's message, so the layers
@@ -42,6 +44,33 @@ struct ServerRequestMeta final : MessageMeta {
   bool compressed = false;      // the message came compressed (and was inflated)
   /// Set when the client resets the stream before its response is sent (cancel, deadline).
   std::shared_ptr<std::atomic<bool>> cancelled;
+};
+
+/// An event of a streaming call on a server (a stream whose method the codec knows as
+/// streaming): the session hands them up in order, as buffers carrying this meta (marked as
+/// stream events, FrameCodec::IsStreamFrame), and GrpcServerStreamSession turns them into the
+/// server's stream events. A kMessage buffer holds the message, prefix removed and inflated.
+struct ServerStreamEventMeta final : MessageMeta {
+  enum class Kind { kOpen, kMessage, kEnd, kWritable };
+  ServerStreamEventMeta(Kind k, int32_t id, H2ServerSession* s)
+      : kind(k), stream_id(id), session(s) {
+    stream_event = true;
+  }
+  std::unique_ptr<MessageMeta> Copy() const override {
+    auto m = std::make_unique<ServerStreamEventMeta>(kind, stream_id, session);
+    if (head != nullptr) m->head = std::make_unique<ServerRequestMeta>(*head);
+    m->grpc_status = grpc_status;
+    m->grpc_message = grpc_message;
+    return m;
+  }
+  Kind kind;
+  int32_t stream_id;
+  H2ServerSession* session;                 // the connection's, which made the event
+  std::unique_ptr<ServerRequestMeta> head;  // kOpen: the call's headers
+  // kEnd: 0 = the client half-closed (no more messages come); else the stream is gone (reset
+  // by the client, or by us for a protocol violation), with this gRPC code and text.
+  int32_t grpc_status = 0;
+  std::string grpc_message;
 };
 
 /// A server's reply to the request of `stream_id`. Its buffer holds the length-prefixed message,

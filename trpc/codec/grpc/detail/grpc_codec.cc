@@ -12,6 +12,7 @@
 #include "trpc/codec/detail/protocol_options.h"
 #include "trpc/codec/grpc/detail/call_meta.h"
 #include "trpc/codec/grpc/detail/grpc_status.h"
+#include "trpc/codec/grpc/detail/grpc_stream_session.h"
 #include "trpc/codec/grpc/detail/grpc_wire.h"
 #include "trpc/codec/grpc/detail/h2_client_session.h"
 #include "trpc/codec/grpc/detail/h2_server_session.h"
@@ -114,7 +115,7 @@ bool SerializeBody(const google::protobuf::MessageLite* body_msg, ChainBuffer* b
 // Server.
 
 std::unique_ptr<FrameCodecState> GrpcServerCodec::NewConnectionState() {
-  return std::make_unique<detail::H2ServerSession>(options_);
+  return std::make_unique<detail::H2ServerSession>(options_, stream_paths_);
 }
 
 SplitResult GrpcServerCodec::Split(ChainBuffer*, std::vector<ChainBuffer>*, size_t,
@@ -127,6 +128,30 @@ SplitResult GrpcServerCodec::SplitWithState(ChainBuffer* in, std::vector<ChainBu
   return FeedSession(in, out, err, state);
 }
 
+void detail::RequestFromHead(ServerRequestMeta&& head, RpcRequest* req) {
+  req->request_id = static_cast<uint32_t>(head.stream_id);
+  req->call_type = kUnaryCall;
+  req->func = std::move(head.path);
+  req->content_type =
+      head.content_type == "application/grpc+json" ? kContentTypeJson : kContentTypeProtobuf;
+  if (!head.timeout.empty()) {
+    int64_t ns = 0;
+    if (detail::ParseTimeout(head.timeout, &ns)) {
+      int64_t ms = (ns + 999'999) / 1'000'000;
+      req->timeout_ms = static_cast<uint32_t>(std::clamp<int64_t>(ms, 1, UINT32_MAX));
+    }
+  }
+  FromHeaders(std::move(head.metadata), &req->trans_info);
+  req->echo_trans_info = false;
+  auto info = std::make_unique<GrpcRequestInfo>();
+  info->compressed = head.compressed;
+  info->encoding = std::move(head.encoding);
+  info->accept_encoding = std::move(head.accept_encoding);
+  info->authority = std::move(head.authority);
+  info->cancelled = std::move(head.cancelled);
+  req->protocol = std::move(info);
+}
+
 bool GrpcServerCodec::DecodeRequest(ChainBuffer&& frame, RpcRequest* req, std::string* err) {
   std::unique_ptr<MessageMeta> meta = frame.TakeMeta();
   auto* head = static_cast<ServerRequestMeta*>(meta.get());  // (the server session's)
@@ -134,29 +159,24 @@ bool GrpcServerCodec::DecodeRequest(ChainBuffer&& frame, RpcRequest* req, std::s
     *err = "gRPC: a request frame without its stream (a bug)";
     return false;
   }
-  req->request_id = static_cast<uint32_t>(head->stream_id);
-  req->call_type = kUnaryCall;
-  req->func = std::move(head->path);
-  req->content_type =
-      head->content_type == "application/grpc+json" ? kContentTypeJson : kContentTypeProtobuf;
-  if (!head->timeout.empty()) {
-    int64_t ns = 0;
-    if (detail::ParseTimeout(head->timeout, &ns)) {
-      int64_t ms = (ns + 999'999) / 1'000'000;
-      req->timeout_ms = static_cast<uint32_t>(std::clamp<int64_t>(ms, 1, UINT32_MAX));
-    }
-  }
-  FromHeaders(std::move(head->metadata), &req->trans_info);
-  req->echo_trans_info = false;
-  auto info = std::make_unique<GrpcRequestInfo>();
-  info->compressed = head->compressed;
-  info->encoding = std::move(head->encoding);
-  info->accept_encoding = std::move(head->accept_encoding);
-  info->authority = std::move(head->authority);
-  info->cancelled = std::move(head->cancelled);
-  req->protocol = std::move(info);
+  detail::RequestFromHead(std::move(*head), req);
   req->body = std::move(frame);
   return true;
+}
+
+std::unique_ptr<ServerStreamSession> GrpcServerCodec::NewStreamSession(uint32_t max_streams,
+                                                                       uint32_t window) {
+  (void)max_streams;  // (HTTP/2's max_concurrent_streams and windows apply)
+  (void)window;
+  return std::make_unique<detail::GrpcServerStreamSession>();
+}
+
+std::shared_ptr<ServerCodec> GrpcServerCodec::WithStreamMethods(
+    const std::vector<std::string>& funcs) {
+  auto codec = std::make_shared<GrpcServerCodec>(options_);
+  codec->stream_paths_ =
+      std::make_shared<const detail::H2ServerSession::PathSet>(funcs.begin(), funcs.end());
+  return codec;
 }
 
 bool GrpcServerCodec::EncodeResponse(RpcResponse* rsp,

@@ -5,8 +5,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "trpc/codec/detail/codec.h"
+#include "trpc/codec/grpc/detail/h2_server_session.h"
 #include "trpc/codec/grpc/detail/h2_session.h"
 #include "trpc/codec/grpc/grpc_message.h"
 
@@ -14,11 +16,13 @@ namespace trpc::grpc {
 
 /// gRPC over HTTP/2 (h2c, prior knowledge), server half. Each connection has an HTTP/2 session
 /// (detail::H2Session) as its codec state; requests are cut per stream, replies encoded on the
-/// connection's thread. Unary calls only.
+/// connection's thread. Unary and streaming calls.
 class GrpcServerCodec final : public ServerCodec {
  public:
-  GrpcServerCodec() = default;
-  explicit GrpcServerCodec(const detail::H2Options& options) : options_(options) {}
+  GrpcServerCodec() { SetStreamFramesMarkedInMeta(); }
+  explicit GrpcServerCodec(const detail::H2Options& options) : options_(options) {
+    SetStreamFramesMarkedInMeta();
+  }
 
   std::string_view Name() const override { return kGrpcCodecName; }
   std::unique_ptr<FrameCodecState> NewConnectionState() override;
@@ -32,11 +36,25 @@ class GrpcServerCodec final : public ServerCodec {
                       ChainBuffer* out) override;
   std::shared_ptr<ServerCodec> WithOptions(const std::map<std::string, std::string>& options,
                                            std::string* key, std::string* err) override;
+  /// Streaming calls: their events, cut by the connection's session for the paths given to
+  /// WithStreamMethods().
+  std::unique_ptr<ServerStreamSession> NewStreamSession(uint32_t max_streams,
+                                                        uint32_t window) override;
+  /// HTTP/2 streams look alike whether a call is unary or streaming: the session tells them by
+  /// their :path, which must be one of `funcs` for a streaming call.
+  std::shared_ptr<ServerCodec> WithStreamMethods(const std::vector<std::string>& funcs) override;
   const detail::H2Options& options() const { return options_; }
 
  private:
   detail::H2Options options_;
+  std::shared_ptr<const detail::H2ServerSession::PathSet> stream_paths_;  // null: none
 };
+
+namespace detail {
+/// A request's headers as the server's request (func, content type, deadline, trans_info and
+/// the gRPC part); the body is the caller's to set.
+void RequestFromHead(ServerRequestMeta&& head, RpcRequest* req);
+}  // namespace detail
 
 /// The client half: a request per stream on a shared HTTP/2 connection; the response frame is
 /// the whole closed stream.

@@ -28,7 +28,8 @@ int H2ClientSession::OnBeginFrame(uint8_t, int32_t) { return 0; }
 
 int H2ClientSession::OnBeginHeaders(int32_t) { return 0; }  // streams exist from the request on
 
-void H2ClientSession::OnStreamFrame(uint8_t, int32_t) {}  // a stream is handed up at its close
+void H2ClientSession::OnStreamFrame(uint8_t, uint8_t, int32_t) {
+}  // a stream is handed up at its close
 
 int H2ClientSession::OnHeader(int32_t stream_id, std::string_view name, std::string_view value) {
   Stream* s = streams_.Find(stream_id);

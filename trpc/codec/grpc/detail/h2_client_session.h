@@ -36,7 +36,7 @@ class H2ClientSession final : public H2Session {
   };
 
   H2Stream* FindSending(int32_t stream_id) override { return streams_.Find(stream_id); }
-  void OnStreamFrame(uint8_t flags, int32_t stream_id) override;
+  void OnStreamFrame(uint8_t type, uint8_t flags, int32_t stream_id) override;
   void BeforeFeed() override;
   // Opens the stream of the request `message` (EncodeOutput).
   void Request(ChainBuffer&& message);

@@ -102,6 +102,14 @@ int H2ServerSession::OnDataChunk(int32_t stream_id, const uint8_t* data, size_t 
     Consume(s != nullptr, stream_id, len);  // not kept
     return 0;
   }
+  if (s->streaming) {
+    // Kept until the server consumes the message (StreamConsumed): the windows bound it.
+    s->data.Append(data, len);
+    s->unconsumed += len;
+    held_bytes += len;
+    StreamingData(s, stream_id);
+    return 0;
+  }
   // The 5-byte message prefix does not count against the limit.
   if (s->data.size() + len > options_.max_message_size + 5) {
     s->too_large = true;
@@ -118,11 +126,243 @@ int H2ServerSession::OnDataChunk(int32_t stream_id, const uint8_t* data, size_t 
   return 0;
 }
 
-void H2ServerSession::OnStreamFrame(uint8_t flags, int32_t stream_id) {
-  if ((flags & NGHTTP2_FLAG_END_STREAM) == 0) return;
+void H2ServerSession::OnStreamFrame(uint8_t type, uint8_t flags, int32_t stream_id) {
   Stream* s = streams_.Find(stream_id);
-  if (s == nullptr || s->too_large || s->answered || s->head == nullptr) return;
+  if (s == nullptr) return;
+  if (type == NGHTTP2_HEADERS && stream_paths_ != nullptr && s->head != nullptr && !s->answered &&
+      stream_paths_->count(s->head->path) != 0) {
+    OpenStreaming(s, stream_id);
+  }
+  if ((flags & NGHTTP2_FLAG_END_STREAM) == 0) return;
+  if (s->streaming) {
+    StreamingInputEnd(s, stream_id);
+    return;
+  }
+  if (s->too_large || s->answered || s->head == nullptr) return;
   HandUp(s, stream_id);
+}
+
+// ---- Streaming calls ------------------------------------------------------------------------
+
+void H2ServerSession::Emit(std::unique_ptr<ServerStreamEventMeta> event, ChainBuffer&& msg) {
+  if (sink_ == nullptr) return;  // (outside Feed(): nobody is left to tell)
+  msg.SetMeta(std::move(event));
+  sink_->push_back(std::move(msg));
+}
+
+void H2ServerSession::GiveBack(Stream* s, int32_t stream_id, size_t n) {
+  n = std::min(n, s->unconsumed);
+  Consume(true, stream_id, n);
+  s->unconsumed -= n;
+}
+
+void H2ServerSession::OpenStreaming(Stream* s, int32_t stream_id) {
+  ServerRequestMeta& h = *s->head;
+  if (h.content_type.compare(0, 16, "application/grpc") != 0) {
+    AnswerError(s, stream_id, 3, "content-type is not application/grpc");
+    return;
+  }
+  s->streaming = true;
+  ++open_streaming_;
+  s->handed_up = true;  // (request_timeout_ms is for unary requests)
+  s->encoding = h.encoding;
+  s->cancelled = std::make_shared<std::atomic<bool>>(false);
+  h.cancelled = s->cancelled;
+  h.stream_id = stream_id;
+  held_bytes -= s->state_bytes - kStreamStateBytes;
+  s->state_bytes = kStreamStateBytes;
+  auto event = NewEvent(ServerStreamEventMeta::Kind::kOpen, stream_id);
+  event->head = std::move(s->head);
+  Emit(std::move(event));
+}
+
+void H2ServerSession::StreamingData(Stream* s, int32_t stream_id) {
+  while (s->data.size() >= 5 && !s->remote_ended) {
+    uint8_t prefix[5];
+    s->data.CopyTo(prefix, 5);
+    const uint32_t len = (uint32_t{prefix[1]} << 24) | (uint32_t{prefix[2]} << 16) |
+                         (uint32_t{prefix[3]} << 8) | prefix[4];
+    if (len > options_.max_message_size) {
+      FailStreaming(s, stream_id, 8, TooLargeMessage());  // RESOURCE_EXHAUSTED
+      return;
+    }
+    if (s->data.size() - 5 < len) return;
+    s->data.Skip(5);
+    ChainBuffer msg = s->data.Cut(len);
+    held_bytes -= 5 + len;  // (the message is the server stream's to hold now)
+    if ((prefix[0] & 1) != 0) {
+      if (s->encoding.empty() || s->encoding == "identity") {
+        FailStreaming(s, stream_id, 13, "compressed message without a grpc-encoding");
+        return;
+      }
+      if (!IsSupportedEncoding(s->encoding)) {
+        FailStreaming(s, stream_id, 12, "grpc-encoding '" + s->encoding + "' is not supported");
+        return;
+      }
+      ChainBuffer plain;
+      std::string why;
+      if (!Decompress(s->encoding, msg, options_.max_message_size, &plain, &why)) {
+        FailStreaming(s, stream_id, why.find("limit") != std::string::npos ? 8 : 13, why);
+        return;
+      }
+      msg = std::move(plain);
+    }
+    // The prefix (and an empty message whole) go back to the windows now, the rest once the
+    // server has read the message: the reader reports nothing for an empty one.
+    if (msg.empty()) {
+      GiveBack(s, stream_id, 5 + len);
+    } else {
+      GiveBack(s, stream_id, 5);
+      s->credit.emplace_back(msg.size(), len);
+    }
+    Emit(NewEvent(ServerStreamEventMeta::Kind::kMessage, stream_id), std::move(msg));
+  }
+}
+
+void H2ServerSession::StreamingInputEnd(Stream* s, int32_t stream_id) {
+  if (s->remote_ended) return;
+  if (!s->data.empty()) {
+    FailStreaming(s, stream_id, 13, "the stream ended inside a message");
+    return;
+  }
+  s->remote_ended = true;
+  Emit(NewEvent(ServerStreamEventMeta::Kind::kEnd, stream_id));
+}
+
+void H2ServerSession::FailStreaming(Stream* s, int32_t stream_id, int grpc_status,
+                                    const std::string& message) {
+  if (!s->remote_ended) {
+    s->remote_ended = true;
+    auto event = NewEvent(ServerStreamEventMeta::Kind::kEnd, stream_id);
+    event->grpc_status = grpc_status;
+    event->grpc_message = message;
+    Emit(std::move(event));
+  }
+  // Nothing more is read: what it holds goes back (the connection's window matters still).
+  held_bytes -= s->data.size();
+  s->data.Clear();
+  GiveBack(s, stream_id, s->unconsumed);
+  s->credit.clear();
+  s->finished = true;
+  if (s->answered || s->peer_reset) return;
+  if (!s->headers_sent) {
+    AnswerError(s, stream_id, grpc_status, message);
+    return;
+  }
+  s->answered = true;
+  held_bytes -= s->out.size();
+  s->out.Clear();
+  s->trailers = {{"grpc-status", std::to_string(grpc_status)},
+                 {"grpc-message", PercentEncode(message)}};
+  s->more_data = false;
+  s->reset_after_answer = true;
+  ResumeData(stream_id, s);
+}
+
+void H2ServerSession::OnWindowOpened(int32_t stream_id) {
+  if (open_streaming_ == 0) return;
+  auto check = [this](int32_t id, Stream* s) {
+    if (!s->want_writable || !StreamCanSend(id)) return;
+    s->want_writable = false;
+    Emit(NewEvent(ServerStreamEventMeta::Kind::kWritable, id));
+  };
+  if (stream_id != 0) {
+    if (Stream* s = streams_.Find(stream_id)) check(stream_id, s);
+    return;
+  }
+  for (auto& [id, st] : streams_.all()) check(id, st.get());
+}
+
+void H2ServerSession::StreamAccept(int32_t stream_id) {
+  (void)stream_id;  // (the headers wait for the first message or the end)
+}
+
+bool H2ServerSession::StreamCanSend(int32_t stream_id) {
+  Stream* s = streams_.Find(stream_id);
+  if (s == nullptr || !s->streaming || s->finished || s->answered) return false;
+  const int32_t window = nghttp2_session_get_stream_remote_window_size(session_, stream_id);
+  if (window > 0 && s->out.size() < static_cast<size_t>(window)) return true;
+  s->want_writable = true;
+  return false;
+}
+
+void H2ServerSession::SubmitStreamHeaders(Stream* s, int32_t stream_id) {
+  s->headers_sent = true;
+  s->more_data = true;
+  nghttp2_nv nv[] = {MakeNv(":status", "200"), MakeNv("content-type", "application/grpc"),
+                     MakeNv("grpc-accept-encoding", "identity,deflate,gzip")};
+  nghttp2_data_provider prd{};
+  prd.read_callback = ReadDataCallback;
+  nghttp2_submit_response(session_, stream_id, nv, 3, &prd);
+}
+
+bool H2ServerSession::StreamSend(int32_t stream_id, ChainBuffer&& msg, ChainBuffer* out,
+                                 std::string* err) {
+  Stream* s = streams_.Find(stream_id);
+  if (s == nullptr || !s->streaming || s->finished || s->answered) {
+    *err = "the stream has ended";
+    return false;
+  }
+  if (msg.size() > options_.max_message_size) {
+    *err = "message larger than max_message_size";
+    return false;
+  }
+  const auto n = static_cast<uint32_t>(msg.size());
+  const char prefix[5] = {0, static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                          static_cast<char>(n >> 8), static_cast<char>(n)};
+  s->out.Append(prefix, 5);
+  s->out.Append(std::move(msg));
+  held_bytes += 5 + n;  // until it fits the peer's windows
+  if (!s->headers_sent) {
+    SubmitStreamHeaders(s, stream_id);
+  } else {
+    ResumeData(stream_id, s);
+  }
+  Drain(out);
+  return true;
+}
+
+void H2ServerSession::StreamConsumed(int32_t stream_id, size_t n, ChainBuffer* out) {
+  Stream* s = streams_.Find(stream_id);
+  if (s == nullptr) return;  // (closed: the connection's window was given back then)
+  s->consumed_carry += n;
+  size_t wire = 0;
+  while (!s->credit.empty() && s->consumed_carry >= s->credit.front().first) {
+    s->consumed_carry -= s->credit.front().first;
+    wire += s->credit.front().second;
+    s->credit.pop_front();
+  }
+  if (wire == 0) return;
+  GiveBack(s, stream_id, wire);
+  Drain(out);
+}
+
+void H2ServerSession::StreamFinish(int32_t stream_id, int grpc_status, const std::string& message,
+                                   ChainBuffer* out) {
+  Stream* s = streams_.Find(stream_id);
+  if (s == nullptr || !s->streaming || s->finished) return;
+  s->finished = true;
+  if (s->answered) return;
+  s->answered = true;
+  // The client's further messages are not wanted: reset once the trailers are out (unless it
+  // has half-closed by then).
+  s->reset_after_answer = true;
+  std::string code = std::to_string(grpc_status);
+  std::string text = PercentEncode(message);
+  if (!s->headers_sent) {
+    // Trailers-Only.
+    std::vector<nghttp2_nv> nv = {MakeNv(":status", "200"),
+                                  MakeNv("content-type", "application/grpc"),
+                                  MakeNv("grpc-status", code)};
+    if (!text.empty()) nv.push_back(MakeNv("grpc-message", text));
+    nghttp2_submit_response(session_, stream_id, nv.data(), nv.size(), nullptr);
+  } else {
+    s->trailers.emplace_back("grpc-status", std::move(code));
+    if (!text.empty()) s->trailers.emplace_back("grpc-message", std::move(text));
+    s->more_data = false;
+    ResumeData(stream_id, s);
+  }
+  Drain(out);
 }
 
 void H2ServerSession::HandUp(Stream* s, int32_t stream_id) {
@@ -183,6 +423,22 @@ int H2ServerSession::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   (void)error_code;
   Stream* s = streams_.Find(stream_id);
   if (s == nullptr) return 0;
+  if (s->streaming) {
+    --open_streaming_;
+    // Closed with our side still open: the client reset it (a cancel, or its deadline).
+    if (!s->finished) {
+      auto event = NewEvent(ServerStreamEventMeta::Kind::kEnd, stream_id);
+      event->grpc_status = 1;  // CANCELLED
+      event->grpc_message = "the client cancelled the stream";
+      Emit(std::move(event));
+      s->cancelled->store(true, std::memory_order_relaxed);
+    }
+    // (Its handed-up messages are the server's to count; only a partial one is held here.)
+    Consume(false, stream_id, s->unconsumed);
+    held_bytes -= s->data.size() + s->out.size() + s->state_bytes;
+    streams_.Erase(stream_id);
+    return 0;
+  }
   // The stream's windows are gone with it; the connection's is given back.
   Consume(false, stream_id, s->unconsumed);
   held_bytes -= s->unconsumed + s->out.size() + s->state_bytes;

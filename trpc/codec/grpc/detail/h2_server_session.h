@@ -1,9 +1,11 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <utility>
 
 #include "trpc/codec/grpc/detail/h2_session.h"
@@ -16,10 +18,38 @@ namespace trpc::grpc::detail {
 /// up. EncodeOutput() takes a reply: the length-prefixed message (or nothing) with a
 /// ServerReplyMeta, and answers its stream with HEADERS, DATA and trailers.
 ///
+/// Streams whose :path is one of `stream_paths` (the service's streaming methods) are streaming
+/// calls instead: Feed() hands up their events as they happen (ServerStreamEventMeta: the open
+/// once the headers are in, each message as it completes, the client's half-close or reset,
+/// window regained), and the Stream* methods below, called by GrpcServerStreamSession, answer
+/// them. Their received DATA goes back to the flow-control windows only as the server's stream
+/// reports its messages consumed, so HTTP/2's windows bound what a client can make it hold.
+///
 /// Thread contract: the connection's loop thread only.
 class H2ServerSession final : public H2Session {
  public:
-  explicit H2ServerSession(const H2Options& options) : H2Session(/*server=*/true, options) {}
+  using PathSet = std::unordered_set<std::string>;
+  explicit H2ServerSession(const H2Options& options,
+                           std::shared_ptr<const PathSet> stream_paths = nullptr)
+      : H2Session(/*server=*/true, options), stream_paths_(std::move(stream_paths)) {}
+
+  // ---- Streaming calls (GrpcServerStreamSession). Each appends what is to be sent to `out`.
+  /// The stream may answer (its headers go with its first message or its end).
+  void StreamAccept(int32_t stream_id);
+  /// True when `stream_id` is open for our messages and the peer's window has room for more
+  /// than what waits to be sent. False also asks for a kWritable event once it has.
+  bool StreamCanSend(int32_t stream_id);
+  /// Queues one message (`msg`, serialized, not yet prefixed) on the stream.
+  bool StreamSend(int32_t stream_id, ChainBuffer&& msg, ChainBuffer* out, std::string* err);
+  /// The server consumed `n` bytes of the stream's messages (their sizes as handed up): the
+  /// DATA that carried them goes back to the windows.
+  void StreamConsumed(int32_t stream_id, size_t n, ChainBuffer* out);
+  /// Ends the stream with `grpc_status` in the trailers (after what is queued); the client's
+  /// further messages are refused (RST_STREAM NO_ERROR once the trailers are out).
+  void StreamFinish(int32_t stream_id, int grpc_status, const std::string& message,
+                    ChainBuffer* out);
+  /// Streaming calls open now.
+  size_t open_streaming() const { return open_streaming_; }
 
   void EncodeOutput(ChainBuffer&& message, ChainBuffer* out) override;
   /// GOAWAY(NO_ERROR) naming the last stream taken: the streams in flight are still answered.
@@ -51,10 +81,40 @@ class H2ServerSession final : public H2Session {
     size_t state_bytes = 0;
     std::shared_ptr<std::atomic<bool>> cancelled;  // once handed up
     Pairs trailers;                                // sent after `out`
+    // A streaming call (its path is a streaming method), from its open event on.
+    bool streaming = false;
+    bool headers_sent = false;   // our response headers are submitted
+    bool finished = false;       // our side ended (trailers queued or sent)
+    bool remote_ended = false;   // the client half-closed, or the end event went up
+    bool want_writable = false;  // a writer waits for window (StreamCanSend said no)
+    std::string encoding;        // grpc-encoding of the client's messages
+    // The messages handed up and not yet reported consumed: their sizes as handed up and as
+    // received (compressed), oldest first; `consumed_carry`: reported bytes not yet matched.
+    std::deque<std::pair<size_t, size_t>> credit;
+    size_t consumed_carry = 0;
   };
 
   H2Stream* FindSending(int32_t stream_id) override { return streams_.Find(stream_id); }
-  void OnStreamFrame(uint8_t flags, int32_t stream_id) override;
+  void OnStreamFrame(uint8_t type, uint8_t flags, int32_t stream_id) override;
+  void OnWindowOpened(int32_t stream_id) override;
+  // Streaming calls: the headers are in (hands up the open, or answers a bad call); a DATA
+  // chunk (cuts its complete messages); the client's END_STREAM.
+  void OpenStreaming(Stream* s, int32_t stream_id);
+  void StreamingData(Stream* s, int32_t stream_id);
+  void StreamingInputEnd(Stream* s, int32_t stream_id);
+  // Ends a streaming call for a protocol violation (or a reset from the client): the end event
+  // goes up with `grpc_status`; we answer with it unless the client reset the stream.
+  void FailStreaming(Stream* s, int32_t stream_id, int grpc_status, const std::string& message);
+  // Hands up one event of a streaming call, `msg` its message if any (inside Feed() only).
+  std::unique_ptr<ServerStreamEventMeta> NewEvent(ServerStreamEventMeta::Kind kind,
+                                                  int32_t stream_id) {
+    return std::make_unique<ServerStreamEventMeta>(kind, stream_id, this);
+  }
+  void Emit(std::unique_ptr<ServerStreamEventMeta> event, ChainBuffer&& msg = ChainBuffer());
+  // Gives `n` of a streaming call's received bytes back to its windows now.
+  void GiveBack(Stream* s, int32_t stream_id, size_t n);
+  // Submits the streaming call's response headers, with its DATA to follow.
+  void SubmitStreamHeaders(Stream* s, int32_t stream_id);
   void OnDataEnd(int32_t stream_id, H2Stream* s, uint32_t* data_flags) override;
   void AfterFeed() override { ExpireSlowRequests(); }
   // Submits the reply `message` (EncodeOutput) to its stream.
@@ -80,6 +140,8 @@ class H2ServerSession final : public H2Session {
   int32_t unopened_ = 0;
   bool goaway_sent_ = false;
   int64_t next_expiry_check_ns_ = 0;
+  std::shared_ptr<const PathSet> stream_paths_;  // null: the service has no streaming methods
+  size_t open_streaming_ = 0;
 };
 
 }  // namespace trpc::grpc::detail

@@ -182,7 +182,13 @@ int H2Session::OnFrameRecv(uint8_t type, uint8_t flags, int32_t stream_id) {
       return 0;
     case NGHTTP2_HEADERS:
     case NGHTTP2_DATA:
-      OnStreamFrame(flags, stream_id);
+      OnStreamFrame(type, flags, stream_id);
+      return 0;
+    case NGHTTP2_WINDOW_UPDATE:
+      OnWindowOpened(stream_id);
+      return 0;
+    case NGHTTP2_SETTINGS:
+      if ((flags & NGHTTP2_FLAG_ACK) == 0) OnWindowOpened(0);
       return 0;
     default:
       return 0;
@@ -204,15 +210,25 @@ long H2Session::ReadData(int32_t stream_id, uint8_t* buf, size_t length, uint32_
     *data_flags |= NGHTTP2_DATA_FLAG_EOF;
     return 0;
   }
+  if (s->out.empty() && s->more_data) {
+    s->deferred = true;
+    return NGHTTP2_ERR_DEFERRED;
+  }
   size_t n = std::min(length, s->out.size());
   s->out.CopyTo(buf, n);
   s->out.Skip(n);
   held_bytes -= n;
-  if (s->out.empty()) {
+  if (s->out.empty() && !s->more_data) {
     *data_flags |= NGHTTP2_DATA_FLAG_EOF;
     OnDataEnd(stream_id, s, data_flags);
   }
   return static_cast<long>(n);
+}
+
+void H2Session::ResumeData(int32_t stream_id, H2Stream* s) {
+  if (!s->deferred) return;
+  s->deferred = false;
+  nghttp2_session_resume_data(session_, stream_id);
 }
 
 ssize_t ReadDataCallback(nghttp2_session*, int32_t stream_id, uint8_t* buf, size_t length,

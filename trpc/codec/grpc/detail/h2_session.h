@@ -67,6 +67,10 @@ struct H2Stream {
   bool too_large = false;   // the message passed max_message_size: its bytes are dropped
   bool peer_reset = false;  // the peer sent RST_STREAM (else a reset is our own)
   ChainBuffer out;          // DATA still to send
+  // A stream's messages (server streaming): an empty `out` means "more later", not the end;
+  // ReadData defers the stream (`deferred`) until ResumeData().
+  bool more_data = false;
+  bool deferred = false;
 };
 
 /// The streams of one session by id, with a one-entry cache: the callbacks of one frame (a
@@ -135,8 +139,13 @@ class H2Session : public FrameCodecState, public CallSession {
   H2Session(bool server, const H2Options& options);
   /// The stream nghttp2 reads DATA from (ReadData), or null.
   virtual H2Stream* FindSending(int32_t stream_id) = 0;
-  /// A HEADERS or DATA frame arrived whole.
-  virtual void OnStreamFrame(uint8_t flags, int32_t stream_id) = 0;
+  /// A HEADERS or DATA frame (`type`) arrived whole.
+  virtual void OnStreamFrame(uint8_t type, uint8_t flags, int32_t stream_id) = 0;
+  /// The peer gave window (WINDOW_UPDATE on `stream_id`, 0 for the connection) or changed the
+  /// initial window (SETTINGS, `stream_id` 0).
+  virtual void OnWindowOpened(int32_t stream_id) { (void)stream_id; }
+  /// New DATA in the `out` of a stream that ReadData deferred: nghttp2 reads it again.
+  void ResumeData(int32_t stream_id, H2Stream* s);
   /// A stream's DATA is all out (`*data_flags` has NGHTTP2_DATA_FLAG_EOF): a server adds
   /// NO_END_STREAM and sends its trailers.
   virtual void OnDataEnd(int32_t stream_id, H2Stream* s, uint32_t* data_flags) {

@@ -1,0 +1,97 @@
+#include "trpc/codec/grpc/detail/grpc_stream_session.h"
+
+#include <memory>
+#include <utility>
+
+#include "trpc/codec/grpc/detail/call_meta.h"
+#include "trpc/codec/grpc/detail/grpc_codec.h"
+#include "trpc/codec/grpc/detail/grpc_status.h"
+#include "trpc/codec/grpc/detail/h2_server_session.h"
+
+namespace trpc::grpc::detail {
+
+namespace {
+
+int CodeOf(const Status& status) {
+  return GrpcCodeOf(status.GetFrameworkRetCode(), status.GetFuncRetCode());
+}
+
+}  // namespace
+
+bool GrpcServerStreamSession::CanSend(uint32_t id) const {
+  return h2_ != nullptr && h2_->StreamCanSend(static_cast<int32_t>(id));
+}
+
+bool GrpcServerStreamSession::SendMessage(uint32_t id, ChainBuffer&& msg, ChainBuffer* out,
+                                          std::string* err) {
+  if (h2_ == nullptr) {
+    *err = "no such stream";
+    return false;
+  }
+  return h2_->StreamSend(static_cast<int32_t>(id), std::move(msg), out, err);
+}
+
+void GrpcServerStreamSession::Consumed(uint32_t id, size_t n, ChainBuffer* out) {
+  if (h2_ != nullptr) h2_->StreamConsumed(static_cast<int32_t>(id), n, out);
+}
+
+void GrpcServerStreamSession::Finish(uint32_t id, const Status& status, ChainBuffer* out) {
+  if (h2_ != nullptr) {
+    h2_->StreamFinish(static_cast<int32_t>(id), CodeOf(status), status.ErrorMessage(), out);
+  }
+}
+
+size_t GrpcServerStreamSession::open_streams() const {
+  return h2_ != nullptr ? h2_->open_streaming() : 0;
+}
+
+void GrpcServerStreamSession::Accept(uint32_t id, ChainBuffer* out) {
+  (void)out;
+  h2_->StreamAccept(static_cast<int32_t>(id));
+}
+
+void GrpcServerStreamSession::Refuse(uint32_t id, const Status& status, ChainBuffer* out) {
+  h2_->StreamFinish(static_cast<int32_t>(id), CodeOf(status), status.ErrorMessage(), out);
+}
+
+bool GrpcServerStreamSession::OnFrame(ChainBuffer&& frame, ServerStreamHost* host, ChainBuffer* out,
+                                      std::string* err) {
+  std::unique_ptr<MessageMeta> meta = frame.TakeMeta();
+  auto* event = static_cast<ServerStreamEventMeta*>(meta.get());  // (IsStreamFrame said so)
+  if (event == nullptr) {
+    *err = "gRPC: a stream event without its meta (a bug)";
+    return false;
+  }
+  h2_ = event->session;
+  const auto id = static_cast<uint32_t>(event->stream_id);
+  switch (event->kind) {
+    case ServerStreamEventMeta::Kind::kOpen: {
+      RpcRequest head;
+      RequestFromHead(std::move(*event->head), &head);
+      host->OnStreamOpen(id, std::move(head), out);
+      return true;
+    }
+    case ServerStreamEventMeta::Kind::kMessage:
+      host->OnStreamMessage(id, std::move(frame));
+      return true;
+    case ServerStreamEventMeta::Kind::kEnd: {
+      if (event->grpc_status == 0) {
+        host->OnStreamRemoteEnd(id, kSuccStatus);
+        return true;
+      }
+      int32_t ret = 0;
+      int32_t func_ret = 0;
+      FromGrpcCode(event->grpc_status, &ret, &func_ret);
+      Status st(ret, func_ret, std::move(event->grpc_message));
+      if (st.OK()) st.SetFrameworkRetCode(kServerSystemErr);
+      host->OnStreamRemoteEnd(id, st);
+      return true;
+    }
+    case ServerStreamEventMeta::Kind::kWritable:
+      host->OnStreamWritable(id);
+      return true;
+  }
+  return true;
+}
+
+}  // namespace trpc::grpc::detail

@@ -1,0 +1,43 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "trpc/codec/detail/server_streams.h"
+
+namespace trpc::grpc::detail {
+
+class H2ServerSession;
+
+/// The server's stream session for gRPC streaming calls: a thin view of the connection's HTTP/2
+/// session (H2ServerSession), which does the framing, flow control and trailers. Its frames are
+/// the events that session handed up (ServerStreamEventMeta); the first one binds this view to
+/// it. HTTP/2 counts every stream's window, so every stream is flow-controlled; the cap on open
+/// streams is HTTP/2's max_concurrent_streams (a protocol option), not the server's
+/// max_streams_per_connection.
+///
+/// Thread contract: the connection's loop thread only.
+class GrpcServerStreamSession final : public ServerStreamSession {
+ public:
+  bool FlowControlled(uint32_t id) const override {
+    (void)id;
+    return true;
+  }
+  bool CanSend(uint32_t id) const override;
+  bool SendMessage(uint32_t id, ChainBuffer&& msg, ChainBuffer* out, std::string* err) override;
+  void Consumed(uint32_t id, size_t n, ChainBuffer* out) override;
+  /// Trailers with the status's gRPC code (docs/grpc.md's table) after what is queued.
+  void Finish(uint32_t id, const Status& status, ChainBuffer* out) override;
+  size_t open_streams() const override;
+
+  bool OnFrame(ChainBuffer&& frame, ServerStreamHost* host, ChainBuffer* out,
+               std::string* err) override;
+  void Accept(uint32_t id, ChainBuffer* out) override;
+  void Refuse(uint32_t id, const Status& status, ChainBuffer* out) override;
+
+ private:
+  H2ServerSession* h2_ = nullptr;
+};
+
+}  // namespace trpc::grpc::detail
