@@ -291,6 +291,218 @@ TEST_F(H2ServerSessionTest, MalformedRequestIsAnsweredHereNotHandedUp) {
   EXPECT_EQ(fields["grpc-message"], "the request has no message (5-byte prefix missing)");
 }
 
+// ---- Streaming calls: the session knows the streaming paths and hands up their events. ----
+
+class H2StreamingSessionTest : public H2ServerSessionTest {
+ protected:
+  H2StreamingSessionTest() {
+    auto paths = std::make_shared<H2ServerSession::PathSet>();
+    paths->insert("/trpc.test.helloworld.Greeter/SayHello");  // RequestHeaders()'s path
+    session_ = std::make_unique<H2ServerSession>(options_, std::move(paths));
+  }
+
+  // The event handed up at `i`.
+  ServerStreamEventMeta* Event(size_t i) {
+    EXPECT_LT(i, calls_.size());
+    if (i >= calls_.size()) return nullptr;
+    EXPECT_NE(calls_[i].meta(), nullptr);
+    EXPECT_TRUE(calls_[i].meta()->stream_event) << "a unary call, not a stream event";
+    return static_cast<ServerStreamEventMeta*>(calls_[i].meta());
+  }
+
+  // Opens stream 1 (HEADERS without END_STREAM): its kOpen event is calls_[0].
+  void OpenStream() {
+    Open();
+    Feed(Frame(kHeaders, kEndHeaders, 1, RequestHeaders()));
+    ASSERT_EQ(calls_.size(), 1u);
+    ASSERT_EQ(Event(0)->kind, ServerStreamEventMeta::Kind::kOpen);
+  }
+
+  std::string Compressed(const std::string& bytes) {
+    std::string m = Message(bytes);
+    m[0] = 1;
+    return m;
+  }
+};
+
+TEST_F(H2StreamingSessionTest, HandsUpTheOpenEachMessageAsItCompletesAndTheHalfClose) {
+  OpenStream();
+  ServerStreamEventMeta* open = Event(0);
+  EXPECT_EQ(open->stream_id, 1);
+  EXPECT_EQ(open->session, session_.get());
+  ASSERT_NE(open->head, nullptr);
+  EXPECT_EQ(open->head->path, "/trpc.test.helloworld.Greeter/SayHello");
+  EXPECT_NE(open->head->cancelled, nullptr);
+  // Two messages and half of a third in one DATA frame, the rest with END_STREAM.
+  const std::string third = Message("third message");
+  Feed(Frame(kData, 0, 1, Message("one") + Message("") + third.substr(0, 7)));
+  ASSERT_EQ(calls_.size(), 3u);
+  EXPECT_EQ(Event(1)->kind, ServerStreamEventMeta::Kind::kMessage);
+  EXPECT_EQ(calls_[1].ToString(), "one");
+  EXPECT_EQ(Event(2)->kind, ServerStreamEventMeta::Kind::kMessage);
+  EXPECT_TRUE(calls_[2].empty());
+  EXPECT_EQ(session_->open_streaming(), 1u);
+  Feed(Frame(kData, kEndStream, 1, third.substr(7)));
+  ASSERT_EQ(calls_.size(), 5u);
+  EXPECT_EQ(calls_[3].ToString(), "third message");
+  EXPECT_EQ(Event(4)->kind, ServerStreamEventMeta::Kind::kEnd);
+  EXPECT_EQ(Event(4)->grpc_status, 0);  // a half-close
+}
+
+TEST_F(H2StreamingSessionTest, OtherPathsStayUnary) {
+  Open();
+  Feed(Frame(kHeaders, kEndHeaders, 1, RequestHeaders("/trpc.test.helloworld.Greeter/Other")) +
+       Frame(kData, kEndStream, 1, Message("hi")));
+  ASSERT_EQ(calls_.size(), 1u);
+  ASSERT_NE(calls_[0].meta(), nullptr);
+  EXPECT_FALSE(calls_[0].meta()->stream_event);
+  EXPECT_EQ(calls_[0].ToString(), "hi");
+}
+
+TEST_F(H2StreamingSessionTest, GivesAMessagesBytesBackOnlyOnceItIsConsumed) {
+  OpenStream();
+  const std::string big(40'000, 'x');  // over half the 65535 window: worth a WINDOW_UPDATE
+  const std::string msg = Message(big);
+  std::string data;
+  for (size_t at = 0; at < msg.size(); at += 16'384) {
+    data += Frame(kData, 0, 1, msg.substr(at, 16'384));
+  }
+  std::vector<RawFrame> out = Feed(data);
+  ASSERT_EQ(calls_.size(), 2u);
+  EXPECT_EQ(calls_[1].size(), big.size());
+  EXPECT_EQ(FindFrame(out, kWindowUpdate, 0), nullptr) << "not read yet";
+  ChainBuffer wire;
+  session_->StreamConsumed(1, 20'000, &wire);  // (part of it: nothing yet)
+  EXPECT_TRUE(wire.empty());
+  session_->StreamConsumed(1, 20'000, &wire);
+  out = Parse(wire.ToString());
+  const RawFrame* conn = FindFrame(out, kWindowUpdate, 0);
+  ASSERT_NE(conn, nullptr);
+  EXPECT_EQ(WindowIncrement(*conn), msg.size());  // the message and its prefix
+  const RawFrame* stream = FindFrame(out, kWindowUpdate, 1);
+  ASSERT_NE(stream, nullptr);
+  EXPECT_EQ(WindowIncrement(*stream), msg.size());
+}
+
+TEST_F(H2StreamingSessionTest, WritesUnderTheClientsWindowAndSaysWhenItHasRoomAgain) {
+  options_.max_message_size = 100'000;  // a message past the client's window
+  session_ = std::make_unique<H2ServerSession>(
+      options_, std::make_shared<H2ServerSession::PathSet>(
+                    H2ServerSession::PathSet{"/trpc.test.helloworld.Greeter/SayHello"}));
+  OpenStream();
+  ChainBuffer wire;
+  EXPECT_TRUE(session_->StreamCanSend(1));
+  ChainBuffer msg;
+  msg.Append(std::string(70'000, 'y'));  // past the client's 65535-byte windows
+  std::string err;
+  ASSERT_TRUE(session_->StreamSend(1, std::move(msg), &wire, &err)) << err;
+  std::vector<RawFrame> out = Parse(wire.ToString());
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out[0].type, kHeaders);  // the response headers go with the first message
+  EXPECT_EQ(out[0].flags & kEndStream, 0);
+  size_t sent = 0;
+  for (const auto& f : out) {
+    if (f.type == kData) sent += f.payload.size();
+  }
+  EXPECT_EQ(sent, 65535u);
+  EXPECT_FALSE(session_->StreamCanSend(1)) << "the window is spent";
+  EXPECT_GT(session_->held_bytes, 0u);
+  // The client reads: window for the stream and the connection; a writable event goes up.
+  const std::string inc("\0\1\0\0", 4);  // 65536
+  out = Feed(Frame(kWindowUpdate, 0, 0, inc) + Frame(kWindowUpdate, 0, 1, inc));
+  ASSERT_EQ(calls_.size(), 2u);
+  EXPECT_EQ(Event(1)->kind, ServerStreamEventMeta::Kind::kWritable);
+  sent = 0;
+  for (const auto& f : out) {
+    if (f.type == kData) sent += f.payload.size();
+  }
+  EXPECT_EQ(sent, 70'005u - 65535u);  // the rest went with that feed
+  // The end: trailers with the status.
+  wire.Clear();
+  session_->StreamFinish(1, 0, "", &wire);
+  out = Parse(wire.ToString());
+  ASSERT_GE(out.size(), 2u);
+  const RawFrame& trailers = out[out.size() - 2];
+  EXPECT_EQ(trailers.type, kHeaders);
+  EXPECT_NE(trailers.flags & kEndStream, 0);
+  EXPECT_EQ(out.back().type, kRstStream) << "the client had not half-closed";
+  EXPECT_FALSE(session_->StreamCanSend(1));
+  std::string err2;
+  ChainBuffer late;
+  late.Append("x");
+  EXPECT_FALSE(session_->StreamSend(1, std::move(late), &wire, &err2));
+}
+
+TEST_F(H2StreamingSessionTest, FinishWithNothingWrittenIsTrailersOnly) {
+  OpenStream();
+  ChainBuffer wire;
+  session_->StreamFinish(1, 5, "not found", &wire);
+  std::vector<RawFrame> out = Parse(wire.ToString());
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].type, kHeaders);
+  EXPECT_NE(out[0].flags & kEndStream, 0);
+  HeaderDecoder hd;
+  std::map<std::string, std::string> fields = hd.Decode(out[0].payload);
+  EXPECT_EQ(fields["grpc-status"], "5");
+  EXPECT_EQ(fields["grpc-message"], "not found");
+  // The client was still sending: its stream is reset once the answer is out.
+  EXPECT_EQ(out[1].type, kRstStream);
+}
+
+TEST_F(H2StreamingSessionTest, ClientResetEndsTheStreamAsCancelled) {
+  OpenStream();
+  auto cancelled = Event(0)->head->cancelled;
+  Feed(Frame(kRstStream, 0, 1, std::string("\0\0\0\x08", 4)));  // CANCEL
+  ASSERT_EQ(calls_.size(), 2u);
+  EXPECT_EQ(Event(1)->kind, ServerStreamEventMeta::Kind::kEnd);
+  EXPECT_EQ(Event(1)->grpc_status, 1);
+  EXPECT_TRUE(cancelled->load());
+  EXPECT_EQ(session_->open_streaming(), 0u);
+  EXPECT_EQ(session_->held_bytes, 0u);
+  ChainBuffer wire;
+  session_->StreamFinish(1, 0, "", &wire);  // (the handler ends later: nothing goes out)
+  EXPECT_TRUE(wire.empty());
+}
+
+struct BadStreamInput {
+  const char* what;
+  std::string data;  // DATA payload after the open
+  bool end_stream;
+  int want_status;
+};
+
+TEST_F(H2StreamingSessionTest, BadMessagesEndTheStreamNotTheConnection) {
+  const std::string too_big = {0, 0, 0, static_cast<char>(0xc3), 0x51};  // 50001 > 50000
+  const BadStreamInput cases[] = {
+      {"compressed without grpc-encoding", Compressed("zzz"), false, 13},
+      {"over max_message_size", too_big, false, 8},
+      {"ends inside a message", Message("abcdef").substr(0, 8), true, 13},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    calls_.clear();
+    session_ = std::make_unique<H2ServerSession>(
+        options_, std::make_shared<H2ServerSession::PathSet>(
+                      H2ServerSession::PathSet{"/trpc.test.helloworld.Greeter/SayHello"}));
+    OpenStream();
+    std::vector<RawFrame> out = Feed(Frame(kData, c.end_stream ? kEndStream : 0, 1, c.data));
+    ASSERT_EQ(calls_.size(), 2u);
+    EXPECT_EQ(Event(1)->kind, ServerStreamEventMeta::Kind::kEnd);
+    EXPECT_EQ(Event(1)->grpc_status, c.want_status);
+    const RawFrame* answer = FindFrame(out, kHeaders, 1);
+    ASSERT_NE(answer, nullptr);
+    HeaderDecoder hd;
+    EXPECT_EQ(hd.Decode(answer->payload)["grpc-status"], std::to_string(c.want_status));
+    EXPECT_EQ(FindFrame(out, kGoaway, 0), nullptr);
+    EXPECT_EQ(session_->held_bytes, 0u);
+    // The connection goes on: a second stream opens.
+    Feed(Frame(kHeaders, kEndHeaders, 3, RequestHeaders("/trpc.test.helloworld.Greeter/Unary")) +
+         Frame(kData, kEndStream, 3, Message("ok")));
+    ASSERT_EQ(calls_.size(), 3u);
+    EXPECT_FALSE(calls_[2].meta()->stream_event);
+  }
+}
+
 class H2ClientSessionTest : public ::testing::Test {
  protected:
   H2ClientSessionTest() : session_(std::make_unique<H2ClientSession>(H2Options())) {}

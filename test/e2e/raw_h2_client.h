@@ -70,12 +70,13 @@ inline void Literal(std::string* out, std::string_view name, std::string_view va
 }
 
 // A gRPC request's header block for SayHello (static-table :method POST, :scheme http).
-inline std::string RequestHeaders() {
+inline std::string RequestHeaders(
+    std::string_view path = "/trpc.test.helloworld.Greeter/SayHello") {
   std::string h;
   h += static_cast<char>(0x83);  // :method: POST
   h += static_cast<char>(0x86);  // :scheme: http
   h += '\x04';                   // :path, literal without indexing, static name 4
-  HpackString(&h, "/trpc.test.helloworld.Greeter/SayHello");
+  HpackString(&h, path);
   h += '\x01';  // :authority, static name 1
   HpackString(&h, "localhost");
   Literal(&h, "content-type", "application/grpc");

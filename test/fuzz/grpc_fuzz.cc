@@ -2,8 +2,9 @@
 // below, our gRPC layer above) the way a connection feeds them (in pieces), on the server side
 // and, after a request went out, on the client side. Requests that come out are decoded and
 // answered (OK and error replies, through the session's encoder), so the reply path runs on
-// whatever state the input left. It must only ever produce frames, replies or a clean error:
-// never a crash, an assert or a sanitizer report.
+// whatever state the input left; streaming calls (the paths the server knows as streaming) are
+// served too: accepted or refused, messages echoed and consumed, ends answered. It must only ever
+// produce frames, replies or a clean error: never a crash, an assert or a sanitizer report.
 
 #include <cstddef>
 #include <cstdint>
@@ -36,10 +37,49 @@ void Answer(trpc::grpc::GrpcServerCodec& codec, trpc::FrameCodecState* state,
   }
 }
 
+// Serves streaming calls as a server would: every other open accepted, each message echoed and
+// consumed, the client's end answered, every third stream finished early with an error.
+class StreamHost final : public trpc::ServerStreamHost {
+ public:
+  explicit StreamHost(trpc::ServerStreamSession* session) : session_(session) {}
+  void OnStreamOpen(uint32_t id, trpc::RpcRequest&& head, trpc::ChainBuffer* out) override {
+    (void)head;
+    if (++opens_ % 2 == 0) {
+      session_->Refuse(id, trpc::Status(22, "refused"), out);
+    } else {
+      session_->Accept(id, out);
+    }
+  }
+  void OnStreamMessage(uint32_t id, trpc::ChainBuffer&& msg) override {
+    trpc::ChainBuffer out;
+    const size_t n = msg.size();
+    std::string err;
+    if (session_->CanSend(id)) session_->SendMessage(id, std::move(msg), &out, &err);
+    session_->Consumed(id, n, &out);
+    if (++messages_ % 3 == 0) session_->Finish(id, trpc::Status(0, 5, "no"), &out);
+  }
+  void OnStreamRemoteEnd(uint32_t id, const trpc::Status& status) override {
+    trpc::ChainBuffer out;
+    if (status.OK()) session_->Finish(id, trpc::kSuccStatus, &out);
+  }
+  void OnStreamWritable(uint32_t id) override { (void)id; }
+
+ private:
+  trpc::ServerStreamSession* session_;
+  int opens_ = 0;
+  int messages_ = 0;
+};
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static trpc::grpc::GrpcServerCodec server;
+  // The server knows RequestHeaders()-style paths as streaming methods (the corpus's requests
+  // use them), so its streams run both ways: unary calls and streaming calls.
+  static std::shared_ptr<trpc::ServerCodec> with_streams =
+      trpc::grpc::GrpcServerCodec().WithStreamMethods(
+          {"/trpc.test.helloworld.Greeter/SayHello", "/pkg.Svc/Method", "/a"});
+  static trpc::grpc::GrpcServerCodec& server =
+      static_cast<trpc::grpc::GrpcServerCodec&>(*with_streams);
   static trpc::grpc::GrpcClientCodec client;
   // The first byte picks the read size, so frames get split at many different offsets; the rest
   // is the peer's bytes.
@@ -54,6 +94,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   {
     std::unique_ptr<trpc::FrameCodecState> state = server.NewConnectionState();
     state->session()->held_allowance = allowance;
+    std::unique_ptr<trpc::ServerStreamSession> streams = server.NewStreamSession(100, 65535);
+    StreamHost host(streams.get());
     trpc::ChainBuffer in;
     std::string err;
     bool failed = false;
@@ -63,7 +105,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::vector<trpc::ChainBuffer> frames;
       failed = server.SplitWithState(&in, &frames, 1 << 20, &err, state.get()) ==
                trpc::SplitResult::kError;
-      for (auto& f : frames) Answer(server, state.get(), std::move(f), ++answered % 2 == 1);
+      for (auto& f : frames) {
+        if (f.meta() != nullptr && f.meta()->stream_event) {  // (IsStreamFrame: transport's)
+          trpc::ChainBuffer out;
+          if (!streams->OnFrame(std::move(f), &host, &out, &err)) __builtin_trap();
+          continue;
+        }
+        Answer(server, state.get(), std::move(f), ++answered % 2 == 1);
+      }
       state->immediate.Clear();
       // What the session says it holds is a count of bytes held: it never goes below zero.
       if (state->session()->held_bytes > (size_t{1} << 40)) __builtin_trap();
