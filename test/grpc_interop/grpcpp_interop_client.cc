@@ -363,25 +363,43 @@ class Interop {
     const std::string initial_value = "test_initial_metadata_value";
     const std::string trailing_key = "x-grpc-test-echo-trailing-bin";
     const std::string trailing_value = "\xab\xab\xab";
+    auto check = [&](grpc::ClientContext& ctx, const std::string& what) -> std::string {
+      std::optional<std::string> initial = Find(ctx.GetServerInitialMetadata(), initial_key);
+      if (initial != initial_value) {
+        return what + ": " + initial_key + " in the initial metadata is " +
+               (initial ? Quote(*initial) : "missing") + ", expected " + Quote(initial_value);
+      }
+      std::optional<std::string> trailing = Find(ctx.GetServerTrailingMetadata(), trailing_key);
+      if (trailing != trailing_value) {
+        return what + ": " + trailing_key + " in the trailing metadata is " +
+               (trailing ? Quote(*trailing) : "missing") + ", expected " + Quote(trailing_value);
+      }
+      return "";
+    };
+    {
+      grpc::ClientContext ctx;
+      SetDeadline(&ctx);
+      ctx.AddMetadata(initial_key, initial_value);
+      ctx.AddMetadata(trailing_key, trailing_value);
+      SimpleResponse rsp;
+      grpc::Status st = stub_->UnaryCall(&ctx, LargeRequest(), &rsp);
+      if (!st.ok()) return "UnaryCall: " + Describe(st);
+      if (std::string bad = CheckPayload(rsp, kResponseSize); !bad.empty()) return bad;
+      if (std::string bad = check(ctx, "UnaryCall"); !bad.empty()) return bad;
+    }
+    // The streaming half: a FullDuplexCall of one round.
     grpc::ClientContext ctx;
     SetDeadline(&ctx);
     ctx.AddMetadata(initial_key, initial_value);
     ctx.AddMetadata(trailing_key, trailing_value);
-    SimpleResponse rsp;
-    grpc::Status st = stub_->UnaryCall(&ctx, LargeRequest(), &rsp);
-    if (!st.ok()) return "UnaryCall: " + Describe(st);
-    if (std::string bad = CheckPayload(rsp, kResponseSize); !bad.empty()) return bad;
-    std::optional<std::string> initial = Find(ctx.GetServerInitialMetadata(), initial_key);
-    if (initial != initial_value) {
-      return initial_key + " in the initial metadata is " +
-             (initial ? Quote(*initial) : "missing") + ", expected " + Quote(initial_value);
+    auto stream = stub_->FullDuplexCall(&ctx);
+    if (std::string bad = Ping(stream.get(), 271828, 314159); !bad.empty()) {
+      return "FullDuplexCall: " + bad;
     }
-    std::optional<std::string> trailing = Find(ctx.GetServerTrailingMetadata(), trailing_key);
-    if (trailing != trailing_value) {
-      return trailing_key + " in the trailing metadata is " +
-             (trailing ? Quote(*trailing) : "missing") + ", expected " + Quote(trailing_value);
-    }
-    return "";
+    stream->WritesDone();
+    grpc::Status st = stream->Finish();
+    if (!st.ok()) return "FullDuplexCall: " + Describe(st);
+    return check(ctx, "FullDuplexCall");
   }
 
   std::string UnimplementedMethod() {

@@ -119,6 +119,7 @@ class TestServiceImpl final : public TestService::Service {
   grpc::Status StreamingOutputCall(
       grpc::ServerContext* ctx, const StreamingOutputCallRequest* req,
       grpc::ServerWriter<StreamingOutputCallResponse>* writer) override {
+    EchoMetadata(ctx);
     if (!Respond(ctx, *req, writer)) return grpc::Status(grpc::StatusCode::CANCELLED, "gone");
     return StatusAsked(*req);
   }
@@ -138,6 +139,7 @@ class TestServiceImpl final : public TestService::Service {
       grpc::ServerContext* ctx,
       grpc::ServerReaderWriter<StreamingOutputCallResponse, StreamingOutputCallRequest>* stream)
       override {
+    EchoMetadata(ctx);
     StreamingOutputCallRequest req;
     while (stream->Read(&req)) {
       if (req.has_response_status() && req.response_status().code() != 0) {
@@ -186,6 +188,16 @@ class TestServiceImpl final : public TestService::Service {
   }
 
  private:
+  // custom_metadata's echo: the initial key back in the headers, the -bin one in the trailers.
+  static void EchoMetadata(grpc::ServerContext* ctx) {
+    if (auto v = Metadata(ctx, kEchoInitial)) {
+      ctx->AddInitialMetadata(std::string(kEchoInitial), *v);
+    }
+    if (auto v = Metadata(ctx, kEchoTrailingBin)) {
+      ctx->AddTrailingMetadata(std::string(kEchoTrailingBin), *v);
+    }
+  }
+
   // The responses `req` asks for: one per ResponseParameters, `size` zero bytes each, after
   // `interval_us`; false if a write failed (the stream is gone).
   template <typename W>

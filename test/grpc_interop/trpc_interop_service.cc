@@ -29,6 +29,17 @@ using Writer = stream::AsyncStreamWriter<StreamingOutputCallResponse>;
 using Duplex =
     stream::AsyncStreamReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse>;
 
+// Metadata echo (custom_metadata): the initial key back in the headers, the -bin one in the
+// trailers.
+void EchoMetadata(const ServerContextPtr& ctx) {
+  if (const std::string* v = Find(ctx->GetPbReqTransInfo(), "x-grpc-test-echo-initial")) {
+    grpc::AddInitialMetadata(ctx.get(), "x-grpc-test-echo-initial", *v);
+  }
+  if (const std::string* v = Find(ctx->GetPbReqTransInfo(), "x-grpc-test-echo-trailing-bin")) {
+    ctx->AddRspTransInfo("x-grpc-test-echo-trailing-bin", *v);
+  }
+}
+
 // The responses `req` asks for, from its i-th parameter on: one per ResponseParameters, `size`
 // zero bytes each.
 template <typename W>
@@ -91,7 +102,8 @@ TestServiceImpl::TestServiceImpl() {
   const std::string prefix = "/grpc.testing.TestService/";
   AddAsyncServerStreamMethod<StreamingOutputCallRequest, StreamingOutputCallResponse>(
       prefix + "StreamingOutputCall",
-      [](const ServerContextPtr&, const StreamingOutputCallRequest& req, const Writer& w) {
+      [](const ServerContextPtr& ctx, const StreamingOutputCallRequest& req, const Writer& w) {
+        EchoMetadata(ctx);
         auto shared = std::make_shared<const StreamingOutputCallRequest>(req);
         return WriteResponses(w, shared, 0).Then([shared] { return StatusAsked(*shared); });
       });
@@ -105,8 +117,10 @@ TestServiceImpl::TestServiceImpl() {
         });
       });
   AddAsyncBidiStreamMethod<StreamingOutputCallRequest, StreamingOutputCallResponse>(
-      prefix + "FullDuplexCall",
-      [](const ServerContextPtr&, const Duplex& rw) { return FullDuplex(rw); });
+      prefix + "FullDuplexCall", [](const ServerContextPtr& ctx, const Duplex& rw) {
+        EchoMetadata(ctx);
+        return FullDuplex(rw);
+      });
   AddAsyncBidiStreamMethod<StreamingOutputCallRequest, StreamingOutputCallResponse>(
       prefix + "HalfDuplexCall", [](const ServerContextPtr&, const Duplex& rw) {
         return HalfDuplex(rw, std::make_shared<std::vector<StreamingOutputCallRequest>>());
@@ -144,14 +158,7 @@ Status TestServiceImpl::UnaryCall(ServerContextPtr ctx, const ::grpc::testing::S
   if (req->expect_compressed().value() && (info == nullptr || !info->compressed)) {
     return Status::AppError(3, "expected a compressed request");  // INVALID_ARGUMENT
   }
-  // Metadata echo (custom_metadata): the initial key back in the headers, the -bin one in the
-  // trailers.
-  if (const std::string* v = Find(ctx->GetPbReqTransInfo(), "x-grpc-test-echo-initial")) {
-    grpc::AddInitialMetadata(ctx.get(), "x-grpc-test-echo-initial", *v);
-  }
-  if (const std::string* v = Find(ctx->GetPbReqTransInfo(), "x-grpc-test-echo-trailing-bin")) {
-    ctx->AddRspTransInfo("x-grpc-test-echo-trailing-bin", *v);
-  }
+  EchoMetadata(ctx);
   if (req->has_response_status() && req->response_status().code() != 0) {
     return Status::AppError(req->response_status().code(), req->response_status().message());
   }

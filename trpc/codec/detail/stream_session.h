@@ -6,6 +6,7 @@
 
 #include "trpc/base/chain_buffer.h"
 #include "trpc/base/status.h"
+#include "trpc/codec/rpc_message.h"
 
 namespace trpc {
 
@@ -33,6 +34,17 @@ class StreamSession {
   virtual void Finish(uint32_t id, const Status& status, ChainBuffer* out) = 0;
   /// Streams open now.
   virtual size_t open_streams() const = 0;
+  /// Metadata for `id`'s start (before its first message or its end: gRPC's response headers)
+  /// and its end (just before Finish: gRPC's trailers). The default drops them (trpc's stream
+  /// frames carry none from a server).
+  virtual void SetInitialMetadata(uint32_t id, TransInfo&& md) {
+    (void)id;
+    (void)md;
+  }
+  virtual void SetTrailingMetadata(uint32_t id, TransInfo&& md) {
+    (void)id;
+    (void)md;
+  }
 };
 
 }  // namespace trpc

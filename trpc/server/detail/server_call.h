@@ -61,6 +61,8 @@ class ServerCall final : public ServerContext {
   using ServerContext::request;
   Connection* connection() const { return conn_.get(); }
   using ServerContext::SetDeadlineNs;
+  /// The response metadata the handler added (a stream's trailers take it).
+  using ServerContext::rsp_trans_info;
 
   // Set-up by the request path, on the loop thread.
   /// The service's filters (null or empty: none). The chain must outlive the call.

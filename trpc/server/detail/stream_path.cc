@@ -98,6 +98,12 @@ class StreamPath::ConnStreams final : public ServerStreamHost, public StreamLink
     Flush();
     return ok;
   }
+  void SetInitialMetadata(uint32_t id, TransInfo&& md) override {
+    session_->SetInitialMetadata(id, std::move(md));
+  }
+  void SetTrailingMetadata(uint32_t id, TransInfo&& md) override {
+    session_->SetTrailingMetadata(id, std::move(md));
+  }
   void Consumed(uint32_t id, size_t n) override {
     session_->Consumed(id, n, &out_);
     Flush();
@@ -247,6 +253,8 @@ void StreamPath::RunStream(const ServerContextPtr& ctx, StreamRpcMethodHandler* 
               static_cast<size_t>(model_->IndexOf(ServerCall::Of(*ctx).connection()->reactor())))
           .failed_requests.fetch_add(1, std::memory_order_relaxed);
     }
+    // The response metadata (AddRspTransInfo) goes as the stream's trailers.
+    core->SetTrailingMetadata(std::move(ServerCall::Of(*ctx).rsp_trans_info()));
     core->Finish(status);
     ServerCall::Of(*ctx).SendReply(status, nullptr);  // records the stream's end; sends nothing
   };

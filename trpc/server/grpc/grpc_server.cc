@@ -3,7 +3,9 @@
 #include <memory>
 
 #include "trpc/base/clock.h"
+#include "trpc/server/detail/server_call.h"
 #include "trpc/server/grpc/health.pb.h"
+#include "trpc/transport/detail/stream_core.h"
 
 namespace trpc::grpc {
 
@@ -38,6 +40,11 @@ void SetResponseCompression(ServerContext* ctx, std::string encoding) {
 }
 
 void AddInitialMetadata(ServerContext* ctx, std::string key, std::string value) {
+  if (const auto& stream = trpc::detail::ServerCall::Of(*ctx).stream()) {
+    // A streaming call's headers go with its first message.
+    stream->AddInitialMetadata(std::move(key), std::move(value));
+    return;
+  }
   if (GrpcReplyOptions* o = ReplyOptions(ctx)) {
     o->initial_metadata[std::move(key)] = std::move(value);
   }

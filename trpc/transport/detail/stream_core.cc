@@ -169,6 +169,38 @@ void StreamCore::ServeWriteWaiters() {
   serving_writes_ = false;
 }
 
+void StreamCore::AddInitialMetadata(std::string key, std::string value) {
+  std::lock_guard<fiber::Mutex> lock(mu_);
+  initial_md_[std::move(key)] = std::move(value);
+}
+
+void StreamCore::SetTrailingMetadata(StreamMetadata md) {
+  std::lock_guard<fiber::Mutex> lock(mu_);
+  trailing_md_ = std::move(md);
+}
+
+void StreamCore::SendInitialMetadataOnce() {
+  if (initial_sent_ || link_ == nullptr) return;
+  initial_sent_ = true;
+  StreamMetadata md;
+  {
+    std::lock_guard<fiber::Mutex> lock(mu_);
+    md.swap(initial_md_);
+  }
+  if (!md.empty()) link_->SetInitialMetadata(id_, std::move(md));
+}
+
+void StreamCore::FinishOnLink(const Status& status) {
+  SendInitialMetadataOnce();
+  StreamMetadata md;
+  {
+    std::lock_guard<fiber::Mutex> lock(mu_);
+    md.swap(trailing_md_);
+  }
+  if (!md.empty()) link_->SetTrailingMetadata(id_, std::move(md));
+  link_->Finish(this, status);
+}
+
 void StreamCore::Finish(const Status& status) {
   {
     std::lock_guard<fiber::Mutex> lock(mu_);
@@ -182,7 +214,7 @@ void StreamCore::Finish(const Status& status) {
       self->finish_status_ = status;
       return;
     }
-    self->link_->Finish(self.get(), status);
+    self->FinishOnLink(status);
   });
 }
 
@@ -204,6 +236,7 @@ void StreamCore::SendOrPark(ChainBuffer&& msg) {
   if (link_ != nullptr) {
     if (parked_.empty() && link_->CanSend(id_)) {
       std::string err;
+      SendInitialMetadataOnce();
       if (!link_->SendMessage(id_, std::move(msg), &err)) {
         TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "stream {}: a message was not sent: {}", id_,
                           err);
@@ -231,6 +264,7 @@ void StreamCore::OnWritable() {
     ChainBuffer msg = std::move(parked_.front());
     parked_.pop_front();
     std::string err;
+    SendInitialMetadataOnce();
     if (!link_->SendMessage(id_, std::move(msg), &err)) {
       TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "stream {}: a message was not sent: {}", id_, err);
     }
@@ -247,7 +281,7 @@ void StreamCore::OnWritable() {
   ServeWriteWaiters();
   if (finish_pending_ && link_ != nullptr && parked_.empty()) {
     finish_pending_ = false;
-    link_->Finish(this, finish_status_);
+    FinishOnLink(finish_status_);
   }
 }
 

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +18,10 @@
 namespace trpc::detail {
 
 class StreamLink;
+
+/// A stream's metadata, key to value (the type of the codecs' TransInfo; transport names no
+/// codec).
+using StreamMetadata = std::map<std::string, std::string>;
 
 /// The framework codes one side's stream ends report (trpc.proto's numbers, 2xx on the server,
 /// 3xx on the client).
@@ -101,6 +106,10 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   void Finish(const Status& status);
   /// Ends the stream both ways with `status` (a reset), whether or not our side has finished.
   void Reset(const Status& status);
+  /// Metadata for the stream's start (gRPC's response headers), added before the first Write;
+  /// and for its end (gRPC's trailers), set before Finish. Protocols without them drop them.
+  void AddInitialMetadata(std::string key, std::string value);
+  void SetTrailingMetadata(StreamMetadata md);
 
   // ---- The loop's side (the connection's loop thread). ----
   /// Links the stream to its connection's streams, before the handler starts; `flow_control`:
@@ -168,6 +177,8 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   size_t unreported_ = 0;       // consumed bytes not yet reported to the loop
   size_t queued_bytes_ = 0;     // posted by Write(), not yet sent or parked by the loop
   bool blocked_ = false;        // a message is parked for want of window
+  StreamMetadata initial_md_;   // until the first message or the end goes to the link
+  StreamMetadata trailing_md_;  // until the end goes to the link
   std::optional<Promise<ChainBuffer>> read_waiter_;  // an AsyncRead() waiting for a message
   std::deque<PendingWrite> write_waiters_;           // AsyncWrite()s waiting for room
 
@@ -177,7 +188,12 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   std::deque<ChainBuffer> parked_;
   bool finish_pending_ = false;  // Finish() came while messages were parked
   bool serving_writes_ = false;  // ServeWriteWaiters() is running
+  bool initial_sent_ = false;    // the initial metadata went to the link
   Status finish_status_;
+  // Loop: hands the initial metadata to the link once, before the first message or the end.
+  void SendInitialMetadataOnce();
+  // Loop: our side's end to the link, trailers first.
+  void FinishOnLink(const Status& status);
 };
 
 /// What a stream needs of its connection's stream table, on the loop thread (StreamPath's
@@ -192,6 +208,16 @@ class StreamLink {
   /// `core` parked a message for want of room in the connection's output (a stream without
   /// flow control): call its OnWritable() again once the output has drained.
   virtual void WatchBacklog(StreamCore* core) = 0;
+  /// Metadata for stream `id`'s start (before its first message or its end) and its end (just
+  /// before Finish); a protocol without them ignores them.
+  virtual void SetInitialMetadata(uint32_t id, StreamMetadata&& md) {
+    (void)id;
+    (void)md;
+  }
+  virtual void SetTrailingMetadata(uint32_t id, StreamMetadata&& md) {
+    (void)id;
+    (void)md;
+  }
 
  protected:
   ~StreamLink() = default;

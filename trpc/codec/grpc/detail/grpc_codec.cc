@@ -33,10 +33,9 @@ bool IsReservedKey(std::string_view k) {
          k == "te" || k == "user-agent" || k == "host" || k == "connection";
 }
 
-// trans_info -> header fields: keys lower-cased and checked, "-bin" values base64, other values
-// printable ASCII only (what HTTP/2 field values allow). Entries that cannot be sent are
-// skipped.
-void ToHeaders(const TransInfo& info, Pairs* out) {
+}  // namespace
+
+void detail::ToHeaders(const TransInfo& info, Pairs* out) {
   for (const auto& [key, value] : info) {
     std::string k = key;
     bool ok = true;
@@ -57,6 +56,8 @@ void ToHeaders(const TransInfo& info, Pairs* out) {
     if (ok) out->emplace_back(std::move(k), value);
   }
 }
+
+namespace {
 
 // Header fields -> trans_info ("-bin" values decoded; undecodable ones dropped).
 void FromHeaders(Pairs&& fields, TransInfo* out) {
@@ -202,8 +203,8 @@ bool GrpcServerCodec::EncodeResponse(RpcResponse* rsp,
   reply->grpc_status = code;
   if (code != kGrpcOk) reply->grpc_message = detail::PercentEncode(rsp->error_msg);
   reply->encoding = std::move(encoding);
-  if (opts != nullptr) ToHeaders(opts->initial_metadata, &reply->initial);
-  ToHeaders(rsp->trans_info, &reply->trailing);
+  if (opts != nullptr) detail::ToHeaders(opts->initial_metadata, &reply->initial);
+  detail::ToHeaders(rsp->trans_info, &reply->trailing);
   out->Append(std::move(payload));
   out->SetMeta(std::move(reply));
   return true;
@@ -322,7 +323,7 @@ bool GrpcClientCodec::EncodeRequest(RpcRequest* req, const google::protobuf::Mes
   call->authority = req->authority;
   if (req->timeout_ms > 0) call->timeout = detail::FormatTimeout(req->timeout_ms);
   call->encoding = std::move(encoding);
-  ToHeaders(req->trans_info, &call->metadata);
+  detail::ToHeaders(req->trans_info, &call->metadata);
   out->Append(std::move(payload));
   out->SetMeta(std::move(call));
   return true;

@@ -45,6 +45,18 @@ size_t GrpcServerStreamSession::open_streams() const {
   return h2_ != nullptr ? h2_->open_streaming() : 0;
 }
 
+void GrpcServerStreamSession::SetInitialMetadata(uint32_t id, TransInfo&& md) {
+  Pairs fields;
+  ToHeaders(md, &fields);
+  if (h2_ != nullptr) h2_->StreamSetMetadata(static_cast<int32_t>(id), std::move(fields), false);
+}
+
+void GrpcServerStreamSession::SetTrailingMetadata(uint32_t id, TransInfo&& md) {
+  Pairs fields;
+  ToHeaders(md, &fields);
+  if (h2_ != nullptr) h2_->StreamSetMetadata(static_cast<int32_t>(id), std::move(fields), true);
+}
+
 void GrpcServerStreamSession::Accept(uint32_t id, ChainBuffer* out) {
   (void)out;
   h2_->StreamAccept(static_cast<int32_t>(id));

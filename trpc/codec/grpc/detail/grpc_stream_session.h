@@ -30,6 +30,10 @@ class GrpcServerStreamSession final : public ServerStreamSession {
   /// Trailers with the status's gRPC code (docs/grpc.md's table) after what is queued.
   void Finish(uint32_t id, const Status& status, ChainBuffer* out) override;
   size_t open_streams() const override;
+  /// Response headers, and trailers after grpc-status (keys and values as unary calls send
+  /// them: docs/grpc.md).
+  void SetInitialMetadata(uint32_t id, TransInfo&& md) override;
+  void SetTrailingMetadata(uint32_t id, TransInfo&& md) override;
 
   bool OnFrame(ChainBuffer&& frame, ServerStreamHost* host, ChainBuffer* out,
                std::string* err) override;

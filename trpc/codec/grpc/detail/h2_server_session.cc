@@ -286,14 +286,23 @@ bool H2ServerSession::StreamCanSend(int32_t stream_id) {
   return false;
 }
 
+void H2ServerSession::StreamSetMetadata(int32_t stream_id, Pairs&& fields, bool trailing) {
+  Stream* s = streams_.Find(stream_id);
+  if (s == nullptr || !s->streaming || s->answered) return;
+  Pairs& to = trailing ? s->trailing : s->initial;
+  for (auto& kv : fields) to.push_back(std::move(kv));
+}
+
 void H2ServerSession::SubmitStreamHeaders(Stream* s, int32_t stream_id) {
   s->headers_sent = true;
   s->more_data = true;
-  nghttp2_nv nv[] = {MakeNv(":status", "200"), MakeNv("content-type", "application/grpc"),
-                     MakeNv("grpc-accept-encoding", "identity,deflate,gzip")};
+  std::vector<nghttp2_nv> nv = {MakeNv(":status", "200"),
+                                MakeNv("content-type", "application/grpc"),
+                                MakeNv("grpc-accept-encoding", "identity,deflate,gzip")};
+  for (const auto& [k, v] : s->initial) nv.push_back(MakeNv(k, v));
   nghttp2_data_provider prd{};
   prd.read_callback = ReadDataCallback;
-  nghttp2_submit_response(session_, stream_id, nv, 3, &prd);
+  nghttp2_submit_response(session_, stream_id, nv.data(), nv.size(), &prd);
 }
 
 bool H2ServerSession::StreamSend(int32_t stream_id, ChainBuffer&& msg, ChainBuffer* out,
@@ -355,10 +364,13 @@ void H2ServerSession::StreamFinish(int32_t stream_id, int grpc_status, const std
                                   MakeNv("content-type", "application/grpc"),
                                   MakeNv("grpc-status", code)};
     if (!text.empty()) nv.push_back(MakeNv("grpc-message", text));
+    for (const auto& [k, v] : s->initial) nv.push_back(MakeNv(k, v));
+    for (const auto& [k, v] : s->trailing) nv.push_back(MakeNv(k, v));
     nghttp2_submit_response(session_, stream_id, nv.data(), nv.size(), nullptr);
   } else {
     s->trailers.emplace_back("grpc-status", std::move(code));
     if (!text.empty()) s->trailers.emplace_back("grpc-message", std::move(text));
+    for (auto& kv : s->trailing) s->trailers.push_back(std::move(kv));
     s->more_data = false;
     ResumeData(stream_id, s);
   }

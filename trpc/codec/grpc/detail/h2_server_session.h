@@ -48,6 +48,9 @@ class H2ServerSession final : public H2Session {
   /// further messages are refused (RST_STREAM NO_ERROR once the trailers are out).
   void StreamFinish(int32_t stream_id, int grpc_status, const std::string& message,
                     ChainBuffer* out);
+  /// Metadata for the stream's response headers (`trailing` false: before its first message or
+  /// end) or its trailers (after grpc-status).
+  void StreamSetMetadata(int32_t stream_id, Pairs&& fields, bool trailing);
   /// Streaming calls open now.
   size_t open_streaming() const { return open_streaming_; }
 
@@ -88,6 +91,8 @@ class H2ServerSession final : public H2Session {
     bool remote_ended = false;   // the client half-closed, or the end event went up
     bool want_writable = false;  // a writer waits for window (StreamCanSend said no)
     std::string encoding;        // grpc-encoding of the client's messages
+    Pairs initial;               // response headers' metadata (StreamSetMetadata)
+    Pairs trailing;              // trailers' metadata
     // The messages handed up and not yet reported consumed: their sizes as handed up and as
     // received (compressed), oldest first; `consumed_carry`: reported bytes not yet matched.
     std::deque<std::pair<size_t, size_t>> credit;
