@@ -27,6 +27,7 @@
 #include "test/common/test_runtime.h"
 #include "test/common/thread_model_yaml.h"
 #include "test/grpc_interop/trpc_interop_service.h"
+#include "trpc/client/client_stream.h"
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
 #include "trpc/runtime/detail/runtime.h"
@@ -39,6 +40,8 @@ namespace {
 using ::grpc::testing::Empty;
 using ::grpc::testing::SimpleRequest;
 using ::grpc::testing::SimpleResponse;
+using ::grpc::testing::StreamingOutputCallRequest;
+using ::grpc::testing::StreamingOutputCallResponse;
 using ::grpc::testing::TestServiceServiceProxy;
 using ::grpc::testing::UnimplementedServiceServiceProxy;
 
@@ -292,6 +295,72 @@ TEST_F(GrpcInteropTest, H2loadGetsGrpcStatusOk) {
   const auto after = adapter->stats();
   EXPECT_EQ(after.requests - before.requests, 2000u);
   EXPECT_EQ(after.failed_requests, before.failed_requests);
+}
+
+// FullDuplexCall's ping_pong over a trpc stream, with our client: 4 rounds, then the end.
+void TrpcPingPong(const std::shared_ptr<TestServiceServiceProxy>& proxy) {
+  ClientContextPtr ctx = MakeClientContext();
+  ctx->SetFuncName("/grpc.testing.TestService/FullDuplexCall");
+  stream::ClientStream opened;
+  Status st = proxy->OpenStream(ctx, &opened);
+  ASSERT_TRUE(st.OK()) << st.ToString();
+  stream::ClientReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse> rw(
+      std::move(opened));
+  const int rsp_sizes[] = {31415, 9, 2653, 58979};
+  const int req_sizes[] = {27182, 8, 1828, 45904};
+  for (int i = 0; i < 4; ++i) {
+    StreamingOutputCallRequest req;
+    req.add_response_parameters()->set_size(rsp_sizes[i]);
+    req.mutable_payload()->set_body(std::string(static_cast<size_t>(req_sizes[i]), '\0'));
+    ASSERT_TRUE(rw.Write(req).OK());
+    StreamingOutputCallResponse rsp;
+    st = rw.Read(&rsp);
+    ASSERT_TRUE(st.OK()) << st.ToString();
+    EXPECT_EQ(rsp.payload().body().size(), static_cast<size_t>(rsp_sizes[i]));
+  }
+  ASSERT_TRUE(rw.WritesDone().OK());
+  StreamingOutputCallResponse rsp;
+  EXPECT_TRUE(rw.Read(&rsp).StreamEof());
+  st = rw.Finish();
+  EXPECT_TRUE(st.OK()) << st.ToString();
+}
+
+TEST_F(GrpcInteropTest, OurTrpcStreamAgainstOurServer) {
+  TrpcPingPong(MakeProxy<TestServiceServiceProxy>(trpc_addr_, "trpc"));
+}
+
+// trpc_interop_server, the standalone form of this service, in this test's model: the real
+// clients over gRPC, ours over trpc.
+TEST_F(GrpcInteropTest, StandaloneInteropServer) {
+  ChildServer child;
+  std::string ready = child.Start({TRPC_INTEROP_SERVER_PATH, "--model", Model()});
+  ASSERT_FALSE(ready.empty());
+  // "grpc IP:PORT trpc IP:PORT"
+  char grpc_addr[64] = {0}, trpc_addr[64] = {0};
+  ASSERT_EQ(std::sscanf(ready.c_str(), "grpc %63s trpc %63s", grpc_addr, trpc_addr), 2) << ready;
+#ifdef GRPCPP_INTEROP_CLIENT_PATH
+  std::string out;
+  EXPECT_EQ(
+      RunShell(fmt::format("{} --server={} --test_case=all", GRPCPP_INTEROP_CLIENT_PATH, grpc_addr),
+               &out),
+      0)
+      << out;
+#endif
+  std::string probe;
+  if (RunShell("/usr/bin/python3 -c 'import grpc'", &probe) == 0) {
+    std::string py;
+    EXPECT_EQ(RunShell(fmt::format("/usr/bin/python3 {} --server {} --test_case all",
+                                   GRPCIO_CLIENT_PY, grpc_addr),
+                       &py),
+              0)
+        << py;
+  }
+  RunOurClientCases(grpc_addr);
+  TrpcPingPong(MakeProxy<TestServiceServiceProxy>(trpc_addr, "trpc"));
+  child.Stop();
+#ifndef GRPCPP_INTEROP_CLIENT_PATH
+  TRPC_SKIP_WITHOUT_PEER("grpcpp_interop_client not built (Debian: libgrpc++-dev)");
+#endif
 }
 
 TEST_F(GrpcInteropTest, SameImplementationServesTrpc) {
