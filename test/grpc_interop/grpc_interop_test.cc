@@ -33,6 +33,7 @@
 #include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/detail/service_adapter.h"
 #include "trpc/server/server.h"
+#include "trpc/transport/detail/stream_core.h"
 
 namespace trpc::test::interop {
 namespace {
@@ -361,6 +362,33 @@ TEST_F(GrpcInteropTest, StandaloneInteropServer) {
 #ifndef GRPCPP_INTEROP_CLIENT_PATH
   TRPC_SKIP_WITHOUT_PEER("grpcpp_interop_client not built (Debian: libgrpc++-dev)");
 #endif
+}
+
+// A client in another process that stops reading (stalled_reader.py, raw HTTP/2 with 65535-byte
+// windows) while the server's handler is offered 64 MB: the writer is held to the client's
+// window plus the writer's constant; once the client reads, every message arrives.
+TEST_F(GrpcInteropTest, GrpcStreamWriterFacingAStoppedReaderHoldsAtMostTheWindow) {
+  const uint64_t before = TestServiceImpl::responses_written();
+  std::string out;
+  std::thread client([&] {
+    RunShell(fmt::format("/usr/bin/python3 {} --server {} --count 1024 --size 65536 "
+                         "--stall-ms 1500",
+                         STALLED_READER_PY, grpc_addr_),
+             &out);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  const uint64_t held = TestServiceImpl::responses_written() - before;
+  const uint64_t msg = 65536 + 8 + 5;  // a response's bytes on the wire (protobuf, prefix)
+  const uint64_t bound = (65535 + detail::StreamCore::kMaxQueuedBytes) / msg + 3;
+  EXPECT_LE(held, bound) << "responses taken by Write() while the reader gave no window";
+  EXPECT_GE(held, 1u);
+  client.join();
+  EXPECT_NE(out.find(fmt::format("received 1024 messages {} bytes end 0", 1024 * msg)),
+            std::string::npos)
+      << out;
+  std::printf("held while stalled: %llu responses (bound %llu)\n",
+              static_cast<unsigned long long>(held), static_cast<unsigned long long>(bound));
+  EXPECT_EQ(TestServiceImpl::responses_written() - before, 1024u);
 }
 
 TEST_F(GrpcInteropTest, SameImplementationServesTrpc) {

@@ -40,6 +40,8 @@ void EchoMetadata(const ServerContextPtr& ctx) {
   }
 }
 
+std::atomic<uint64_t> g_responses_written{0};
+
 // The responses `req` asks for, from its i-th parameter on: one per ResponseParameters, `size`
 // zero bytes each.
 template <typename W>
@@ -49,7 +51,10 @@ Future<> WriteResponses(W w, std::shared_ptr<const StreamingOutputCallRequest> r
   rsp.mutable_payload()->set_type(::grpc::testing::COMPRESSABLE);
   rsp.mutable_payload()->set_body(
       std::string(static_cast<size_t>(req->response_parameters(i).size()), '\0'));
-  return w.Write(rsp).Then([w, req, i] { return WriteResponses(w, req, i + 1); });
+  return w.Write(rsp).Then([w, req, i] {
+    g_responses_written.fetch_add(1, std::memory_order_relaxed);
+    return WriteResponses(w, req, i + 1);
+  });
 }
 
 // An EchoStatus asked for, as the stream's end.
@@ -97,6 +102,10 @@ Future<> HalfDuplex(Duplex rw, std::shared_ptr<std::vector<StreamingOutputCallRe
 }
 
 }  // namespace
+
+uint64_t TestServiceImpl::responses_written() {
+  return g_responses_written.load(std::memory_order_relaxed);
+}
 
 TestServiceImpl::TestServiceImpl() {
   const std::string prefix = "/grpc.testing.TestService/";

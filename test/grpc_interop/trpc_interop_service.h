@@ -26,6 +26,10 @@ class TestServiceImpl final : public ::grpc::testing::TestService {
                    ::grpc::testing::SimpleResponse* rsp) override;
   // UnimplementedCall stays unimplemented: the generated default answers 12 (UNIMPLEMENTED).
 
+  /// Streaming responses whose Write() completed (taken within the writer's bound), in this
+  /// process.
+  static uint64_t responses_written();
+
   uint64_t cancelled_seen() const { return cancelled_.load(std::memory_order_relaxed); }
 
  private:
