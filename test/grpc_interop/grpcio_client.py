@@ -1,25 +1,35 @@
 #!/usr/bin/python3
 """grpcio_client.py --server HOST:PORT --test_case all|NAME: a second reference client for our
-gRPC server, on Debian's python3-grpcio (a C-core client, but not grpc++). It runs the unary
-interop cases empty_unary, large_unary, custom_metadata, status_code_and_message and
-unimplemented_method of gRPC's interop-test-descriptions.md against grpc.testing.TestService.
+gRPC server, on Debian's python3-grpcio (a C-core client, but not grpc++). It runs these interop
+cases of gRPC's interop-test-descriptions.md against grpc.testing.TestService: the unary
+empty_unary, large_unary, custom_metadata, status_code_and_message (unary and full duplex) and
+unimplemented_method, then the streaming client_streaming, server_streaming, ping_pong,
+empty_stream, cancel_after_begin, cancel_after_first_response and
+timeout_on_sleeping_server_streaming.
 
 Debian ships no generated Python stubs (and grpcio-tools is not needed): the few messages are
-encoded and decoded by hand below, and the calls go through channel.unary_unary() with bytes in
-and out. Field numbers are those of grpc-proto's grpc/testing/messages.proto.
+encoded and decoded by hand below, and the calls go through channel.unary_unary(),
+unary_stream(), stream_unary() and stream_stream() with bytes in and out. Field numbers are those
+of grpc-proto's grpc/testing/messages.proto.
 
 Prints "PASS <case>" or "FAIL <case>: <why>" per case; exits 0 only if every case passed (1
-otherwise, 2 on bad usage). Every call has a 10 s deadline.
+otherwise, 2 on bad usage). Every call has a 10 s deadline (timeout_on_sleeping_server_streaming:
+1 ms), and every request iterator that waits gives up after 10 s, so a run cannot hang.
 """
 
 import argparse
+import queue
 import sys
+import threading
 
 import grpc
 
 DEADLINE_S = 10.0
 REQUEST_SIZE = 271828
 RESPONSE_SIZE = 314159
+# The streaming cases' sizes, from interop-test-descriptions.md.
+STREAM_REQUEST_SIZES = [27182, 8, 1828, 45904]
+STREAM_RESPONSE_SIZES = [31415, 9, 2653, 58979]
 SERVICE = "/grpc.testing.TestService/"
 
 # Wire types.
@@ -72,6 +82,58 @@ def simple_request(response_size=0, body=None, status=None):
     return out
 
 
+def streaming_output_request(response_sizes=(), body=None, status=None):
+    # StreamingOutputCallRequest: response_type = 1 (COMPRESSABLE, the default),
+    # response_parameters = 2 (repeated ResponseParameters: size = 1, interval_us = 2),
+    # payload = 3, response_status = 7 (EchoStatus: code = 1, message = 2).
+    out = b""
+    for size in response_sizes:
+        out += len_field(2, varint_field(1, size) if size else b"")
+    if body is not None:
+        out += len_field(3, payload(body))
+    if status is not None:
+        code, message = status
+        out += len_field(7, varint_field(1, code) + len_field(2, message.encode("utf-8")))
+    return out
+
+
+def streaming_input_request(body):
+    # StreamingInputCallRequest: payload = 1.
+    return len_field(1, payload(body))
+
+
+class Requests:
+    """A request iterator fed from another thread: put() a request, close() to half-close.
+
+    Waits at most DEADLINE_S for each next request, then ends (half-closes) by itself."""
+
+    def __init__(self):
+        self._queue = queue.Queue()
+
+    def put(self, request):
+        self._queue.put(request)
+
+    def close(self):
+        self._queue.put(None)
+
+    def __iter__(self):
+        while True:
+            try:
+                request = self._queue.get(timeout=DEADLINE_S)
+            except queue.Empty:
+                return
+            if request is None:
+                return
+            yield request
+
+
+def then_block(requests, release):
+    """Yields `requests`, then blocks until `release` (a threading.Event) is set or DEADLINE_S
+    has passed, and only then half-closes."""
+    yield from requests
+    release.wait(DEADLINE_S)
+
+
 def parse(data):
     """The fields of one protobuf message: {field number: [values]} (ints or bytes)."""
     fields = {}
@@ -113,7 +175,8 @@ def parse(data):
 
 
 def check_payload(response, size):
-    """'' if a SimpleResponse's payload (field 1) is `size` zero bytes, else what is wrong."""
+    """'' if a SimpleResponse's or StreamingOutputCallResponse's payload (field 1) is `size` zero
+    bytes, else what is wrong."""
     fields = parse(response)
     payload_fields = parse(fields[1][-1]) if 1 in fields else {}
     if payload_fields.get(1, [0])[-1] != 0:
@@ -145,6 +208,15 @@ class Interop:
         """(response bytes, call) of a unary call; raises grpc.RpcError if it fails."""
         stub = self.channel.unary_unary(SERVICE + method)
         return stub.with_call(request, timeout=DEADLINE_S, metadata=metadata)
+
+    def client_stream(self, method):
+        return self.channel.stream_unary(SERVICE + method)
+
+    def server_stream(self, method):
+        return self.channel.unary_stream(SERVICE + method)
+
+    def bidi_stream(self, method):
+        return self.channel.stream_stream(SERVICE + method)
 
     def empty_unary(self):
         try:
@@ -187,10 +259,21 @@ class Interop:
         try:
             self.call("UnaryCall", simple_request(status=(code, message)))
         except grpc.RpcError as err:
+            if err.code().value[0] != code or err.details() != message:
+                return "UnaryCall: %s, expected status %d %r" % (describe(err), code, message)
+        else:
+            return "UnaryCall succeeded, expected status %d %r" % (code, message)
+        # The streaming half: one request asking for the status, then half-close.
+        call = self.bidi_stream("FullDuplexCall")(
+            iter([streaming_output_request(status=(code, message))]), timeout=DEADLINE_S)
+        try:
+            responses = list(call)
+        except grpc.RpcError as err:
             if err.code().value[0] == code and err.details() == message:
                 return ""
-            return "UnaryCall: %s, expected status %d %r" % (describe(err), code, message)
-        return "UnaryCall succeeded, expected status %d %r" % (code, message)
+            return "FullDuplexCall: %s, expected status %d %r" % (describe(err), code, message)
+        return "FullDuplexCall succeeded with %d responses, expected status %d %r" % (
+            len(responses), code, message)
 
     def unimplemented_method(self):
         try:
@@ -202,10 +285,136 @@ class Interop:
                     % describe(err))
         return "grpc.testing.TestService/UnimplementedCall succeeded, expected UNIMPLEMENTED"
 
+    def client_streaming(self):
+        requests = [streaming_input_request(bytes(n)) for n in STREAM_REQUEST_SIZES]
+        try:
+            response, _ = self.client_stream("StreamingInputCall").with_call(
+                iter(requests), timeout=DEADLINE_S)
+        except grpc.RpcError as err:
+            return "StreamingInputCall: " + describe(err)
+        got = parse(response).get(1, [0])[-1]
+        want = sum(STREAM_REQUEST_SIZES)
+        if got != want:
+            return "aggregated_payload_size is %d, expected %d" % (got, want)
+        return ""
+
+    def server_streaming(self):
+        call = self.server_stream("StreamingOutputCall")(
+            streaming_output_request(STREAM_RESPONSE_SIZES), timeout=DEADLINE_S)
+        try:
+            responses = list(call)
+        except grpc.RpcError as err:
+            return "StreamingOutputCall: " + describe(err)
+        if call.code() != grpc.StatusCode.OK:
+            return "StreamingOutputCall: status %s %r, expected OK" % (
+                call.code().name, call.details())
+        if len(responses) != len(STREAM_RESPONSE_SIZES):
+            return "%d responses, expected %d" % (len(responses), len(STREAM_RESPONSE_SIZES))
+        for i, (response, size) in enumerate(zip(responses, STREAM_RESPONSE_SIZES)):
+            bad = check_payload(response, size)
+            if bad:
+                return "response %d: %s" % (i, bad)
+        return ""
+
+    def ping_pong(self):
+        requests = Requests()
+        call = self.bidi_stream("FullDuplexCall")(iter(requests), timeout=DEADLINE_S)
+        try:
+            for i, (out, back) in enumerate(zip(STREAM_REQUEST_SIZES, STREAM_RESPONSE_SIZES)):
+                requests.put(streaming_output_request([back], bytes(out)))
+                try:
+                    response = next(call)
+                except StopIteration:
+                    return "the stream ended after %d responses, expected %d" % (
+                        i, len(STREAM_RESPONSE_SIZES))
+                bad = check_payload(response, back)
+                if bad:
+                    return "response %d: %s" % (i, bad)
+            requests.close()
+            extra = list(call)
+            if extra:
+                return "%d more responses after the half-close, expected none" % len(extra)
+        except grpc.RpcError as err:
+            return "FullDuplexCall: " + describe(err)
+        finally:
+            requests.close()
+        if call.code() != grpc.StatusCode.OK:
+            return "FullDuplexCall: status %s %r, expected OK" % (call.code().name, call.details())
+        return ""
+
+    def empty_stream(self):
+        call = self.bidi_stream("FullDuplexCall")(iter([]), timeout=DEADLINE_S)
+        try:
+            responses = list(call)
+        except grpc.RpcError as err:
+            return "FullDuplexCall: " + describe(err)
+        if responses:
+            return "%d responses, expected none" % len(responses)
+        if call.code() != grpc.StatusCode.OK:
+            return "FullDuplexCall: status %s %r, expected OK" % (call.code().name, call.details())
+        return ""
+
+    def cancel_after_begin(self):
+        release = threading.Event()
+        try:
+            future = self.client_stream("StreamingInputCall").future(
+                then_block([], release), timeout=DEADLINE_S)
+            future.cancel()
+            code = future.code()
+        finally:
+            release.set()
+        if code != grpc.StatusCode.CANCELLED:
+            return "StreamingInputCall: status %s %r, expected CANCELLED" % (
+                code.name, future.details())
+        return ""
+
+    def cancel_after_first_response(self):
+        requests = Requests()
+        call = self.bidi_stream("FullDuplexCall")(iter(requests), timeout=DEADLINE_S)
+        try:
+            requests.put(streaming_output_request(
+                [STREAM_RESPONSE_SIZES[0]], bytes(STREAM_REQUEST_SIZES[0])))
+            try:
+                response = next(call)
+            except StopIteration:
+                return "the stream ended without a response"
+            except grpc.RpcError as err:
+                return "FullDuplexCall: " + describe(err)
+            bad = check_payload(response, STREAM_RESPONSE_SIZES[0])
+            if bad:
+                return bad
+            call.cancel()
+        finally:
+            requests.close()
+        if call.code() != grpc.StatusCode.CANCELLED:
+            return "FullDuplexCall: status %s %r, expected CANCELLED" % (
+                call.code().name, call.details())
+        return ""
+
+    def timeout_on_sleeping_server_streaming(self):
+        release = threading.Event()
+        try:
+            call = self.bidi_stream("FullDuplexCall")(
+                then_block([streaming_output_request(body=bytes(STREAM_REQUEST_SIZES[0]))],
+                           release),
+                timeout=0.001)
+            try:
+                responses = list(call)
+            except grpc.RpcError as err:
+                if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                    return ""
+                return "FullDuplexCall: %s, expected DEADLINE_EXCEEDED (4)" % describe(err)
+        finally:
+            release.set()
+        return "FullDuplexCall succeeded with %d responses, expected DEADLINE_EXCEEDED" % len(
+            responses)
+
 
 # In the order `all` runs them.
 CASES = ["empty_unary", "large_unary", "custom_metadata", "status_code_and_message",
-         "unimplemented_method"]
+         "unimplemented_method", "client_streaming", "server_streaming", "ping_pong",
+         "empty_stream", "cancel_after_begin", "cancel_after_first_response",
+         "timeout_on_sleeping_server_streaming"]
 
 
 def main():

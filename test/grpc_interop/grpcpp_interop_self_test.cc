@@ -38,8 +38,18 @@ constexpr const char* kAllCases[] = {"empty_unary",
                                      "cancel_after_begin",
                                      "cancel_after_first_response",
                                      "timeout_on_sleeping_server_streaming"};
-constexpr const char* kPythonCases[] = {"empty_unary", "large_unary", "custom_metadata",
-                                        "status_code_and_message", "unimplemented_method"};
+constexpr const char* kPythonCases[] = {"empty_unary",
+                                        "large_unary",
+                                        "custom_metadata",
+                                        "status_code_and_message",
+                                        "unimplemented_method",
+                                        "client_streaming",
+                                        "server_streaming",
+                                        "ping_pong",
+                                        "empty_stream",
+                                        "cancel_after_begin",
+                                        "cancel_after_first_response",
+                                        "timeout_on_sleeping_server_streaming"};
 
 // Forks and execs `args`, its stdout into a pipe (read end in `*out_fd`); stderr is the test's.
 pid_t Spawn(std::vector<std::string> args, int* out_fd) {
