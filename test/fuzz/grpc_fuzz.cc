@@ -77,7 +77,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // use them), so its streams run both ways: unary calls and streaming calls.
   static std::shared_ptr<trpc::ServerCodec> with_streams =
       trpc::grpc::GrpcServerCodec().WithStreamMethods(
-          {"/trpc.test.helloworld.Greeter/SayHello", "/pkg.Svc/Method", "/a"});
+          {"/trpc.test.helloworld.Greeter/SayHello", "/pkg.Svc/Method", "/a"}, nullptr);
   static trpc::grpc::GrpcServerCodec& server =
       static_cast<trpc::grpc::GrpcServerCodec&>(*with_streams);
   static trpc::grpc::GrpcClientCodec client;

@@ -584,10 +584,11 @@ void ServiceProxy::Impl::AsyncOpenStream(
   // has no deadline: it lasts as long as both ends keep it).
   const int64_t open_deadline = TransportDeadline(deadline, now);
   auto head = std::make_shared<RpcRequest>(std::move(req));
+  head->authority = backend->name;  // (gRPC's :authority; `backend` is kept below)
   sender_->WithConnection(
       PickReactor(), backend, slot,
-      [this, head, open_deadline, done = std::move(done)](ClientConnection* conn,
-                                                          const Status& cst) {
+      [this, head, backend, open_deadline, done = std::move(done)](ClientConnection* conn,
+                                                                   const Status& cst) {
         if (conn == nullptr) {
           done(cst, nullptr);
           return;
@@ -607,7 +608,11 @@ void ServiceProxy::Impl::AsyncOpenStream(
               done(opened, opened.OK() ? *core_slot : nullptr);
             },
             &st);
-        if (*core_slot == nullptr) done(st, nullptr);
+        if (*core_slot == nullptr) {
+          done(st, nullptr);
+        } else if (streams->opens_at_once()) {
+          done(kSuccStatus, *core_slot);
+        }
       });
 }
 

@@ -306,11 +306,14 @@ bool Server::StartServices(std::string* err) {
     }
     {
       std::vector<std::string> stream_funcs;
+      std::vector<std::string> all_funcs;
       it->second->ForEachMethod([&](const std::string& name, const RpcMethodHandler* h) {
         if (h->IsStream()) stream_funcs.push_back(name);
+        all_funcs.push_back(name);
       });
-      if (!stream_funcs.empty()) {
-        if (auto with = codec->WithStreamMethods(stream_funcs)) codec = std::move(with);
+      const bool closed = it->second->RoutesOnlyItsMethods();
+      if (auto with = codec->WithStreamMethods(stream_funcs, closed ? &all_funcs : nullptr)) {
+        codec = std::move(with);
       }
     }
     ThreadModel* model = runtime::GetThreadModel(sc.threadmodel_instance_name);

@@ -89,6 +89,11 @@ class Service {
   /// routes with path parameters and 405s) override it; they may record what they matched in
   /// the request's protocol part.
   virtual RpcMethodHandler* Route(ServerContext& ctx) const;
+  /// True when Route() answers only the funcs of the method table (ForEachMethod), so that a
+  /// protocol may refuse any other at once, before the request's body (gRPC answers an unknown
+  /// method UNIMPLEMENTED on its headers). A Route() override that answers other funcs returns
+  /// false.
+  virtual bool RoutesOnlyItsMethods() const { return true; }
 
   using MethodVisitor = std::function<void(const std::string& name, const RpcMethodHandler*)>;
   /// Calls `fn` for every handler Route() can return as a method of this service, with the name

@@ -71,7 +71,7 @@ class ClientConnection : public Connection::Handler,
   void set_stream_sink(std::unique_ptr<StreamSink> sink) { stream_sink_ = std::move(sink); }
   /// Queues the streams' own frames (in order with the calls' requests).
   void SendStreamBytes(ChainBuffer&& bytes) {
-    if (usable()) conn_->Send(std::move(bytes));
+    if (usable()) conn_->SendWire(std::move(bytes), /*now=*/true);
   }
   /// The connection underneath (null before Connect), for a stream's loop tasks.
   const ConnectionPtr& connection() const { return conn_; }

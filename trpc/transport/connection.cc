@@ -433,10 +433,14 @@ void Connection::SendSoon(ChainBuffer&& data) {
   if (Queue(std::move(data))) PostFlush();
 }
 
-void Connection::SendWire(ChainBuffer&& data) {
+void Connection::SendWire(ChainBuffer&& data, bool now) {
   if (data.empty() || !accepts_output()) return;
   out_.Append(std::move(data));
-  PostFlush();
+  if (!now) {
+    PostFlush();
+  } else if (!in_batch_) {
+    Flush();
+  }
 }
 
 void Connection::PostFlush() {

@@ -127,9 +127,10 @@ class Connection : public EventHandler,
   /// is left to a loop task posted now, so every reply queued before the loop gets to it leaves
   /// in the same sendmsg (16 pipelined requests answered by 16 fibers: one syscall, not 16).
   void SendSoon(ChainBuffer&& data);
-  /// SendSoon() for bytes in their wire form already (a stream session's frames): queued as
-  /// they are, never through the session's EncodeOutput (FrameCodecState::session()).
-  void SendWire(ChainBuffer&& data);
+  /// For bytes in their wire form already (a stream session's frames): queued as they are,
+  /// never through the session's EncodeOutput (FrameCodecState::session()); written as by
+  /// Send() when `now`, else as by SendSoon().
+  void SendWire(ChainBuffer&& data, bool now = false);
   /// The reply slot of the frame being handed to Handler::OnFrame (valid during that call): 0
   /// for protocols whose replies carry request ids, else a sequence number the reply must be
   /// sent with (FrameCodec::OrderedReplies()).

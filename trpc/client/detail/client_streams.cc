@@ -8,7 +8,8 @@ namespace trpc::detail {
 
 ClientStreams* ClientStreams::Of(ClientConnection* conn, ClientCodec* codec) {
   if (auto* sink = conn->stream_sink(); sink != nullptr) return static_cast<ClientStreams*>(sink);
-  std::unique_ptr<ClientStreamSession> session = codec->NewClientStreamSession(kMaxStreams);
+  std::unique_ptr<ClientStreamSession> session = codec->NewClientStreamSession(
+      kMaxStreams, conn->connection() != nullptr ? conn->connection()->codec_state() : nullptr);
   if (session == nullptr) return nullptr;
   auto* streams = new ClientStreams(conn, std::move(session));
   conn->set_stream_sink(std::unique_ptr<ClientConnection::StreamSink>(streams));
@@ -48,6 +49,11 @@ std::shared_ptr<StreamCore> ClientStreams::Open(const RpcRequest& head, size_t m
                                            kClientStreamCodes);
   Entry& e = streams_[id];
   e.core = core;
+  if (session_->OpensAtOnce()) {
+    core->Attach(this, session_->FlowControlled(id));
+    Flush();
+    return core;
+  }
   e.opened = std::move(opened);
   if (deadline_ns > 0) {
     e.timer = reactor_->AddTimer(deadline_ns, [this, id] {

@@ -33,9 +33,12 @@ class ClientStreams final : public ClientConnection::StreamSink,
 
   /// Opens a stream for `head` (its func, metadata, content type and encoding). The stream is
   /// usable once `opened` says OK; without the server's answer by `deadline_ns` (0: none) it is
-  /// given up with 101. Null (with `*st`) when it cannot even be asked for.
+  /// given up with 101. Null (with `*st`) when it cannot even be asked for. A protocol whose
+  /// streams open at once (opens_at_once()) never calls `opened`: the stream is usable now.
   std::shared_ptr<StreamCore> Open(const RpcRequest& head, size_t max_message_bytes,
                                    int64_t deadline_ns, Opened opened, Status* st);
+
+  bool opens_at_once() const { return session_->OpensAtOnce(); }
 
   // StreamSink
   void OnStreamFrame(ChainBuffer&& frame) override;

@@ -43,6 +43,10 @@ class ClientStreamSession : public StreamSession {
   /// False (with `*err`) at the cap on open streams or when the ids are used up.
   virtual bool Open(const RpcRequest& head, uint32_t window, uint32_t* id, ChainBuffer* out,
                     std::string* err) = 0;
+  /// True when an open is answered by sending it (gRPC: a stream starts with its request
+  /// headers, and a server may answer nothing before its end): the stream is usable at once,
+  /// and a refusal comes as its end. False: OnStreamOpened brings the server's answer (trpc).
+  virtual bool OpensAtOnce() const { return false; }
   /// One stream frame from the server. False (with `*err`) when it broke the protocol in a way
   /// that ends the connection.
   virtual bool OnFrame(ChainBuffer&& frame, ClientStreamHost* host, ChainBuffer* out,

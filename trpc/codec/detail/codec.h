@@ -49,11 +49,15 @@ class ServerCodec : public FrameCodec {
     (void)window;
     return nullptr;
   }
-  /// A codec for a service whose streaming methods are `funcs` (their func names), for a
-  /// protocol that must tell a streaming call from a unary one by its method before any
+  /// A codec for a service whose streaming methods are `stream_funcs` (their func names), for
+  /// a protocol that must tell a streaming call from a unary one by its method before any
   /// message (gRPC); null (the default) when the protocol's frames say so themselves.
-  virtual std::shared_ptr<ServerCodec> WithStreamMethods(const std::vector<std::string>& funcs) {
-    (void)funcs;
+  /// `all_funcs`, when not null, is every func the service answers: the protocol may refuse
+  /// any other at once.
+  virtual std::shared_ptr<ServerCodec> WithStreamMethods(
+      const std::vector<std::string>& stream_funcs, const std::vector<std::string>* all_funcs) {
+    (void)stream_funcs;
+    (void)all_funcs;
     return nullptr;
   }
   /// A codec set up with a service's `protocol_options` (never empty here). Null with `*key`
@@ -75,10 +79,13 @@ class ClientCodec : public FrameCodec {
   virtual bool EncodeRequest(RpcRequest* req, const google::protobuf::MessageLite* body_msg,
                              ChainBuffer* out) = 0;
   virtual bool DecodeResponse(ChainBuffer&& frame, RpcResponse* rsp, std::string* err) = 0;
-  /// A new stream session for one client connection (at most `max_streams` open at once), or
-  /// null for a protocol without streams of this kind.
-  virtual std::unique_ptr<ClientStreamSession> NewClientStreamSession(uint32_t max_streams) {
+  /// A new stream session for one client connection (at most `max_streams` open at once),
+  /// whose per-connection codec state is `state` (null for a stateless protocol), or null for a
+  /// protocol without streams of this kind.
+  virtual std::unique_ptr<ClientStreamSession> NewClientStreamSession(uint32_t max_streams,
+                                                                      FrameCodecState* state) {
     (void)max_streams;
+    (void)state;
     return nullptr;
   }
   /// False for protocols without one-way calls (gRPC): a one-way call then fails at once.

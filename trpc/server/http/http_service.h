@@ -47,6 +47,8 @@ class HttpService : public Service {
  public:
   HttpService();
   ~HttpService() override;
+  /// Routes are path patterns, not a table of funcs.
+  bool RoutesOnlyItsMethods() const override { return false; }
 
   void Handle(HttpMethod method, std::string_view pattern, HttpHandler fn);
   void Get(std::string_view pattern, HttpHandler fn) { Handle(HttpMethod::kGet, pattern, fn); }

@@ -73,6 +73,25 @@ struct ServerStreamEventMeta final : MessageMeta {
   std::string grpc_message;
 };
 
+/// An event of a client's streaming call, handed up in order as a buffer carrying this meta
+/// (marked as a stream event); GrpcClientStreamSession turns it into the client's stream
+/// events. A kMessage buffer holds the message, prefix removed and inflated.
+struct ClientStreamEventMeta final : MessageMeta {
+  enum class Kind { kMessage, kEnd, kWritable };
+  ClientStreamEventMeta(Kind k, int32_t id) : kind(k), stream_id(id) { stream_event = true; }
+  std::unique_ptr<MessageMeta> Copy() const override {
+    return std::make_unique<ClientStreamEventMeta>(*this);
+  }
+  Kind kind;
+  int32_t stream_id;
+  // kEnd: the server's status (its trailers, or Trailers-Only) with `reset` false; a reset
+  // stream (RST_STREAM, or ours for a protocol violation) with `reset` true and the code that
+  // describes it.
+  int32_t grpc_status = 0;
+  std::string grpc_message;
+  bool reset = false;
+};
+
 /// A server's reply to the request of `stream_id`. Its buffer holds the length-prefixed message,
 /// or nothing: an error then goes as Trailers-Only.
 struct ServerReplyMeta final : MessageMeta {

@@ -116,7 +116,7 @@ bool SerializeBody(const google::protobuf::MessageLite* body_msg, ChainBuffer* b
 // Server.
 
 std::unique_ptr<FrameCodecState> GrpcServerCodec::NewConnectionState() {
-  return std::make_unique<detail::H2ServerSession>(options_, stream_paths_);
+  return std::make_unique<detail::H2ServerSession>(options_, stream_paths_, known_paths_);
 }
 
 SplitResult GrpcServerCodec::Split(ChainBuffer*, std::vector<ChainBuffer>*, size_t,
@@ -173,10 +173,16 @@ std::unique_ptr<ServerStreamSession> GrpcServerCodec::NewStreamSession(uint32_t 
 }
 
 std::shared_ptr<ServerCodec> GrpcServerCodec::WithStreamMethods(
-    const std::vector<std::string>& funcs) {
+    const std::vector<std::string>& stream_funcs, const std::vector<std::string>* all_funcs) {
+  using PathSet = detail::H2ServerSession::PathSet;
   auto codec = std::make_shared<GrpcServerCodec>(options_);
-  codec->stream_paths_ =
-      std::make_shared<const detail::H2ServerSession::PathSet>(funcs.begin(), funcs.end());
+  if (!stream_funcs.empty()) {
+    codec->stream_paths_ =
+        std::make_shared<const PathSet>(stream_funcs.begin(), stream_funcs.end());
+  }
+  if (all_funcs != nullptr) {
+    codec->known_paths_ = std::make_shared<const PathSet>(all_funcs->begin(), all_funcs->end());
+  }
   return codec;
 }
 
@@ -262,6 +268,14 @@ std::shared_ptr<ClientCodec> GrpcClientCodec::WithOptions(
 
 // ---------------------------------------------------------------------------------------------
 // Client.
+
+std::unique_ptr<ClientStreamSession> GrpcClientCodec::NewClientStreamSession(
+    uint32_t max_streams, FrameCodecState* state) {
+  (void)max_streams;  // (the server's max_concurrent_streams applies)
+  if (state == nullptr) return nullptr;
+  return std::make_unique<detail::GrpcClientStreamSession>(
+      static_cast<detail::H2ClientSession*>(state));
+}
 
 std::unique_ptr<FrameCodecState> GrpcClientCodec::NewConnectionState() {
   return std::make_unique<detail::H2ClientSession>(options_);

@@ -42,12 +42,15 @@ class GrpcServerCodec final : public ServerCodec {
                                                         uint32_t window) override;
   /// HTTP/2 streams look alike whether a call is unary or streaming: the session tells them by
   /// their :path, which must be one of `funcs` for a streaming call.
-  std::shared_ptr<ServerCodec> WithStreamMethods(const std::vector<std::string>& funcs) override;
+  std::shared_ptr<ServerCodec> WithStreamMethods(
+      const std::vector<std::string>& stream_funcs,
+      const std::vector<std::string>* all_funcs) override;
   const detail::H2Options& options() const { return options_; }
 
  private:
   detail::H2Options options_;
   std::shared_ptr<const detail::H2ServerSession::PathSet> stream_paths_;  // null: none
+  std::shared_ptr<const detail::H2ServerSession::PathSet> known_paths_;   // null: any
 };
 
 namespace detail {
@@ -64,8 +67,10 @@ void ToHeaders(const TransInfo& info, Pairs* out);
 /// the whole closed stream.
 class GrpcClientCodec final : public ClientCodec {
  public:
-  GrpcClientCodec() = default;
-  explicit GrpcClientCodec(const detail::H2Options& options) : options_(options) {}
+  GrpcClientCodec() { SetStreamFramesMarkedInMeta(); }
+  explicit GrpcClientCodec(const detail::H2Options& options) : options_(options) {
+    SetStreamFramesMarkedInMeta();
+  }
 
   std::string_view Name() const override { return kGrpcCodecName; }
   std::unique_ptr<FrameCodecState> NewConnectionState() override;
@@ -78,6 +83,9 @@ class GrpcClientCodec final : public ClientCodec {
                      ChainBuffer* out) override;
   bool DecodeResponse(ChainBuffer&& frame, RpcResponse* rsp, std::string* err) override;
   bool SupportsOneway() const override { return false; }
+  /// Streaming calls on the connection's HTTP/2 session (`state`).
+  std::unique_ptr<ClientStreamSession> NewClientStreamSession(uint32_t max_streams,
+                                                              FrameCodecState* state) override;
   std::shared_ptr<ClientCodec> WithOptions(const std::map<std::string, std::string>& options,
                                            std::string* key, std::string* err) override;
 

@@ -6,6 +6,8 @@
 #include "trpc/codec/grpc/detail/call_meta.h"
 #include "trpc/codec/grpc/detail/grpc_codec.h"
 #include "trpc/codec/grpc/detail/grpc_status.h"
+#include "trpc/codec/grpc/detail/grpc_wire.h"
+#include "trpc/codec/grpc/detail/h2_client_session.h"
 #include "trpc/codec/grpc/detail/h2_server_session.h"
 
 namespace trpc::grpc::detail {
@@ -102,6 +104,73 @@ bool GrpcServerStreamSession::OnFrame(ChainBuffer&& frame, ServerStreamHost* hos
     case ServerStreamEventMeta::Kind::kWritable:
       host->OnStreamWritable(id);
       return true;
+  }
+  return true;
+}
+
+// ---- Client ----
+
+bool GrpcClientStreamSession::CanSend(uint32_t id) const {
+  return h2_->StreamCanSend(static_cast<int32_t>(id));
+}
+
+bool GrpcClientStreamSession::SendMessage(uint32_t id, ChainBuffer&& msg, ChainBuffer* out,
+                                          std::string* err) {
+  return h2_->StreamSend(static_cast<int32_t>(id), std::move(msg), out, err);
+}
+
+void GrpcClientStreamSession::Consumed(uint32_t id, size_t n, ChainBuffer* out) {
+  h2_->StreamConsumed(static_cast<int32_t>(id), n, out);
+}
+
+void GrpcClientStreamSession::Finish(uint32_t id, const Status& status, ChainBuffer* out) {
+  h2_->StreamFinish(static_cast<int32_t>(id), status.OK(), out);
+}
+
+size_t GrpcClientStreamSession::open_streams() const { return h2_->open_streaming(); }
+
+bool GrpcClientStreamSession::Open(const RpcRequest& head, uint32_t window, uint32_t* id,
+                                   ChainBuffer* out, std::string* err) {
+  (void)window;  // (HTTP/2's windows: the session's initial_window_size)
+  ClientRequestMeta meta;
+  meta.path = head.func;
+  meta.authority = std::string(head.authority);
+  if (head.timeout_ms > 0) meta.timeout = std::to_string(head.timeout_ms) + "m";
+  ToHeaders(head.trans_info, &meta.metadata);
+  int32_t stream_id = 0;
+  if (!h2_->StreamOpen(meta, &stream_id, out, err)) return false;
+  *id = static_cast<uint32_t>(stream_id);
+  return true;
+}
+
+bool GrpcClientStreamSession::OnFrame(ChainBuffer&& frame, ClientStreamHost* host, ChainBuffer* out,
+                                      std::string* err) {
+  (void)out;
+  std::unique_ptr<MessageMeta> meta = frame.TakeMeta();
+  auto* event = static_cast<ClientStreamEventMeta*>(meta.get());  // (IsStreamFrame said so)
+  if (event == nullptr) {
+    *err = "gRPC: a stream event without its meta (a bug)";
+    return false;
+  }
+  const auto id = static_cast<uint32_t>(event->stream_id);
+  switch (event->kind) {
+    case ClientStreamEventMeta::Kind::kMessage:
+      host->OnStreamMessage(id, std::move(frame));
+      return true;
+    case ClientStreamEventMeta::Kind::kWritable:
+      host->OnStreamWritable(id);
+      return true;
+    case ClientStreamEventMeta::Kind::kEnd: {
+      Status st;
+      if (event->grpc_status != 0) {
+        int32_t ret = 0;
+        int32_t func_ret = 0;
+        FromGrpcCode(event->grpc_status, &ret, &func_ret);
+        st = Status(ret, func_ret, std::move(event->grpc_message));
+      }
+      host->OnStreamRemoteEnd(id, st, event->reset);
+      return true;
+    }
   }
   return true;
 }

@@ -4,10 +4,12 @@
 #include <cstdint>
 #include <string>
 
+#include "trpc/codec/detail/client_streams.h"
 #include "trpc/codec/detail/server_streams.h"
 
 namespace trpc::grpc::detail {
 
+class H2ClientSession;
 class H2ServerSession;
 
 /// The server's stream session for gRPC streaming calls: a thin view of the connection's HTTP/2
@@ -42,6 +44,35 @@ class GrpcServerStreamSession final : public ServerStreamSession {
 
  private:
   H2ServerSession* h2_ = nullptr;
+};
+
+/// The client's half: a view of the connection's H2ClientSession. A stream opens with its
+/// request headers and is usable at once (OpensAtOnce); the server's status comes as its end.
+///
+/// Thread contract: the connection's loop thread only.
+class GrpcClientStreamSession final : public ClientStreamSession {
+ public:
+  explicit GrpcClientStreamSession(H2ClientSession* h2) : h2_(h2) {}
+  bool FlowControlled(uint32_t id) const override {
+    (void)id;
+    return true;
+  }
+  bool CanSend(uint32_t id) const override;
+  bool SendMessage(uint32_t id, ChainBuffer&& msg, ChainBuffer* out, std::string* err) override;
+  void Consumed(uint32_t id, size_t n, ChainBuffer* out) override;
+  /// OK half-closes (END_STREAM); an error cancels (RST_STREAM CANCEL).
+  void Finish(uint32_t id, const Status& status, ChainBuffer* out) override;
+  size_t open_streams() const override;
+
+  /// `head`: func (the :path), trans_info (metadata), timeout_ms (grpc-timeout), authority.
+  bool Open(const RpcRequest& head, uint32_t window, uint32_t* id, ChainBuffer* out,
+            std::string* err) override;
+  bool OpensAtOnce() const override { return true; }
+  bool OnFrame(ChainBuffer&& frame, ClientStreamHost* host, ChainBuffer* out,
+               std::string* err) override;
+
+ private:
+  H2ClientSession* h2_;
 };
 
 }  // namespace trpc::grpc::detail

@@ -129,9 +129,13 @@ int H2ServerSession::OnDataChunk(int32_t stream_id, const uint8_t* data, size_t 
 void H2ServerSession::OnStreamFrame(uint8_t type, uint8_t flags, int32_t stream_id) {
   Stream* s = streams_.Find(stream_id);
   if (s == nullptr) return;
-  if (type == NGHTTP2_HEADERS && stream_paths_ != nullptr && s->head != nullptr && !s->answered &&
-      stream_paths_->count(s->head->path) != 0) {
-    OpenStreaming(s, stream_id);
+  if (type == NGHTTP2_HEADERS && s->head != nullptr && !s->answered && !s->streaming) {
+    if (stream_paths_ != nullptr && stream_paths_->count(s->head->path) != 0) {
+      OpenStreaming(s, stream_id);
+    } else if (known_paths_ != nullptr && known_paths_->count(s->head->path) == 0) {
+      AnswerError(s, stream_id, 12, "unknown method " + s->head->path);  // UNIMPLEMENTED
+      return;
+    }
   }
   if ((flags & NGHTTP2_FLAG_END_STREAM) == 0) return;
   if (s->streaming) {
@@ -148,12 +152,6 @@ void H2ServerSession::Emit(std::unique_ptr<ServerStreamEventMeta> event, ChainBu
   if (sink_ == nullptr) return;  // (outside Feed(): nobody is left to tell)
   msg.SetMeta(std::move(event));
   sink_->push_back(std::move(msg));
-}
-
-void H2ServerSession::GiveBack(Stream* s, int32_t stream_id, size_t n) {
-  n = std::min(n, s->unconsumed);
-  Consume(true, stream_id, n);
-  s->unconsumed -= n;
 }
 
 void H2ServerSession::OpenStreaming(Stream* s, int32_t stream_id) {
@@ -177,45 +175,20 @@ void H2ServerSession::OpenStreaming(Stream* s, int32_t stream_id) {
 }
 
 void H2ServerSession::StreamingData(Stream* s, int32_t stream_id) {
-  while (s->data.size() >= 5 && !s->remote_ended) {
-    uint8_t prefix[5];
-    s->data.CopyTo(prefix, 5);
-    const uint32_t len = (uint32_t{prefix[1]} << 24) | (uint32_t{prefix[2]} << 16) |
-                         (uint32_t{prefix[3]} << 8) | prefix[4];
-    if (len > options_.max_message_size) {
-      FailStreaming(s, stream_id, 8, TooLargeMessage());  // RESOURCE_EXHAUSTED
-      return;
-    }
-    if (s->data.size() - 5 < len) return;
-    s->data.Skip(5);
-    ChainBuffer msg = s->data.Cut(len);
-    held_bytes -= 5 + len;  // (the message is the server stream's to hold now)
-    if ((prefix[0] & 1) != 0) {
-      if (s->encoding.empty() || s->encoding == "identity") {
-        FailStreaming(s, stream_id, 13, "compressed message without a grpc-encoding");
+  while (!s->remote_ended) {
+    ChainBuffer msg;
+    int code = 0;
+    std::string why;
+    switch (NextMessage(s, stream_id, s->encoding, &msg, &code, &why)) {
+      case MessageCut::kNeedMore:
         return;
-      }
-      if (!IsSupportedEncoding(s->encoding)) {
-        FailStreaming(s, stream_id, 12, "grpc-encoding '" + s->encoding + "' is not supported");
+      case MessageCut::kBad:
+        FailStreaming(s, stream_id, code, why);
         return;
-      }
-      ChainBuffer plain;
-      std::string why;
-      if (!Decompress(s->encoding, msg, options_.max_message_size, &plain, &why)) {
-        FailStreaming(s, stream_id, why.find("limit") != std::string::npos ? 8 : 13, why);
-        return;
-      }
-      msg = std::move(plain);
+      case MessageCut::kMessage:
+        Emit(NewEvent(ServerStreamEventMeta::Kind::kMessage, stream_id), std::move(msg));
+        break;
     }
-    // The prefix (and an empty message whole) go back to the windows now, the rest once the
-    // server has read the message: the reader reports nothing for an empty one.
-    if (msg.empty()) {
-      GiveBack(s, stream_id, 5 + len);
-    } else {
-      GiveBack(s, stream_id, 5);
-      s->credit.emplace_back(msg.size(), len);
-    }
-    Emit(NewEvent(ServerStreamEventMeta::Kind::kMessage, stream_id), std::move(msg));
   }
 }
 
@@ -280,10 +253,7 @@ void H2ServerSession::StreamAccept(int32_t stream_id) {
 bool H2ServerSession::StreamCanSend(int32_t stream_id) {
   Stream* s = streams_.Find(stream_id);
   if (s == nullptr || !s->streaming || s->finished || s->answered) return false;
-  const int32_t window = nghttp2_session_get_stream_remote_window_size(session_, stream_id);
-  if (window > 0 && s->out.size() < static_cast<size_t>(window)) return true;
-  s->want_writable = true;
-  return false;
+  return CanSendOn(s, stream_id);
 }
 
 void H2ServerSession::StreamSetMetadata(int32_t stream_id, Pairs&& fields, bool trailing) {
@@ -316,12 +286,7 @@ bool H2ServerSession::StreamSend(int32_t stream_id, ChainBuffer&& msg, ChainBuff
     *err = "message larger than max_message_size";
     return false;
   }
-  const auto n = static_cast<uint32_t>(msg.size());
-  const char prefix[5] = {0, static_cast<char>(n >> 24), static_cast<char>(n >> 16),
-                          static_cast<char>(n >> 8), static_cast<char>(n)};
-  s->out.Append(prefix, 5);
-  s->out.Append(std::move(msg));
-  held_bytes += 5 + n;  // until it fits the peer's windows
+  QueueMessage(s, std::move(msg));
   if (!s->headers_sent) {
     SubmitStreamHeaders(s, stream_id);
   } else {
@@ -334,16 +299,7 @@ bool H2ServerSession::StreamSend(int32_t stream_id, ChainBuffer&& msg, ChainBuff
 void H2ServerSession::StreamConsumed(int32_t stream_id, size_t n, ChainBuffer* out) {
   Stream* s = streams_.Find(stream_id);
   if (s == nullptr) return;  // (closed: the connection's window was given back then)
-  s->consumed_carry += n;
-  size_t wire = 0;
-  while (!s->credit.empty() && s->consumed_carry >= s->credit.front().first) {
-    s->consumed_carry -= s->credit.front().first;
-    wire += s->credit.front().second;
-    s->credit.pop_front();
-  }
-  if (wire == 0) return;
-  GiveBack(s, stream_id, wire);
-  Drain(out);
+  ConsumedOn(s, stream_id, n, out);
 }
 
 void H2ServerSession::StreamFinish(int32_t stream_id, int grpc_status, const std::string& message,

@@ -29,9 +29,15 @@ namespace trpc::grpc::detail {
 class H2ServerSession final : public H2Session {
  public:
   using PathSet = std::unordered_set<std::string>;
+  /// `known_paths`: every method the service answers (null: any may be); a request for another
+  /// is answered UNIMPLEMENTED on its headers, as gRPC servers do, so that a client waiting for
+  /// a response before it ends its stream is not left waiting.
   explicit H2ServerSession(const H2Options& options,
-                           std::shared_ptr<const PathSet> stream_paths = nullptr)
-      : H2Session(/*server=*/true, options), stream_paths_(std::move(stream_paths)) {}
+                           std::shared_ptr<const PathSet> stream_paths = nullptr,
+                           std::shared_ptr<const PathSet> known_paths = nullptr)
+      : H2Session(/*server=*/true, options),
+        stream_paths_(std::move(stream_paths)),
+        known_paths_(std::move(known_paths)) {}
 
   // ---- Streaming calls (GrpcServerStreamSession). Each appends what is to be sent to `out`.
   /// The stream may answer (its headers go with its first message or its end).
@@ -75,28 +81,18 @@ class H2ServerSession final : public H2Session {
     bool answered = false;                    // a response (or error) was submitted
     bool reset_after_answer = false;          // an early error answer; reset once it is sent
     bool handed_up = false;                   // the request was cut (`head` went with it)
-    // DATA bytes kept in `data` and not yet given back to the peer's flow-control windows
-    // (nghttp2_session_consume): a client can have at most the connection's window in flight.
-    size_t unconsumed = 0;
-    int64_t opened_ns = 0;  // when its HEADERS began (request_timeout_ms)
+    int64_t opened_ns = 0;                    // when its HEADERS began (request_timeout_ms)
     // What this stream's state counts in held_bytes: kStreamStateBytes, plus its headers
     // until they are handed up.
     size_t state_bytes = 0;
     std::shared_ptr<std::atomic<bool>> cancelled;  // once handed up
     Pairs trailers;                                // sent after `out`
-    // A streaming call (its path is a streaming method), from its open event on.
-    bool streaming = false;
-    bool headers_sent = false;   // our response headers are submitted
-    bool finished = false;       // our side ended (trailers queued or sent)
-    bool remote_ended = false;   // the client half-closed, or the end event went up
-    bool want_writable = false;  // a writer waits for window (StreamCanSend said no)
-    std::string encoding;        // grpc-encoding of the client's messages
-    Pairs initial;               // response headers' metadata (StreamSetMetadata)
-    Pairs trailing;              // trailers' metadata
-    // The messages handed up and not yet reported consumed: their sizes as handed up and as
-    // received (compressed), oldest first; `consumed_carry`: reported bytes not yet matched.
-    std::deque<std::pair<size_t, size_t>> credit;
-    size_t consumed_carry = 0;
+    // A streaming call (its path is a streaming method), from its open event on: H2Stream's
+    // streaming part, and ours.
+    bool headers_sent = false;  // our response headers are submitted
+    std::string encoding;       // grpc-encoding of the client's messages
+    Pairs initial;              // response headers' metadata (StreamSetMetadata)
+    Pairs trailing;             // trailers' metadata
   };
 
   H2Stream* FindSending(int32_t stream_id) override { return streams_.Find(stream_id); }
@@ -116,8 +112,6 @@ class H2ServerSession final : public H2Session {
     return std::make_unique<ServerStreamEventMeta>(kind, stream_id, this);
   }
   void Emit(std::unique_ptr<ServerStreamEventMeta> event, ChainBuffer&& msg = ChainBuffer());
-  // Gives `n` of a streaming call's received bytes back to its windows now.
-  void GiveBack(Stream* s, int32_t stream_id, size_t n);
   // Submits the streaming call's response headers, with its DATA to follow.
   void SubmitStreamHeaders(Stream* s, int32_t stream_id);
   void OnDataEnd(int32_t stream_id, H2Stream* s, uint32_t* data_flags) override;
@@ -146,6 +140,7 @@ class H2ServerSession final : public H2Session {
   bool goaway_sent_ = false;
   int64_t next_expiry_check_ns_ = 0;
   std::shared_ptr<const PathSet> stream_paths_;  // null: the service has no streaming methods
+  std::shared_ptr<const PathSet> known_paths_;   // null: any path may be answered
   size_t open_streaming_ = 0;
 };
 

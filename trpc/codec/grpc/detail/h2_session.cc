@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "trpc/codec/grpc/detail/grpc_wire.h"
+
 namespace trpc::grpc::detail {
 
 namespace {
@@ -223,6 +225,86 @@ long H2Session::ReadData(int32_t stream_id, uint8_t* buf, size_t length, uint32_
     OnDataEnd(stream_id, s, data_flags);
   }
   return static_cast<long>(n);
+}
+
+MessageCut H2Session::NextMessage(H2Stream* s, int32_t stream_id, const std::string& encoding,
+                                  ChainBuffer* msg, int* code, std::string* why) {
+  if (s->data.size() < 5) return MessageCut::kNeedMore;
+  uint8_t prefix[5];
+  s->data.CopyTo(prefix, 5);
+  const uint32_t len = (uint32_t{prefix[1]} << 24) | (uint32_t{prefix[2]} << 16) |
+                       (uint32_t{prefix[3]} << 8) | prefix[4];
+  if (len > options_.max_message_size) {
+    *code = 8;  // RESOURCE_EXHAUSTED
+    *why = TooLargeMessage();
+    return MessageCut::kBad;
+  }
+  if (s->data.size() - 5 < len) return MessageCut::kNeedMore;
+  s->data.Skip(5);
+  *msg = s->data.Cut(len);
+  held_bytes -= 5 + len;  // (the message is the reader's to hold now)
+  if ((prefix[0] & 1) != 0) {
+    if (encoding.empty() || encoding == "identity") {
+      *code = 13;
+      *why = "compressed message without a grpc-encoding";
+      return MessageCut::kBad;
+    }
+    if (!IsSupportedEncoding(encoding)) {
+      *code = 12;
+      *why = "grpc-encoding '" + encoding + "' is not supported";
+      return MessageCut::kBad;
+    }
+    ChainBuffer plain;
+    if (!Decompress(encoding, *msg, options_.max_message_size, &plain, why)) {
+      *code = why->find("limit") != std::string::npos ? 8 : 13;
+      return MessageCut::kBad;
+    }
+    *msg = std::move(plain);
+  }
+  // The prefix (and an empty message whole) go back to the windows now, the rest once the
+  // reader has read the message: it reports nothing for an empty one.
+  if (msg->empty()) {
+    GiveBack(s, stream_id, 5 + len);
+  } else {
+    GiveBack(s, stream_id, 5);
+    s->credit.emplace_back(msg->size(), len);
+  }
+  return MessageCut::kMessage;
+}
+
+void H2Session::GiveBack(H2Stream* s, int32_t stream_id, size_t n) {
+  n = std::min(n, s->unconsumed);
+  Consume(true, stream_id, n);
+  s->unconsumed -= n;
+}
+
+void H2Session::ConsumedOn(H2Stream* s, int32_t stream_id, size_t n, ChainBuffer* out) {
+  s->consumed_carry += n;
+  size_t wire = 0;
+  while (!s->credit.empty() && s->consumed_carry >= s->credit.front().first) {
+    s->consumed_carry -= s->credit.front().first;
+    wire += s->credit.front().second;
+    s->credit.pop_front();
+  }
+  if (wire == 0) return;
+  GiveBack(s, stream_id, wire);
+  Drain(out);
+}
+
+bool H2Session::CanSendOn(H2Stream* s, int32_t stream_id) {
+  const int32_t window = nghttp2_session_get_stream_remote_window_size(session_, stream_id);
+  if (window > 0 && s->out.size() < static_cast<size_t>(window)) return true;
+  s->want_writable = true;
+  return false;
+}
+
+void H2Session::QueueMessage(H2Stream* s, ChainBuffer&& msg) {
+  const auto n = static_cast<uint32_t>(msg.size());
+  const char prefix[5] = {0, static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                          static_cast<char>(n >> 8), static_cast<char>(n)};
+  s->out.Append(prefix, 5);
+  s->out.Append(std::move(msg));
+  held_bytes += 5 + n;  // until it fits the peer's windows
 }
 
 void H2Session::ResumeData(int32_t stream_id, H2Stream* s) {

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -71,7 +72,23 @@ struct H2Stream {
   // ReadData defers the stream (`deferred`) until ResumeData().
   bool more_data = false;
   bool deferred = false;
+  // DATA bytes received and not yet given back to the peer's flow-control windows
+  // (nghttp2_session_consume): the peer can have at most the windows in flight.
+  size_t unconsumed = 0;
+
+  // A streaming call: its messages go up one by one as they complete.
+  bool streaming = false;
+  bool finished = false;       // our side ended
+  bool remote_ended = false;   // the peer ended its side, or the end event went up
+  bool want_writable = false;  // a writer waits for window (StreamCanSend said no)
+  // The messages handed up and not yet reported consumed: their sizes as handed up and as
+  // received (compressed), oldest first; `consumed_carry`: reported bytes not yet matched.
+  std::deque<std::pair<size_t, size_t>> credit;
+  size_t consumed_carry = 0;
 };
+
+/// What NextMessage() found at the front of a streaming call's received DATA.
+enum class MessageCut { kMessage, kNeedMore, kBad };
 
 /// The streams of one session by id, with a one-entry cache: the callbacks of one frame (a
 /// HEADERS block calls OnHeader per field) ask for one stream in a row.
@@ -146,6 +163,22 @@ class H2Session : public FrameCodecState, public CallSession {
   virtual void OnWindowOpened(int32_t stream_id) { (void)stream_id; }
   /// New DATA in the `out` of a stream that ReadData deferred: nghttp2 reads it again.
   void ResumeData(int32_t stream_id, H2Stream* s);
+
+  // ---- Streaming calls, both roles ----
+  /// Cuts the next whole message off `s->data` into `*msg` (prefix removed, inflated with
+  /// `encoding` when flagged), noting its credit and giving its prefix back to the windows; on
+  /// kBad, the gRPC code and text of what was wrong.
+  MessageCut NextMessage(H2Stream* s, int32_t stream_id, const std::string& encoding,
+                         ChainBuffer* msg, int* code, std::string* why);
+  /// Gives `n` of a stream's received bytes back to its windows now (at most what it holds).
+  void GiveBack(H2Stream* s, int32_t stream_id, size_t n);
+  /// The reader consumed `n` bytes of messages: the DATA that carried them goes back.
+  void ConsumedOn(H2Stream* s, int32_t stream_id, size_t n, ChainBuffer* out);
+  /// The peer's window has room beyond what waits in `s->out`; false asks for a writable
+  /// event (want_writable).
+  bool CanSendOn(H2Stream* s, int32_t stream_id);
+  /// Queues one message (serialized, not yet prefixed) on `s`.
+  void QueueMessage(H2Stream* s, ChainBuffer&& msg);
   /// A stream's DATA is all out (`*data_flags` has NGHTTP2_DATA_FLAG_EOF): a server adds
   /// NO_END_STREAM and sends its trailers.
   virtual void OnDataEnd(int32_t stream_id, H2Stream* s, uint32_t* data_flags) {

@@ -59,7 +59,9 @@ bool TrpcClientCodec::EncodeRequest(RpcRequest* req, const google::protobuf::Mes
   return true;
 }
 
-std::unique_ptr<ClientStreamSession> TrpcClientCodec::NewClientStreamSession(uint32_t max_streams) {
+std::unique_ptr<ClientStreamSession> TrpcClientCodec::NewClientStreamSession(
+    uint32_t max_streams, FrameCodecState* state) {
+  (void)state;
   return std::make_unique<detail::TrpcClientStreamSession>(max_streams);
 }
 

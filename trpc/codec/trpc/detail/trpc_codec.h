@@ -56,7 +56,8 @@ class TrpcClientCodec final : public ClientCodec {
   bool DecodeResponse(ChainBuffer&& frame, RpcResponse* rsp, std::string* err) override;
 
   TrpcClientCodec() { SetStreamFrameMark(2, kTrpcStreamDataFrame); }
-  std::unique_ptr<ClientStreamSession> NewClientStreamSession(uint32_t max_streams) override;
+  std::unique_ptr<ClientStreamSession> NewClientStreamSession(uint32_t max_streams,
+                                                              FrameCodecState* state) override;
 
   /// Reads request_id straight from the protobuf header's bytes (no parse, no allocation).
   /// False on a bad fixed header or a malformed protobuf header. A header without the field
