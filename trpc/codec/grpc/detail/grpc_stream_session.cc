@@ -135,7 +135,9 @@ bool GrpcClientStreamSession::Open(const RpcRequest& head, uint32_t window, uint
   ClientRequestMeta meta;
   meta.path = head.func;
   meta.authority = std::string(head.authority);
-  if (head.timeout_ms > 0) meta.timeout = std::to_string(head.timeout_ms) + "m";
+  // No grpc-timeout: a stream lasts as long as both ends keep it (the call's timeout bounds
+  // only its open), as our trpc streams do; a server would otherwise end a long-lived stream
+  // at the call timeout.
   ToHeaders(head.trans_info, &meta.metadata);
   int32_t stream_id = 0;
   if (!h2_->StreamOpen(meta, &stream_id, out, err)) return false;

@@ -64,7 +64,8 @@ class GrpcClientStreamSession final : public ClientStreamSession {
   void Finish(uint32_t id, const Status& status, ChainBuffer* out) override;
   size_t open_streams() const override;
 
-  /// `head`: func (the :path), trans_info (metadata), timeout_ms (grpc-timeout), authority.
+  /// `head`: func (the :path), trans_info (metadata), authority. No grpc-timeout: a stream
+  /// has no deadline (docs/streaming.md).
   bool Open(const RpcRequest& head, uint32_t window, uint32_t* id, ChainBuffer* out,
             std::string* err) override;
   bool OpensAtOnce() const override { return true; }
