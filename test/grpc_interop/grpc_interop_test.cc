@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -33,6 +34,7 @@
 #include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/detail/service_adapter.h"
 #include "trpc/server/server.h"
+#include "trpc/server/server_filter.h"
 #include "trpc/transport/detail/stream_core.h"
 
 namespace trpc::test::interop {
@@ -54,13 +56,41 @@ std::string Model() {
 
 using trpc::testing::RunShell;
 
+// Sees every FullDuplexCall stream's start and end on the interop services (gRPC and trpc); a
+// stream whose metadata has x-filter-replace gets its end replaced, as a filter may replace a
+// unary reply's status.
+class StreamFilter final : public MessageServerFilter {
+ public:
+  std::string Name() const override { return "interop_stream_filter"; }
+  std::vector<FilterPoint> GetFilterPoint() override {
+    return {FilterPoint::SERVER_PRE_RPC_INVOKE, FilterPoint::SERVER_POST_RPC_INVOKE};
+  }
+  void operator()(FilterStatus&, FilterPoint point, const ServerContextPtr& ctx) override {
+    if (ctx->GetFuncName() != "/grpc.testing.TestService/FullDuplexCall") return;
+    if (point == FilterPoint::SERVER_PRE_RPC_INVOKE) {
+      starts.fetch_add(1);
+      return;
+    }
+    ends.fetch_add(1);
+    if (ctx->GetPbReqTransInfo().count("x-filter-replace") != 0) {
+      ctx->SetStatus(Status::AppError(7, "replaced by a filter"));
+    }
+  }
+  std::atomic<int> starts{0};
+  std::atomic<int> ends{0};
+};
+
 class GrpcInteropTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     std::string err;
     Config config;
+    stream_filter_ = std::make_shared<StreamFilter>();
+    RegisterServerFilter(stream_filter_);
     std::string yaml =
         trpc::testing::ThreadModelYaml(Model() == "fiber", {{"interop", 2}}) + R"(server:
+  filter:
+    - interop_stream_filter
   service:
     - name: grpc.testing.TestService
       protocol: grpc
@@ -115,6 +145,7 @@ class GrpcInteropTest : public ::testing::Test {
   static void RunOurClientCases(const std::string& target);
 
   static inline std::shared_ptr<TestServiceImpl> service_;
+  static inline std::shared_ptr<StreamFilter> stream_filter_;
   static inline Server* server_ = nullptr;
   static inline std::string grpc_addr_, trpc_addr_, peer_addr_;
   static inline ChildServer* peer_ = nullptr;
@@ -453,6 +484,32 @@ TEST_F(GrpcInteropTest, OurGrpcStreamsAgainstGrpcppServer) {
   if (peer_addr_.empty())
     TRPC_SKIP_WITHOUT_PEER("grpcpp_interop_server not built (Debian: libgrpc++-dev)");
   OurStreamCases(MakeProxy<TestServiceServiceProxy>(peer_addr_));
+}
+
+TEST_F(GrpcInteropTest, FiltersSeeAStreamsStartAndEndAndMayReplaceIt) {
+  for (const auto& [addr, protocol] :
+       {std::pair{grpc_addr_, std::string("grpc")}, std::pair{trpc_addr_, std::string("trpc")}}) {
+    SCOPED_TRACE(protocol);
+    auto proxy = MakeProxy<TestServiceServiceProxy>(addr, protocol);
+    const int starts = stream_filter_->starts.load();
+    const int ends = stream_filter_->ends.load();
+    ClientContextPtr ctx = MakeClientContext();
+    ctx->SetFuncName("/grpc.testing.TestService/FullDuplexCall");
+    ctx->AddReqTransInfo("x-filter-replace", "1");
+    stream::ClientStream opened;
+    Status st = proxy->OpenStream(ctx, &opened);
+    ASSERT_TRUE(st.OK()) << st.ToString();
+    stream::ClientReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse> rw(
+        std::move(opened));
+    ASSERT_TRUE(rw.WritesDone().OK());
+    StreamingOutputCallResponse rsp;
+    EXPECT_FALSE(rw.Read(&rsp).OK());
+    st = rw.Finish();
+    EXPECT_EQ(st.GetFuncRetCode(), 7) << st.ToString();
+    EXPECT_EQ(st.ErrorMessage(), "replaced by a filter");
+    EXPECT_EQ(stream_filter_->starts.load(), starts + 1);
+    EXPECT_EQ(stream_filter_->ends.load(), ends + 1);
+  }
 }
 
 TEST_F(GrpcInteropTest, OurTrpcStreamsAgainstOurServer) {

@@ -259,6 +259,7 @@ void ServerCall::SendReply(const Status& status, const google::protobuf::Message
     chosen = &GetStatus();
   }
   if (IsOneway() || stream_ != nullptr) {
+    if (stream_ != nullptr && chosen != &GetStatus()) SetStatus(*chosen);  // (the stream's end)
     Record(now, chosen->GetFrameworkRetCode(), chosen->GetFuncRetCode());
     FinishOnLoop(ChainBuffer());
     return;

@@ -253,10 +253,13 @@ void StreamPath::RunStream(const ServerContextPtr& ctx, StreamRpcMethodHandler* 
               static_cast<size_t>(model_->IndexOf(ServerCall::Of(*ctx).connection()->reactor())))
           .failed_requests.fetch_add(1, std::memory_order_relaxed);
     }
+    ServerCall& c = ServerCall::Of(*ctx);
+    // Records the stream's end and sends nothing; the filters see it first (POST_RPC_INVOKE)
+    // and may replace the status, which then ends the stream.
+    c.SendReply(status, nullptr);
     // The response metadata (AddRspTransInfo) goes as the stream's trailers.
-    core->SetTrailingMetadata(std::move(ServerCall::Of(*ctx).rsp_trans_info()));
-    core->Finish(status);
-    ServerCall::Of(*ctx).SendReply(status, nullptr);  // records the stream's end; sends nothing
+    core->SetTrailingMetadata(std::move(c.rsp_trans_info()));
+    core->Finish(c.GetStatus());
   };
   if (!call.RunFilters(FilterPoint::SERVER_PRE_RPC_INVOKE)) {
     end(call.GetStatus());
