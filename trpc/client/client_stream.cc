@@ -49,6 +49,53 @@ Status ClientStream::Finish() const {
   }
 }
 
+Future<ChainBuffer> ClientStream::AsyncReadBytes() const {
+  if (core_ == nullptr) {
+    return MakeExceptionFuture<ChainBuffer>(
+        Status(kStreamClientNetworkErr, "the stream is not open"));
+  }
+  return core_->AsyncRead();
+}
+
+Status ClientStream::Parse(const ChainBuffer& bytes, google::protobuf::MessageLite* msg) const {
+  std::string err;
+  if (!ParseEncodedBody(bytes, core_->content_type(), core_->encoding(), core_->max_message_bytes(),
+                        msg, &err)) {
+    return Status(kClientDecodeErr, std::move(err));
+  }
+  return kSuccStatus;
+}
+
+Future<> ClientStream::AsyncWrite(const google::protobuf::MessageLite& msg) const {
+  if (core_ == nullptr) {
+    return MakeExceptionFuture<>(Status(kStreamClientNetworkErr, "the stream is not open"));
+  }
+  ChainBuffer bytes;
+  std::string err;
+  if (!SerializeEncodedBody(msg, core_->content_type(), core_->encoding(), &bytes, &err)) {
+    return MakeExceptionFuture<>(Status(kClientEncodeErr, std::move(err)));
+  }
+  return core_->AsyncWrite(std::move(bytes));
+}
+
+Future<Status> ClientStream::DrainToEnd() const {
+  return core_->AsyncRead().Then([s = *this](Future<ChainBuffer>&& f) {
+    if (!f.IsFailed()) return s.DrainToEnd();
+    Status st = f.GetException();
+    Status final = s.core_->FinalStatus();
+    if (st.StreamEof()) return MakeReadyFuture<Status>(std::move(final));
+    return MakeReadyFuture<Status>(final.OK() ? std::move(st) : std::move(final));
+  });
+}
+
+Future<Status> ClientStream::AsyncFinish() const {
+  if (core_ == nullptr) {
+    return MakeReadyFuture<Status>(Status(kStreamClientNetworkErr, "the stream is not open"));
+  }
+  core_->Finish(kSuccStatus);
+  return DrainToEnd();
+}
+
 void ClientStream::Cancel() const {
   if (core_ != nullptr) core_->Reset(Status(kClientCanceledErr, "the client cancelled the stream"));
 }

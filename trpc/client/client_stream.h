@@ -2,10 +2,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "trpc/base/chain_buffer.h"
 #include "trpc/base/status.h"
+#include "trpc/future/future.h"
 
 namespace google::protobuf {
 class MessageLite;
@@ -48,9 +50,39 @@ class ClientStream {
   /// Gives up on the stream: the server's side is reset (ret 161) and both ends end.
   void Cancel() const;
 
+  // ---- The non-blocking forms (a merge worker, or any code that must not block): futures
+  // that resolve on the connection's loop thread. One read and one write at a time.
+
+  /// The server's next message, or nullopt after its last; fails with the stream's end
+  /// otherwise (as Read()).
+  template <typename R>
+  Future<std::optional<R>> AsyncRead() const {
+    return AsyncReadBytes().Then([s = *this](Future<ChainBuffer>&& f) {
+      if (f.IsFailed()) {
+        if (f.GetException().StreamEof()) return MakeReadyFuture<std::optional<R>>(std::nullopt);
+        return MakeExceptionFuture<std::optional<R>>(f.GetException());
+      }
+      std::optional<R> msg(std::in_place);
+      if (Status st = s.Parse(f.GetValue(), &*msg); !st.OK()) {
+        return MakeExceptionFuture<std::optional<R>>(std::move(st));
+      }
+      return MakeReadyFuture<std::optional<R>>(std::move(msg));
+    });
+  }
+  /// Resolves when the server's window had room for `msg` (back-pressure); fails once the
+  /// stream has ended. Await each write before the next.
+  Future<> AsyncWrite(const google::protobuf::MessageLite& msg) const;
+  /// As Finish(): half-closes, drops what the server still sends, and resolves with the
+  /// server's status for the whole stream (never fails: the status is the value).
+  Future<Status> AsyncFinish() const;
+
  private:
   friend class ::trpc::ServiceProxy;
   explicit ClientStream(std::shared_ptr<detail::StreamCore> core) : core_(std::move(core)) {}
+  Future<ChainBuffer> AsyncReadBytes() const;
+  Status Parse(const ChainBuffer& bytes, google::protobuf::MessageLite* msg) const;
+  // Reads and drops until the server's end, then its final status.
+  Future<Status> DrainToEnd() const;
 
   std::shared_ptr<detail::StreamCore> core_;
 };
@@ -103,6 +135,24 @@ class ClientReaderWriter {
   Status Write(const W& msg) const { return stream_.Write(msg); }
   Status WritesDone() const { return stream_.WritesDone(); }
   Status Finish() const { return stream_.Finish(); }
+  void Cancel() const { stream_.Cancel(); }
+
+ private:
+  ClientStream stream_;
+};
+
+/// The non-blocking typed view of a stream (any kind: a server stream reads only, a client
+/// stream writes then finishes), from ServiceProxy::AsyncOpenStream or a generated proxy.
+template <typename W, typename R>
+class AsyncClientReaderWriter {
+ public:
+  AsyncClientReaderWriter() = default;
+  explicit AsyncClientReaderWriter(ClientStream stream) : stream_(std::move(stream)) {}
+  bool Valid() const { return stream_.Valid(); }
+  Future<std::optional<R>> Read() const { return stream_.AsyncRead<R>(); }
+  Future<> Write(const W& msg) const { return stream_.AsyncWrite(msg); }
+  Status WritesDone() const { return stream_.WritesDone(); }
+  Future<Status> Finish() const { return stream_.AsyncFinish(); }
   void Cancel() const { stream_.Cancel(); }
 
  private:

@@ -661,17 +661,32 @@ Status ServiceProxy::UnaryInvoke(const ClientContextPtr& ctx,
 
 Status ServiceProxy::OpenStream(const ClientContextPtr& ctx, stream::ClientStream* out) {
   auto opened = std::make_shared<std::shared_ptr<detail::StreamCore>>();
-  Status st =
-      WaitFor(ctx, "a non-blocking stream (not built yet: docs/streaming.md)", [&](Done done) {
-        impl_->AsyncOpenStream(ctx, [opened, done = std::move(done)](
-                                        const Status& s, std::shared_ptr<detail::StreamCore> core) {
-          *opened = std::move(core);
-          done(s);
-        });
-      });
+  Status st = WaitFor(ctx, "AsyncOpenStream", [&](Done done) {
+    impl_->AsyncOpenStream(ctx, [opened, done = std::move(done)](
+                                    const Status& s, std::shared_ptr<detail::StreamCore> core) {
+      *opened = std::move(core);
+      done(s);
+    });
+  });
   ctx->SetStatus(st);
   if (st.OK()) *out = stream::ClientStream(std::move(*opened));
   return st;
+}
+
+Future<stream::ClientStream> ServiceProxy::AsyncOpenStream(const ClientContextPtr& ctx) {
+  // (std::function needs a copyable callback: the move-only promise is shared.)
+  auto promise = std::make_shared<Promise<stream::ClientStream>>();
+  Future<stream::ClientStream> future = promise->GetFuture();
+  impl_->AsyncOpenStream(ctx,
+                         [ctx, promise](const Status& s, std::shared_ptr<detail::StreamCore> core) {
+                           ctx->SetStatus(s);
+                           if (s.OK()) {
+                             promise->SetValue(stream::ClientStream(std::move(core)));
+                           } else {
+                             promise->SetException(s);
+                           }
+                         });
+  return future;
 }
 
 bool ServiceProxy::MayBlock(const ClientContextPtr& ctx, std::string_view async_name) {

@@ -118,6 +118,9 @@ class ServiceProxy {
   /// within the call timeout) or `*out` open. Blocking, as UnaryInvoke (refused with ret 31 on
   /// a merge worker).
   Status OpenStream(const ClientContextPtr& ctx, stream::ClientStream* out);
+  /// OpenStream() without blocking (a merge worker may call it): resolves with the open stream
+  /// on the connection's loop thread, or fails with the refusal.
+  Future<stream::ClientStream> AsyncOpenStream(const ClientContextPtr& ctx);
 
   const ClientServiceConfig& config() const;
   ThreadModel* thread_model() const;
