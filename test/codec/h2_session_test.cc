@@ -433,6 +433,31 @@ TEST_F(H2StreamingSessionTest, WritesUnderTheClientsWindowAndSaysWhenItHasRoomAg
   EXPECT_FALSE(session_->StreamSend(1, std::move(late), &wire, &err2));
 }
 
+TEST_F(H2StreamingSessionTest, CompressesItsMessagesWhenAskedAndTheClientAccepts) {
+  Open();
+  std::string h = RequestHeaders();
+  Literal(&h, "grpc-accept-encoding", "identity,gzip");
+  Feed(Frame(kHeaders, kEndHeaders, 1, h));
+  ASSERT_EQ(calls_.size(), 1u);
+  session_->StreamSetCompression(1, "deflate");  // (not accepted: ignored)
+  session_->StreamSetCompression(1, "gzip");
+  ChainBuffer wire;
+  ChainBuffer msg;
+  msg.Append(std::string(10'000, 'z'));
+  std::string err;
+  ASSERT_TRUE(session_->StreamSend(1, std::move(msg), &wire, &err)) << err;
+  std::vector<RawFrame> out = Parse(wire.ToString());
+  const RawFrame* headers = FindFrame(out, kHeaders, 1);
+  ASSERT_NE(headers, nullptr);
+  HeaderDecoder hd;
+  EXPECT_EQ(hd.Decode(headers->payload)["grpc-encoding"], "gzip");
+  const RawFrame* data = FindFrame(out, kData, 1);
+  ASSERT_NE(data, nullptr);
+  ASSERT_GE(data->payload.size(), 5u);
+  EXPECT_EQ(data->payload[0], 1) << "the compressed flag";
+  EXPECT_LT(data->payload.size(), 1000u) << "10000 'z's gzip to far less";
+}
+
 TEST_F(H2StreamingSessionTest, FinishWithNothingWrittenIsTrailersOnly) {
   OpenStream();
   ChainBuffer wire;

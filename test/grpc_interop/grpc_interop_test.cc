@@ -418,6 +418,32 @@ void OurStreamCases(const std::shared_ptr<TestServiceServiceProxy>& proxy) {
     EXPECT_TRUE(st.OK()) << st.ToString();
   }
   {
+    SCOPED_TRACE("compressed both ways");
+    ClientContextPtr ctx = MakeClientContext();
+    ctx->SetFuncName("/grpc.testing.TestService/FullDuplexCall");
+    ctx->SetReqCompressType(1);  // gzip
+    stream::ClientStream opened;
+    Status st = proxy->OpenStream(ctx, &opened);
+    ASSERT_TRUE(st.OK()) << st.ToString();
+    stream::ClientReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse> rw(
+        std::move(opened));
+    for (int i = 0; i < 3; ++i) {
+      StreamingOutputCallRequest req;
+      auto* p = req.add_response_parameters();
+      p->set_size(31415);
+      p->mutable_compressed()->set_value(true);
+      req.mutable_payload()->set_body(std::string(27182, '\0'));
+      ASSERT_TRUE(rw.Write(req).OK());
+      StreamingOutputCallResponse rsp;
+      st = rw.Read(&rsp);
+      ASSERT_TRUE(st.OK()) << st.ToString();
+      EXPECT_EQ(rsp.payload().body().size(), 31415u);
+    }
+    ASSERT_TRUE(rw.WritesDone().OK());
+    st = rw.Finish();
+    EXPECT_TRUE(st.OK()) << st.ToString();
+  }
+  {
     SCOPED_TRACE("empty_stream");
     Status st;
     stream::ClientReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse> rw(

@@ -74,14 +74,19 @@ Future<int> SumPayloads(stream::AsyncStreamReader<StreamingInputCallRequest> rea
 }
 
 // FullDuplexCall: each request answered as it comes (its responses, or its status as the end).
-Future<> FullDuplex(Duplex rw) {
-  return rw.Read().Then([rw](std::optional<StreamingOutputCallRequest>&& req) {
+// A response asked compressed compresses every response of the stream (gzip), when asked
+// before the first one.
+Future<> FullDuplex(ServerContextPtr ctx, Duplex rw) {
+  return rw.Read().Then([ctx, rw](std::optional<StreamingOutputCallRequest>&& req) {
     if (!req.has_value()) return MakeReadyFuture<>();
     if (req->has_response_status() && req->response_status().code() != 0) {
       return StatusAsked(*req);
     }
+    for (const auto& p : req->response_parameters()) {
+      if (p.compressed().value()) grpc::SetResponseCompression(ctx.get(), "gzip");
+    }
     auto shared = std::make_shared<const StreamingOutputCallRequest>(std::move(*req));
-    return WriteResponses(rw, shared, 0).Then([rw] { return FullDuplex(rw); });
+    return WriteResponses(rw, shared, 0).Then([ctx, rw] { return FullDuplex(ctx, rw); });
   });
 }
 
@@ -128,7 +133,7 @@ TestServiceImpl::TestServiceImpl() {
   AddAsyncBidiStreamMethod<StreamingOutputCallRequest, StreamingOutputCallResponse>(
       prefix + "FullDuplexCall", [](const ServerContextPtr& ctx, const Duplex& rw) {
         EchoMetadata(ctx);
-        return FullDuplex(rw);
+        return FullDuplex(ctx, rw);
       });
   AddAsyncBidiStreamMethod<StreamingOutputCallRequest, StreamingOutputCallResponse>(
       prefix + "HalfDuplexCall", [](const ServerContextPtr&, const Duplex& rw) {

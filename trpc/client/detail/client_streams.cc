@@ -45,8 +45,8 @@ std::shared_ptr<StreamCore> ClientStreams::Open(const RpcRequest& head, size_t m
     return nullptr;
   }
   auto core = std::make_shared<StreamCore>(conn_->connection(), id, head.content_type,
-                                           head.content_encoding, max_message_bytes, kWindow,
-                                           kClientStreamCodes);
+                                           session_->CoreEncoding(head.content_encoding),
+                                           max_message_bytes, kWindow, kClientStreamCodes);
   Entry& e = streams_[id];
   e.core = core;
   if (session_->OpensAtOnce()) {

@@ -47,6 +47,10 @@ class ClientStreamSession : public StreamSession {
   /// headers, and a server may answer nothing before its end): the stream is usable at once,
   /// and a refusal comes as its end. False: OnStreamOpened brings the server's answer (trpc).
   virtual bool OpensAtOnce() const { return false; }
+  /// The content encoding a stream's core compresses its messages with, for a stream opened
+  /// asking for `requested`: `requested` (trpc), or 0 where the session compresses each
+  /// message itself (gRPC, whose messages carry their own flag).
+  virtual uint32_t CoreEncoding(uint32_t requested) const { return requested; }
   /// One stream frame from the server. False (with `*err`) when it broke the protocol in a way
   /// that ends the connection.
   virtual bool OnFrame(ChainBuffer&& frame, ClientStreamHost* host, ChainBuffer* out,

@@ -36,6 +36,12 @@ bool IsCancelled(const ServerContext& ctx) {
 }
 
 void SetResponseCompression(ServerContext* ctx, std::string encoding) {
+  if (const auto& stream = trpc::detail::ServerCall::Of(*ctx).stream()) {
+    // A streaming call: every message from the first (before it is written), when the client
+    // accepts the encoding. (The key is the gRPC stream session's; it is not sent.)
+    stream->AddInitialMetadata("grpc-encoding", std::move(encoding));
+    return;
+  }
   if (GrpcReplyOptions* o = ReplyOptions(ctx)) o->compression = std::move(encoding);
 }
 

@@ -22,7 +22,8 @@ const GrpcRequestInfo* GetRequestInfo(const ServerContext& ctx);
 bool IsCancelled(const ServerContext& ctx);
 
 /// Compresses the reply's message with `encoding` ("gzip" or "deflate") if the client accepts
-/// it (grpc-accept-encoding); otherwise it is sent uncompressed.
+/// it (grpc-accept-encoding); otherwise it is sent uncompressed. In a streaming call: every
+/// message the handler writes, when called before the first write.
 void SetResponseCompression(ServerContext* ctx, std::string encoding);
 
 /// Sends `key: value` in the reply's initial metadata (headers); AddRspTransInfo() entries go

@@ -48,6 +48,10 @@ size_t GrpcServerStreamSession::open_streams() const {
 }
 
 void GrpcServerStreamSession::SetInitialMetadata(uint32_t id, TransInfo&& md) {
+  if (auto it = md.find(std::string(kStreamCompressionKey)); it != md.end()) {
+    if (h2_ != nullptr) h2_->StreamSetCompression(static_cast<int32_t>(id), it->second);
+    md.erase(it);
+  }
   Pairs fields;
   ToHeaders(md, &fields);
   if (h2_ != nullptr) h2_->StreamSetMetadata(static_cast<int32_t>(id), std::move(fields), false);
@@ -134,6 +138,16 @@ bool GrpcClientStreamSession::Open(const RpcRequest& head, uint32_t window, uint
   (void)window;  // (HTTP/2's windows: the session's initial_window_size)
   ClientRequestMeta meta;
   meta.path = head.func;
+  // The messages are compressed here, each flagged (the stream's core sends them plain).
+  if (head.content_encoding == 1) {
+    meta.encoding = "gzip";
+  } else if (head.content_encoding == 3) {
+    meta.encoding = "deflate";
+  } else if (head.content_encoding != 0) {
+    *err = "gRPC streams compress with gzip (1) or deflate (3), not type " +
+           std::to_string(head.content_encoding);
+    return false;
+  }
   meta.authority = std::string(head.authority);
   // No grpc-timeout: a stream lasts as long as both ends keep it (the call's timeout bounds
   // only its open), as our trpc streams do; a server would otherwise end a long-lived stream

@@ -3,11 +3,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "trpc/codec/detail/client_streams.h"
 #include "trpc/codec/detail/server_streams.h"
 
 namespace trpc::grpc::detail {
+
+/// The initial-metadata key through which a server stream asks for its messages to be
+/// compressed (grpc::SetResponseCompression); it is not sent as a header.
+inline constexpr std::string_view kStreamCompressionKey = "grpc-encoding";
 
 class H2ClientSession;
 class H2ServerSession;
@@ -69,6 +74,11 @@ class GrpcClientStreamSession final : public ClientStreamSession {
   bool Open(const RpcRequest& head, uint32_t window, uint32_t* id, ChainBuffer* out,
             std::string* err) override;
   bool OpensAtOnce() const override { return true; }
+  /// The session compresses (and flags) each message itself: the stream's core sends plain.
+  uint32_t CoreEncoding(uint32_t requested) const override {
+    (void)requested;
+    return 0;
+  }
   bool OnFrame(ChainBuffer&& frame, ClientStreamHost* host, ChainBuffer* out,
                std::string* err) override;
 

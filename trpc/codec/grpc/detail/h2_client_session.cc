@@ -97,11 +97,13 @@ bool H2ClientSession::StreamOpen(const ClientRequestMeta& head, int32_t* stream_
   nv.push_back(MakeNv("content-type", "application/grpc"));
   nv.push_back(MakeNv("te", "trailers"));
   if (!head.timeout.empty()) nv.push_back(MakeNv("grpc-timeout", head.timeout));
+  if (!head.encoding.empty()) nv.push_back(MakeNv("grpc-encoding", head.encoding));
   nv.push_back(MakeNv("grpc-accept-encoding", "identity,deflate,gzip"));
   nv.push_back(MakeNv("user-agent", "trpc-cpp-grpc"));
   for (const auto& [k, v] : head.metadata) nv.push_back(MakeNv(k, v));
   auto st = std::make_unique<Stream>();
   st->streaming = true;
+  st->out_encoding = head.encoding;
   st->more_data = true;
   nghttp2_data_provider prd{};
   prd.read_callback = ReadDataCallback;
@@ -135,7 +137,10 @@ bool H2ClientSession::StreamSend(int32_t stream_id, ChainBuffer&& msg, ChainBuff
     *err = "message larger than max_message_size";
     return false;
   }
-  QueueMessage(s, std::move(msg));
+  if (!QueueMessage(s, std::move(msg))) {
+    *err = "the message could not be compressed";
+    return false;
+  }
   ResumeData(stream_id, s);
   Drain(out);
   return true;

@@ -164,6 +164,7 @@ void H2ServerSession::OpenStreaming(Stream* s, int32_t stream_id) {
   ++open_streaming_;
   s->handed_up = true;  // (request_timeout_ms is for unary requests)
   s->encoding = h.encoding;
+  s->accept_encoding = h.accept_encoding;
   s->cancelled = std::make_shared<std::atomic<bool>>(false);
   h.cancelled = s->cancelled;
   h.stream_id = stream_id;
@@ -256,6 +257,14 @@ bool H2ServerSession::StreamCanSend(int32_t stream_id) {
   return CanSendOn(s, stream_id);
 }
 
+void H2ServerSession::StreamSetCompression(int32_t stream_id, const std::string& encoding) {
+  Stream* s = streams_.Find(stream_id);
+  if (s == nullptr || !s->streaming || s->headers_sent || s->answered) return;
+  if (IsSupportedEncoding(encoding) && AcceptsEncoding(s->accept_encoding, encoding)) {
+    s->out_encoding = encoding;
+  }
+}
+
 void H2ServerSession::StreamSetMetadata(int32_t stream_id, Pairs&& fields, bool trailing) {
   Stream* s = streams_.Find(stream_id);
   if (s == nullptr || !s->streaming || s->answered) return;
@@ -269,6 +278,7 @@ void H2ServerSession::SubmitStreamHeaders(Stream* s, int32_t stream_id) {
   std::vector<nghttp2_nv> nv = {MakeNv(":status", "200"),
                                 MakeNv("content-type", "application/grpc"),
                                 MakeNv("grpc-accept-encoding", "identity,deflate,gzip")};
+  if (!s->out_encoding.empty()) nv.push_back(MakeNv("grpc-encoding", s->out_encoding));
   for (const auto& [k, v] : s->initial) nv.push_back(MakeNv(k, v));
   nghttp2_data_provider prd{};
   prd.read_callback = ReadDataCallback;
@@ -286,7 +296,10 @@ bool H2ServerSession::StreamSend(int32_t stream_id, ChainBuffer&& msg, ChainBuff
     *err = "message larger than max_message_size";
     return false;
   }
-  QueueMessage(s, std::move(msg));
+  if (!QueueMessage(s, std::move(msg))) {
+    *err = "the message could not be compressed";
+    return false;
+  }
   if (!s->headers_sent) {
     SubmitStreamHeaders(s, stream_id);
   } else {

@@ -54,6 +54,9 @@ class H2ServerSession final : public H2Session {
   /// further messages are refused (RST_STREAM NO_ERROR once the trailers are out).
   void StreamFinish(int32_t stream_id, int grpc_status, const std::string& message,
                     ChainBuffer* out);
+  /// Compresses the stream's messages with `encoding` (gzip, deflate) from its first on, when
+  /// the client accepts it (grpc-accept-encoding); else they go uncompressed.
+  void StreamSetCompression(int32_t stream_id, const std::string& encoding);
   /// Metadata for the stream's response headers (`trailing` false: before its first message or
   /// end) or its trailers (after grpc-status).
   void StreamSetMetadata(int32_t stream_id, Pairs&& fields, bool trailing);
@@ -89,10 +92,11 @@ class H2ServerSession final : public H2Session {
     Pairs trailers;                                // sent after `out`
     // A streaming call (its path is a streaming method), from its open event on: H2Stream's
     // streaming part, and ours.
-    bool headers_sent = false;  // our response headers are submitted
-    std::string encoding;       // grpc-encoding of the client's messages
-    Pairs initial;              // response headers' metadata (StreamSetMetadata)
-    Pairs trailing;             // trailers' metadata
+    bool headers_sent = false;    // our response headers are submitted
+    std::string encoding;         // grpc-encoding of the client's messages
+    std::string accept_encoding;  // the client's grpc-accept-encoding
+    Pairs initial;                // response headers' metadata (StreamSetMetadata)
+    Pairs trailing;               // trailers' metadata
   };
 
   H2Stream* FindSending(int32_t stream_id) override { return streams_.Find(stream_id); }

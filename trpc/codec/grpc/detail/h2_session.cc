@@ -298,13 +298,21 @@ bool H2Session::CanSendOn(H2Stream* s, int32_t stream_id) {
   return false;
 }
 
-void H2Session::QueueMessage(H2Stream* s, ChainBuffer&& msg) {
+bool H2Session::QueueMessage(H2Stream* s, ChainBuffer&& msg) {
+  char flag = 0;
+  if (!s->out_encoding.empty()) {
+    ChainBuffer packed;
+    if (!Compress(s->out_encoding, msg, &packed)) return false;
+    msg = std::move(packed);
+    flag = 1;
+  }
   const auto n = static_cast<uint32_t>(msg.size());
-  const char prefix[5] = {0, static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+  const char prefix[5] = {flag, static_cast<char>(n >> 24), static_cast<char>(n >> 16),
                           static_cast<char>(n >> 8), static_cast<char>(n)};
   s->out.Append(prefix, 5);
   s->out.Append(std::move(msg));
   held_bytes += 5 + n;  // until it fits the peer's windows
+  return true;
 }
 
 void H2Session::ResumeData(int32_t stream_id, H2Stream* s) {

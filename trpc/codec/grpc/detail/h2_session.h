@@ -85,6 +85,8 @@ struct H2Stream {
   // received (compressed), oldest first; `consumed_carry`: reported bytes not yet matched.
   std::deque<std::pair<size_t, size_t>> credit;
   size_t consumed_carry = 0;
+  // grpc-encoding our messages on this stream are compressed with (empty: none).
+  std::string out_encoding;
 };
 
 /// What NextMessage() found at the front of a streaming call's received DATA.
@@ -177,8 +179,9 @@ class H2Session : public FrameCodecState, public CallSession {
   /// The peer's window has room beyond what waits in `s->out`; false asks for a writable
   /// event (want_writable).
   bool CanSendOn(H2Stream* s, int32_t stream_id);
-  /// Queues one message (serialized, not yet prefixed) on `s`.
-  void QueueMessage(H2Stream* s, ChainBuffer&& msg);
+  /// Queues one message (serialized, not yet prefixed) on `s`, compressed with its
+  /// out_encoding if it has one. False if it could not be compressed.
+  bool QueueMessage(H2Stream* s, ChainBuffer&& msg);
   /// A stream's DATA is all out (`*data_flags` has NGHTTP2_DATA_FLAG_EOF): a server adds
   /// NO_END_STREAM and sends its trailers.
   virtual void OnDataEnd(int32_t stream_id, H2Stream* s, uint32_t* data_flags) {
