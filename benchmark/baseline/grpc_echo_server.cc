@@ -15,6 +15,12 @@
 //   RequestSayHello calls; per call a CallData that answers and is deleted when Finish completes
 //   (a new one takes its place among the outstanding requests as soon as its call arrives).
 //
+// Both modes serve SayHello; `--mode callback` also serves BidiStream, a bidirectional stream
+// that echoes each HelloRequest's msg in a HelloReply (as helloworld_server's BidiStream does, so
+// `trpc_bench --stream --protocol grpc` measures either): a ServerBidiReactor per stream, with one
+// operation outstanding at a time (read a message, write its echo, read the next), finished OK
+// when the client half-closes. The --mode cq service does not serve it.
+//
 // Abseil's mutex deadlock detection, which Debian's build (no NDEBUG) leaves on, is turned off
 // as in a release build of gRPC; TRPC_GRPC_PEER_DEADLOCK_DETECTION=1 in the environment keeps it
 // (docs/benchmark.md, "The grpc++ baseline", for what it costs).
@@ -55,6 +61,38 @@ constexpr int kRequestsPerQueue = 1000;
 // How long Shutdown() lets in-flight calls finish before it cancels them.
 constexpr std::chrono::seconds kShutdownGrace{2};
 
+// One BidiStream call: reads a message, writes its echo, reads the next. Only one operation is
+// outstanding at a time, so the callbacks never run concurrently and Finish is called once: when
+// a read fails (the client half-closed, or the call was cancelled) or a write fails. gRPC deletes
+// nothing itself: OnDone, its last callback, does.
+class EchoStream final : public grpc::ServerBidiReactor<HelloRequest, HelloReply> {
+ public:
+  EchoStream() { StartRead(&req_); }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    rsp_.mutable_msg()->swap(*req_.mutable_msg());
+    StartWrite(&rsp_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the echo could not be written"));
+      return;
+    }
+    StartRead(&req_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  HelloRequest req_;
+  HelloReply rsp_;
+};
+
 class EchoGreeter final : public Greeter::CallbackService {
  public:
   grpc::ServerUnaryReactor* SayHello(grpc::CallbackServerContext* ctx, const HelloRequest* req,
@@ -63,6 +101,12 @@ class EchoGreeter final : public Greeter::CallbackService {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     reactor->Finish(grpc::Status::OK);
     return reactor;
+  }
+
+  grpc::ServerBidiReactor<HelloRequest, HelloReply>* BidiStream(
+      grpc::CallbackServerContext* ctx) override {
+    (void)ctx;
+    return new EchoStream();
   }
 };
 
