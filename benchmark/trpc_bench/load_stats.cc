@@ -20,6 +20,9 @@ void LoadStats::Merge(const LoadStats& o) {
   unsent += o.unsent;
   slot_waits += o.slot_waits;
   responses += o.responses;
+  streams_opened += o.streams_opened;
+  for (const auto& [code, n] : o.open_failures) open_failures[code] += n;
+  streams_dropped += o.streams_dropped;
 }
 
 void IntervalStats::Merge(const IntervalStats& o) {

@@ -36,6 +36,12 @@ struct LoadStats {
   uint64_t unsent = 0;         // planned in the window, still waiting at its end (open loop)
   uint64_t slot_waits = 0;     // due but every connection was at --inflight (open loop)
   uint64_t responses = 0;      // response frames received at all (warm-up included)
+  // --stream (warm-up included): streams the server accepted, opens it refused (or that could
+  // not be asked for) by code, and open streams dropped after a failure (a message's timeout,
+  // the stream's end or reset, a lost connection) to be opened again.
+  uint64_t streams_opened = 0;
+  std::map<std::string, uint64_t> open_failures;
+  uint64_t streams_dropped = 0;
 
   void Merge(const LoadStats& o);
 };

@@ -121,6 +121,12 @@ benchmark/trpc_bench/README.md.
                           loop: the other connections wait when they run ahead of the share
   --hot-inflight N        calls outstanding on the hot connection at most (default 64); over
                           http, its pipelining depth
+  --stream                trpc, grpc: a bidirectional streaming echo instead of unary calls
+                          (--func default {}): each stream has one message
+                          in flight (write, read its echo, write the next); a request is one
+                          message's round trip. --qps spreads the message rate over the streams
+  --streams-per-connection N
+                          --stream: streams on each connection, 1..1000 (default 1)
   --server-pid PID        report the server's CPU time per request from /proc/PID/stat
   --json PATH             write the result as JSON to PATH ("-" = stdout; the human-readable
                           report then goes to stderr)
@@ -129,7 +135,7 @@ benchmark/trpc_bench/README.md.
 
 Exit status: 0 if it ran (even with errors), 2 on bad usage, 1 if it could not connect.
 )",
-      argv0);
+      argv0, kDefaultStreamFunc);
 }
 
 ParseResult ParseOptions(int argc, char** argv, Options* o, std::string* err) {
@@ -137,11 +143,17 @@ ParseResult ParseOptions(int argc, char** argv, Options* o, std::string* err) {
   bool func_given = false;
   bool http_given = false;
   bool hot_inflight_given = false;
+  bool inflight_given = false;
+  bool streams_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view name = argv[i];
     if (name == "--help" || name == "-h") return ParseResult::kHelp;
     if (name == "--quiet") {
       o->quiet = true;
+      continue;
+    }
+    if (name == "--stream") {
+      o->stream = true;
       continue;
     }
     // "--name value" or "--name=value".
@@ -181,6 +193,7 @@ ParseResult ParseOptions(int argc, char** argv, Options* o, std::string* err) {
     } else if (name == "--inflight") {
       ok = ParseInt(value, 1, 1'000'000, &n);
       o->inflight = static_cast<int>(n);
+      inflight_given = true;
     } else if (name == "--qps") {
       ok = ParseDouble(value, 0, 1e9, &o->qps);
     } else if (name == "--duration") {
@@ -223,6 +236,11 @@ ParseResult ParseOptions(int argc, char** argv, Options* o, std::string* err) {
       ok = ParseInt(value, 1, 1'000'000, &n);
       o->hot_inflight = static_cast<int>(n);
       hot_inflight_given = true;
+    } else if (name == "--streams-per-connection") {
+      // ClientStreams carries at most 1000 of a connection's streams.
+      ok = ParseInt(value, 1, 1000, &n);
+      o->streams_per_connection = static_cast<int>(n);
+      streams_given = true;
     } else if (name == "--server-pid") {
       ok = ParseInt(value, 1, INT32_MAX, &n);
       o->server_pid = static_cast<int>(n);
@@ -249,6 +267,18 @@ ParseResult ParseOptions(int argc, char** argv, Options* o, std::string* err) {
   if (http_given && !o->http()) return bad("--http-method and --http-path need --protocol http");
   if (func_given && o->http()) {
     return bad("--func is for --protocol trpc or grpc (http: --http-path)");
+  }
+  if (o->stream) {
+    if (o->http()) return bad("--stream needs --protocol trpc or grpc");
+    if (!func_given) o->func = kDefaultStreamFunc;
+    // One message in flight per stream; more concurrency is more streams.
+    if (inflight_given) {
+      return bad("--inflight is for unary calls; with --stream use --streams-per-connection");
+    }
+    if (o->tail_on()) return bad("--tail-ratio is for unary calls, not --stream");
+    if (o->hot_on()) return bad("--hot-share is for unary calls, not --stream");
+  } else if (streams_given) {
+    return bad("--streams-per-connection needs --stream");
   }
   NetAddress addr;
   if (!NetAddress::Parse(o->target, &addr)) {

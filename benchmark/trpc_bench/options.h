@@ -11,13 +11,14 @@ namespace trpc::bench {
 /// (every thread reads it).
 struct Options {
   std::string target = "127.0.0.1:12345";
-  std::string protocol = "trpc";  // "trpc" or "http"
-  std::string func = "/trpc.test.helloworld.Greeter/SayHello";  // trpc only
+  std::string protocol = "trpc";  // "trpc", "grpc" or "http"
+  // trpc and grpc; with --stream the default is kDefaultStreamFunc.
+  std::string func = "/trpc.test.helloworld.Greeter/SayHello";
   std::string http_method = "GET";  // http only
   std::string http_path = "/";      // http only: the request-target (path and query)
   int connections = 100;
-  int inflight = 1;  // calls outstanding per connection at most
-  double qps = 0;    // 0 = closed loop
+  int inflight = 1;        // calls outstanding per connection at most
+  double qps = 0;          // 0 = closed loop
   double duration_s = 10;  // 0 = no time limit (only with --requests)
   uint64_t requests = 0;   // measured requests to make; 0 = no count limit
   double warmup_s = 1;
@@ -37,6 +38,11 @@ struct Options {
   // 8-worker server sees at P999 <= 10 ms, and stays below the servers' per-connection limits
   // (max_pending_requests 1024, gRPC's 100 concurrent streams).
   int hot_inflight = 64;
+  // --stream: each connection carries `streams_per_connection` bidirectional streams of `func`,
+  // each with one message in flight (write, read its echo, write the next); a request is one
+  // message's round trip.
+  bool stream = false;
+  int streams_per_connection = 1;
   int server_pid = 0;
   std::string json_path;  // "" = none, "-" = stdout
   bool quiet = false;
@@ -52,6 +58,9 @@ struct Options {
   /// "/pkg.Service/Method" -> "pkg.Service" (the request header's callee).
   std::string Callee() const;
 };
+
+/// The method --stream calls unless --func names another: examples/helloworld's echo.
+inline constexpr char kDefaultStreamFunc[] = "/trpc.test.helloworld.Greeter/BidiStream";
 
 enum class ParseResult { kRun, kHelp, kBadUsage };
 

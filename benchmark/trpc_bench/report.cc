@@ -105,6 +105,20 @@ void CheckClientHealth(const Options& o, RunResult* r) {
         "bottleneck",
         r->client_cpu_percent, o.threads, cores));
   }
+  if (o.stream && !s.open_failures.empty()) {
+    uint64_t refused = 0;
+    for (const auto& [code, n] : s.open_failures) refused += n;
+    r->warnings.push_back(fmt::format(
+        "{} stream opens failed (each tried again after 100 ms): does the server serve {} as a "
+        "bidirectional streaming echo, with room for {} streams per connection?",
+        refused, o.func, o.streams_per_connection));
+  }
+  if (o.stream && s.streams_dropped > 0) {
+    r->warnings.push_back(fmt::format(
+        "{} streams were dropped after a failure (the message in flight is counted in errors) "
+        "and opened again after 100 ms",
+        s.streams_dropped));
+  }
   if (!o.open_loop()) return;
   // Expired requests were never sent: the rate the client kept is that of the sent ones.
   bool short_rate = r->sent_qps() < kMinAchievedShare * o.qps;
@@ -115,6 +129,16 @@ void CheckClientHealth(const Options& o, RunResult* r) {
   // sends whatever is due while connections are free, however late it runs).
   uint64_t planned = s.requests + s.unsent;
   uint64_t waited = s.slot_waits + s.unsent;
+  if (planned > 0 && waited > kSlotWaitShare * planned && o.stream) {
+    r->warnings.push_back(fmt::format(
+        "{:.1f}% of the messages found every stream with a message in flight and waited for "
+        "one: the server (or --connections x --streams-per-connection = {}) limits the rate; "
+        "sent {:.0f} of {:.0f} messages/s, {} planned messages expired before a stream was "
+        "free, {} never sent, send lateness p99 {} us",
+        100.0 * waited / planned, static_cast<int64_t>(o.connections) * o.streams_per_connection,
+        r->sent_qps(), o.qps, s.expired, s.unsent, late_p99));
+    return;
+  }
   if (planned > 0 && waited > kSlotWaitShare * planned) {
     r->warnings.push_back(fmt::format(
         "{:.1f}% of the requests found every connection at --inflight and waited for one: the "
@@ -157,8 +181,15 @@ void PrintSettings(FILE* out, const Options& o) {
     cpus = "CPUs";
     for (int c : o.cpus) cpus += fmt::format(" {}", c);
   }
-  fmt::print(out, "{} connections x {} in flight, {} thread(s), {}\n", o.connections, o.inflight,
-             o.threads, cpus);
+  if (o.stream) {
+    fmt::print(out,
+               "{} connections x {} bidirectional streams, one message in flight on each, {} "
+               "thread(s), {}\n",
+               o.connections, o.streams_per_connection, o.threads, cpus);
+  } else {
+    fmt::print(out, "{} connections x {} in flight, {} thread(s), {}\n", o.connections, o.inflight,
+               o.threads, cpus);
+  }
   std::string limit = o.duration_s > 0 ? fmt::format("{} s", o.duration_s) : "";
   if (o.requests > 0) {
     limit += fmt::format("{}{} requests", limit.empty() ? "" : " or ", o.requests);
@@ -184,8 +215,14 @@ void PrintProgress(FILE* out, int second, const IntervalStats& s) {
 
 void PrintReport(FILE* out, const Options& o, const RunResult& r) {
   const LoadStats& s = r.stats;
-  fmt::print(out, "\nwindow {:.2f} s: {} requests, {} ok, {:.1f} QPS", r.window_s, s.requests, s.ok,
-             r.qps());
+  if (o.stream) {
+    // A request is one message's round trip on a stream.
+    fmt::print(out, "\nwindow {:.2f} s: {} messages echoed or failed, {} ok, {:.1f} messages/s",
+               r.window_s, s.requests, s.ok, r.qps());
+  } else {
+    fmt::print(out, "\nwindow {:.2f} s: {} requests, {} ok, {:.1f} QPS", r.window_s, s.requests,
+               s.ok, r.qps());
+  }
   if (o.open_loop()) fmt::print(out, " (target {})", o.qps);
   fmt::print(out, "\ngoodput {:.1f}/s: {} OK replies within the {} ms deadline", r.goodput(),
              s.good, o.timeout_ms);
@@ -201,6 +238,17 @@ void PrintReport(FILE* out, const Options& o, const RunResult& r) {
   if (o.tail_on()) PrintRow(out, "tail (tagged)", s.tail);
   if (!s.errors.empty()) PrintRow(out, "errors", s.error_latency);
   fmt::print(out, "errors: {}\n", ErrorsText(s));
+  if (o.stream) {
+    std::string refused;
+    for (const auto& [code, n] : s.open_failures) {
+      refused += fmt::format("{}{}: {}", refused.empty() ? "" : ", ", code, n);
+    }
+    fmt::print(out,
+               "streams: {} opened ({} asked for), {} dropped after a failure and opened "
+               "again; opens refused: {}\n",
+               s.streams_opened, o.connections * o.streams_per_connection, s.streams_dropped,
+               refused.empty() ? "none" : refused);
+  }
   if (o.hot_on()) {
     fmt::print(out,
                "hot connection: {} requests, {:.2f}% of all (asked {}%), {} in flight at most\n",
@@ -217,8 +265,9 @@ void PrintReport(FILE* out, const Options& o, const RunResult& r) {
   }
   fmt::print(out, "\n");
   if (r.server_cpu_us >= 0) {
-    fmt::print(out, "server: {:.2f} us CPU per request, {:.1f}% CPU (pid {})\n",
+    fmt::print(out, "server: {:.2f} us CPU per {}, {:.1f}% CPU (pid {})\n",
                s.requests > 0 ? static_cast<double>(r.server_cpu_us) / s.requests : 0.0,
+               o.stream ? "message" : "request",
                r.window_s > 0 ? r.server_cpu_us / r.window_s / 1e4 : 0.0, o.server_pid);
   }
   for (const std::string& w : r.warnings) fmt::print(out, "WARNING: {}\n", w);
@@ -235,14 +284,15 @@ std::string ToJson(const Options& o, const RunResult& r) {
       R"("inflight": {}, "qps": {}, "threads": {}, "duration_s": {}, "requests_limit": {}, )"
       R"("warmup_s": {}, "payload_size": {}, "timeout_ms": {}, "tail_ratio": {}, )"
       R"("tail_delay_us": {}, "tail_kind": {}, "hot_share": {}, "hot_inflight": {}, )"
-      R"("cpus": [{}], "http": {}}},)",
+      R"("cpus": [{}], "http": {}, "stream": {}, "streams_per_connection": {}}},)",
       JsonString(o.target), JsonString(o.protocol), JsonString(o.func), o.connections, o.inflight,
       o.qps, o.threads, o.duration_s, o.requests, o.warmup_s,
       o.http() && !o.http_body() ? 0 : o.payload.size(), o.timeout_ms, o.tail_ratio,
       o.tail_delay_us, JsonString(o.tail_kind), o.hot_share, o.hot_on() ? o.hot_inflight : 0, cpus,
       o.http() ? fmt::format(R"({{"method": {}, "path": {}}})", JsonString(o.http_method),
                              JsonString(o.http_path))
-               : std::string("null"));
+               : std::string("null"),
+      o.stream, o.stream ? o.streams_per_connection : 0);
   j += fmt::format(
       "\n \"window_s\": {:.6f}, \"requests\": {}, \"ok\": {}, \"qps\": {:.1f}, "
       "\"target_qps\": {},",
@@ -277,6 +327,19 @@ std::string ToJson(const Options& o, const RunResult& r) {
         o.hot_share, o.hot_inflight, s.hot_requests, HotShare(s));
   } else {
     j += "\n \"hot\": null,";
+  }
+  if (o.stream) {
+    std::string refused;
+    for (const auto& [code, n] : s.open_failures) {
+      refused += fmt::format("{}{}: {}", refused.empty() ? "" : ", ", JsonString(code), n);
+    }
+    j += fmt::format(
+        "\n \"streams\": {{\"asked\": {}, \"opened\": {}, \"dropped\": {}, "
+        "\"open_failures\": {{{}}}}},",
+        static_cast<int64_t>(o.connections) * o.streams_per_connection, s.streams_opened,
+        s.streams_dropped, refused);
+  } else {
+    j += "\n \"streams\": null,";
   }
   std::string warnings;
   for (const std::string& w : r.warnings) {

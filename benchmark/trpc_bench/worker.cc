@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "trpc/base/clock.h"
+#include "trpc/client/detail/client_streams.h"
 #include "trpc/codec/http/detail/http_client_codec.h"
 
 namespace trpc::bench {
@@ -29,6 +30,10 @@ constexpr int64_t kRetryDelayNs = 1 * kNanosPerMilli;
 
 // Replies up to this size are kept per slot to recognize a repeat of a successful one.
 constexpr size_t kMaxCachedReply = 4096;
+// --stream: how often the messages in flight are checked against --timeout (a tenth of it,
+// within these bounds).
+constexpr int64_t kMinSweepNs = 1 * kNanosPerMilli;
+constexpr int64_t kMaxSweepNs = 100 * kNanosPerMilli;
 
 int64_t NanosToMicros(int64_t ns) { return (ns + kNanosPerMicro / 2) / kNanosPerMicro; }
 
@@ -117,6 +122,10 @@ void Worker::Setup() {
     EncodeHttpRequest(o_, codec_.get(), nullptr, &http_frame_);
     if (o_.tail_on()) EncodeHttpRequest(o_, codec_.get(), &tail_value_, &http_tail_frame_);
   }
+  if (o_.stream) {
+    stream_msg_bytes_ = body_.SerializeAsString();
+    stream_msg_.Append(stream_msg_bytes_.data(), stream_msg_bytes_.size());
+  }
   conns_.resize(connection_count_);
   size_t slot_count = 0;
   for (int i = 0; i < connection_count_; ++i) {
@@ -124,7 +133,7 @@ void Worker::Setup() {
     bool hot = has_hot_ && i == 0;
     c.plan = hot ? &hot_plan_ : &plan_;
     c.first_slot = slot_count;
-    c.slot_count = hot ? o_.hot_inflight : o_.inflight;
+    c.slot_count = o_.stream ? o_.streams_per_connection : hot ? o_.hot_inflight : o_.inflight;
     slot_count += c.slot_count;
   }
   slots_.resize(slot_count);
@@ -135,9 +144,14 @@ void Worker::Setup() {
     for (int k = 0; k < c.slot_count; ++k) {
       Slot& s = slots_[c.first_slot + k];
       s.conn = &c;
-      EncodeSlot(&s);
+      if (!o_.stream) EncodeSlot(&s);
     }
-    if (!Connect(&c)) ScheduleReconnect(&c);
+    if (!Connect(&c)) {
+      ScheduleReconnect(&c);
+    } else if (o_.stream) {
+      // Opened before the start, so that the load does not begin with the opens.
+      for (int k = 0; k < c.slot_count; ++k) OpenStream(&slots_[c.first_slot + k]);
+    }
   }
   coordinator_->ReportReady();
 }
@@ -190,6 +204,9 @@ void Worker::StartInLoop(const Schedule& s) {
   reactor_.AddTimer(s.start_ns, [this] {
     for (Slot& slot : slots_) Release(&slot);
   });
+  if (o_.stream) {
+    sweep_timer_ = reactor_.AddTimer(s.start_ns, [this] { SweepTimeouts(); });
+  }
 }
 
 int64_t Worker::Intended(const Plan& p, uint64_t j) const {
@@ -276,6 +293,11 @@ void Worker::Send(Slot* s, int64_t intended_ns, bool measured, int64_t now_ns) {
   ++c.busy;
   if (measured && o_.open_loop()) stats_.lateness.Record(NanosToMicros(now_ns - intended_ns));
   s->in_call = true;
+  if (o_.stream) {
+    SendOnStream(s);
+    s->in_call = false;
+    return;
+  }
   // Two words of capture: fits std::function's inline buffer, so no allocation per call.
   c.client->Call(s->id, (s->tagged ? s->tail_frame : s->frame).Clone(),
                  now_ns + o_.timeout_ms * kNanosPerMilli,
@@ -413,6 +435,10 @@ void Worker::Release(Slot* s, int64_t now_ns) {
     reactor_.AddTimer(MonotonicNanos() + kRetryDelayNs, [this, s] { Release(s); });
     return;
   }
+  if (o_.stream && s->stream_state != StreamState::kReady) {
+    // Opening: its answer releases the slot. Closed: open it (a pause after a failure first).
+    if (s->stream_state == StreamState::kOpening || s->reopen_scheduled || !OpenStream(s)) return;
+  }
   if (!o_.open_loop()) {
     SendNext(s, now_ns);
     return;
@@ -434,7 +460,15 @@ Worker::Slot* Worker::PopFree(Plan* p) {
     p->free_head = (p->free_head + 1) % p->free.size();
     --p->free_count;
     s->queued = false;
-    if (s->conn->client && s->conn->client->usable()) return s;
+    if (s->conn->client && s->conn->client->usable()) {
+      if (!o_.stream || s->stream_state == StreamState::kReady) return s;
+      // Its stream was dropped while it waited (a lost connection made again): open another;
+      // one that is not usable at once comes back through Release() when it is.
+      if (s->stream_state == StreamState::kClosed && !s->reopen_scheduled && OpenStream(s)) {
+        return s;
+      }
+      continue;
+    }
     if (s->conn->busy == 0) ScheduleReconnect(s->conn);
   }
   return nullptr;
@@ -503,6 +537,10 @@ void Worker::StopPlan(Plan* p, bool window_ended) {
 void Worker::MaybeFinish() {
   if (phase_ != Phase::kDraining || busy_ > 0) return;
   phase_ = Phase::kFinished;
+  if (sweep_timer_ != 0) {
+    reactor_.CancelTimer(sweep_timer_);
+    sweep_timer_ = 0;
+  }
   coordinator_->ReportFinished(last_done_ns_);
 }
 
@@ -520,7 +558,174 @@ void Worker::Reconnect(Conn* c) {
     ScheduleReconnect(c);
     return;
   }
+  // The old connection's streams ended with it.
+  if (o_.stream) {
+    for (int k = 0; k < c->slot_count; ++k) ForgetStream(&slots_[c->first_slot + k]);
+  }
   for (int k = 0; k < c->slot_count; ++k) Release(&slots_[c->first_slot + k]);
+}
+
+// ---- --stream ------------------------------------------------------------------------------
+
+bool Worker::OpenStream(Slot* s) {
+  Conn& c = *s->conn;
+  if (!c.client || !c.client->usable()) return false;  // (the connection's remake opens it)
+  auto* streams = detail::ClientStreams::Of(c.client.get(), codec_.get());
+  Status st;
+  if (streams == nullptr) {
+    st = Status(kClientEncodeErr, "protocol " + o_.protocol + " has no client streams");
+  } else {
+    // The head of the stream, as ServiceProxy's AsyncOpenStream fills it: the method, the
+    // callee, protobuf messages, and gRPC's :authority.
+    RpcRequest head;
+    head.func = o_.func;
+    head.callee = o_.Callee();
+    head.caller = "trpc_bench";
+    head.content_type = kContentTypeProtobuf;
+    head.timeout_ms = static_cast<uint32_t>(o_.timeout_ms);
+    head.authority = o_.target;
+    const uint32_t gen = ++s->stream_gen;
+    s->stream_state = StreamState::kOpening;
+    s->stream = streams->Open(
+        head, /*max_message_bytes=*/0xFFFFFFFFu, MonotonicNanos() + deadline_ns_,
+        [this, s, gen](const Status& opened) { OnStreamOpened(s, gen, opened); }, &st);
+    if (s->stream != nullptr) {
+      if (!streams->opens_at_once()) return false;
+      s->stream_state = StreamState::kReady;
+      ++stats_.streams_opened;
+      return true;
+    }
+  }
+  s->stream_state = StreamState::kClosed;
+  ++stats_.open_failures[std::to_string(st.GetFrameworkRetCode())];
+  ScheduleReopen(s);
+  return false;
+}
+
+void Worker::OnStreamOpened(Slot* s, uint32_t gen, const Status& status) {
+  // Called from the connection's close too: at Stop() the slots are going away.
+  if (phase_ == Phase::kStopped || s->stream_gen != gen) return;
+  if (status.OK()) {
+    s->stream_state = StreamState::kReady;
+    ++stats_.streams_opened;
+    Release(s);
+    return;
+  }
+  s->stream.reset();
+  s->stream_state = StreamState::kClosed;
+  int32_t code = status.GetFrameworkRetCode();
+  ++stats_.open_failures[code != 0 ? std::to_string(code)
+                                   : "func_ret:" + std::to_string(status.GetFuncRetCode())];
+  ScheduleReopen(s);
+}
+
+void Worker::SendOnStream(Slot* s) {
+  detail::StreamCore* core = s->stream.get();
+  const uint32_t gen = s->stream_gen;
+  Future<> written = core->AsyncWrite(stream_msg_.Clone());
+  if (written.IsFailed()) {
+    DropStream(s, written.GetException(), MonotonicNanos());
+    MaybeFinish();
+    return;
+  }
+  if (!written.IsReady()) {
+    // Waiting for the server's window: only a failure matters (the echo completes the call).
+    std::move(written).Then([this, s, gen](Future<>&& f) {
+      if (phase_ == Phase::kStopped || s->stream_gen != gen || !f.IsFailed()) return;
+      DropStream(s, f.GetException(), MonotonicNanos());
+      MaybeFinish();
+    });
+  }
+  core->AsyncRead().Then(
+      [this, s, gen](Future<ChainBuffer>&& echo) { OnEcho(s, gen, std::move(echo)); });
+}
+
+void Worker::OnEcho(Slot* s, uint32_t gen, Future<ChainBuffer>&& echo) {
+  // A dropped stream's read ends with it, as every read does when the connection closes at
+  // Stop(): neither is a message of a live stream.
+  if (phase_ == Phase::kStopped || s->stream_gen != gen || !s->busy) return;
+  int64_t now = MonotonicNanos();
+  if (echo.IsFailed()) {
+    Status why = echo.GetException();
+    // The server ended the stream (gRPC: a refusal such as UNIMPLEMENTED comes this way): its
+    // status says why, where it is an error.
+    if (why.StreamEof()) {
+      if (Status final = s->stream->FinalStatus(); !final.OK()) why = final;
+    }
+    DropStream(s, why, now);
+    MaybeFinish();
+    return;
+  }
+  ++stats_.responses;
+  Conn& c = *s->conn;
+  s->busy = false;
+  --busy_;
+  --c.busy;
+  std::string code;
+  bool ok = CheckEcho(echo.GetValue(), &code);
+  Record(*s, ok, code, now);
+  Release(s, now);
+  MaybeFinish();
+}
+
+bool Worker::CheckEcho(const ChainBuffer& echo, std::string* code) {
+  // The echo of a HelloRequest is a HelloReply of the same bytes (the same field): no parse.
+  if (SameBytes(echo, stream_msg_bytes_)) return true;
+  test::helloworld::HelloReply rsp;
+  if (rsp.ParseFromString(echo.ToString())) return true;
+  *code = std::to_string(kClientDecodeErr);
+  return false;
+}
+
+void Worker::DropStream(Slot* s, const Status& status, int64_t now_ns) {
+  std::shared_ptr<detail::StreamCore> core = std::move(s->stream);
+  ForgetStream(s);
+  ++stats_.streams_dropped;
+  if (s->busy) {
+    Conn& c = *s->conn;
+    s->busy = false;
+    --busy_;
+    --c.busy;
+    int32_t ret = status.GetFrameworkRetCode();
+    Record(*s, false,
+           ret != 0 ? std::to_string(ret) : "func_ret:" + std::to_string(status.GetFuncRetCode()),
+           now_ns);
+  }
+  // Ends it on the wire too (unless it has ended already); its read fails at once, into a
+  // continuation that sees the generation changed.
+  if (core != nullptr) core->Reset(Status(kClientCanceledErr, "trpc_bench dropped the stream"));
+  ScheduleReopen(s);
+}
+
+void Worker::ForgetStream(Slot* s) {
+  ++s->stream_gen;
+  s->stream.reset();
+  s->stream_state = StreamState::kClosed;
+}
+
+void Worker::ScheduleReopen(Slot* s) {
+  if (s->reopen_scheduled) return;
+  s->reopen_scheduled = true;
+  reactor_.AddTimer(MonotonicNanos() + kReconnectDelayNs, [this, s] {
+    s->reopen_scheduled = false;
+    Release(s);
+  });
+}
+
+void Worker::SweepTimeouts() {
+  sweep_timer_ = 0;
+  if (phase_ != Phase::kRunning && phase_ != Phase::kDraining) return;
+  const int64_t timeout_ns = static_cast<int64_t>(o_.timeout_ms) * kNanosPerMilli;
+  int64_t now = MonotonicNanos();
+  for (Slot& s : slots_) {
+    if (s.busy && now - s.sent_ns >= timeout_ns) {
+      DropStream(&s, Status(kClientInvokeTimeoutErr, "no echo within the timeout"), now);
+    }
+  }
+  MaybeFinish();
+  if (phase_ != Phase::kRunning && phase_ != Phase::kDraining) return;
+  const int64_t every = std::clamp(timeout_ns / 10, kMinSweepNs, kMaxSweepNs);
+  sweep_timer_ = reactor_.AddTimer(now + every, [this] { SweepTimeouts(); });
 }
 
 void Worker::SnapshotInterval(int round) {

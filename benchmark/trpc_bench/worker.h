@@ -11,8 +11,10 @@
 #include "benchmark/trpc_bench/share_gate.h"
 #include "examples/helloworld/helloworld.pb.h"
 #include "trpc/codec/detail/codec.h"
+#include "trpc/future/future.h"
 #include "trpc/reactor/reactor.h"
 #include "trpc/transport/client_connection.h"
+#include "trpc/transport/detail/stream_core.h"
 
 namespace trpc::bench {
 
@@ -41,6 +43,14 @@ struct Schedule {
 /// Over HTTP/1.1 (--protocol http) the requests carry no id: every slot sends the same bytes,
 /// ClientConnection matches responses in order (so `inflight` slots of a connection are a
 /// pipeline of that depth), and a reply is checked by its status code alone.
+///
+/// With --stream a slot is one bidirectional stream (--streams-per-connection of them per
+/// connection), opened through the connection's ClientStreams on this thread's reactor and
+/// driven with StreamCore's futures, never blocking: a send writes the slot's message (encoded
+/// once per worker) and reads its echo; the echo completes the "call". A stream whose message
+/// fails (its echo does not come within --timeout, the stream ends or is reset, the connection
+/// is lost) is dropped and opened again after a pause; a refused open is counted apart
+/// (LoadStats::open_failures) and tried again after the same pause.
 ///
 /// Closed loop: a slot sends again as soon as its call completes. Open loop: a pacing timer at
 /// the next request's intended time sends every request that is due on a free slot; when every
@@ -83,6 +93,7 @@ class Worker {
  private:
   struct Conn;
   struct Slot;
+  enum class StreamState { kClosed, kOpening, kReady };
   // A sequence of requests and the slots that carry them. Open loop: request k of the plan is
   // due at start + k * period_ns, and this thread sends k = offset, offset + stride, ...; a
   // slot that is free waits in the ring. Closed loop: the ring holds the slots the share gate
@@ -115,6 +126,12 @@ class Worker {
     bool in_call = false;  // inside ClientConnection::Call (a failure there is synchronous)
     bool tagged = false;
     bool measured = false;
+    // --stream: the slot's stream, null until opened (or after it was dropped). `stream_gen`
+    // counts the streams the slot has had: a continuation of a dropped one sees it changed.
+    std::shared_ptr<detail::StreamCore> stream;
+    StreamState stream_state = StreamState::kClosed;
+    uint32_t stream_gen = 0;
+    bool reopen_scheduled = false;
   };
   struct Conn {
     ClientConnectionPtr client;
@@ -157,6 +174,24 @@ class Worker {
   void ScheduleReconnect(Conn* c);
   void Reconnect(Conn* c);
 
+  // --stream.
+  /// Opens `s`'s stream; true when it is usable at once (gRPC), else its answer calls
+  /// Release(s) (or counts a refusal and schedules another try).
+  bool OpenStream(Slot* s);
+  void OnStreamOpened(Slot* s, uint32_t gen, const Status& status);
+  /// Writes the message and reads its echo.
+  void SendOnStream(Slot* s);
+  void OnEcho(Slot* s, uint32_t gen, Future<ChainBuffer>&& echo);
+  bool CheckEcho(const ChainBuffer& echo, std::string* code);
+  /// The stream failed with `status`: the message in flight (if any) fails with its code, the
+  /// stream is reset and dropped, and opened again after a pause.
+  void DropStream(Slot* s, const Status& status, int64_t now_ns);
+  void ForgetStream(Slot* s);
+  void ScheduleReopen(Slot* s);
+  /// Fails the messages whose echo is --timeout late (a stream's echoes come in order, so a
+  /// late one cannot be told from the next: the stream is dropped).
+  void SweepTimeouts();
+
   const Options& o_;
   const int index_;
   const int connection_count_;
@@ -170,6 +205,11 @@ class Worker {
   // http: the request, plain and tagged, encoded once (no ids: every slot sends these).
   ChainBuffer http_frame_;
   ChainBuffer http_tail_frame_;
+  // --stream: the message every stream sends (body_ serialized), and its bytes to recognize an
+  // exact echo without a parse.
+  ChainBuffer stream_msg_;
+  std::string stream_msg_bytes_;
+  TimerId sweep_timer_ = 0;
 
   Reactor reactor_;
   std::vector<Conn> conns_;

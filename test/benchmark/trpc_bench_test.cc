@@ -21,6 +21,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -34,6 +35,7 @@
 #include "test/common/thread_model_yaml.h"
 #include "trpc/base/clock.h"
 #include "trpc/config/config.h"
+#include "trpc/future/future.h"
 #include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/http/http_service.h"
 #include "trpc/server/server.h"
@@ -187,10 +189,53 @@ std::atomic<uint64_t> g_tagged{0};      // calls that carried kTailKey
 std::atomic<bool> g_fail_tenth{false};  // every 10th call answers func_ret kFuncRet
 constexpr int kFuncRet = 7;
 
+// Messages BidiStream echoed (trpc_bench --stream).
+std::atomic<uint64_t> g_stream_msgs{0};
+
+using EchoStream = stream::AsyncStreamReaderWriter<HelloRequest, HelloReply>;
+
+// BidiStream's non-blocking echo (the merged model serves only this kind), one message at a
+// time as trpc_bench sends them. The handler's future is a promise set once at the stream's
+// end: a chain in which each round returns the next round's future would nest one future per
+// message and resolve them all recursively at the end (a stack overflow on long streams).
+struct EchoLoop : std::enable_shared_from_this<EchoLoop> {
+  explicit EchoLoop(const EchoStream& s) : stream(s) {}
+
+  void Next() {
+    stream.Read().Then([self = shared_from_this()](Future<std::optional<HelloRequest>>&& read) {
+      if (read.IsFailed()) return self->done.SetException(read.GetException());
+      std::optional<HelloRequest> req = read.GetValue();
+      if (!req) return self->done.SetValue();  // the client half-closed
+      g_stream_msgs.fetch_add(1);
+      HelloReply rsp;
+      rsp.set_msg(req->msg());
+      self->stream.Write(rsp).Then([self](Future<>&& written) {
+        if (written.IsFailed()) return self->done.SetException(written.GetException());
+        self->Next();
+      });
+    });
+  }
+
+  const EchoStream stream;
+  Promise<> done;
+};
+
 // Echoes msg. A tagged call ("sleep:<us>" or "spin:<us>") is delayed that long on the worker
 // thread (the merged model: it holds the only worker, as the benchmark echo server does).
+// BidiStream echoes each message.
 class TestGreeter final : public test::helloworld::Greeter {
  public:
+  TestGreeter() {
+    AddAsyncBidiStreamMethod<HelloRequest, HelloReply>(
+        "/trpc.test.helloworld.Greeter/BidiStream",
+        [](const ServerContextPtr&, const EchoStream& stream) {
+          auto loop = std::make_shared<EchoLoop>(stream);
+          Future<> done = loop->done.GetFuture();
+          loop->Next();
+          return done;
+        });
+  }
+
   Status SayHello(ServerContextPtr ctx, const HelloRequest* req, HelloReply* rsp) override {
     uint64_t n = g_calls.fetch_add(1) + 1;
     if (n == g_stall_at.load()) std::this_thread::sleep_for(kStall);
@@ -807,6 +852,78 @@ TEST_F(TrpcBenchTest, HotShareOptionsAreChecked) {
       {{"--hot-share", "0.5", "--connections", "4", "--threads", "4"}, "--hot-share 0.5:"},
       {{"--hot-inflight", "8"}, "--hot-inflight 8:"},
       {{"--hot-share", "0.5", "--hot-inflight", "0"}, "--hot-inflight"},
+  };
+  for (const auto& [args, reason] : bad) {
+    BenchRun run = RunBench(Args(args), 10);
+    EXPECT_EQ(run.exit_code, 2) << args[0] << ": " << run.output;
+    EXPECT_NE(run.output.find(reason), std::string::npos) << run.output;
+  }
+}
+
+// --stream: bidirectional streams of BidiStream, each with one message in flight, over trpc
+// and gRPC; closed loop, then open loop at a fixed message rate spread over the streams. Every
+// message is echoed (the server counted at least as many), and every stream opened once.
+TEST_F(TrpcBenchTest, StreamEchoesMessagesOverTrpcAndGrpc) {
+  for (const auto& [protocol, target] :
+       {std::pair{"trpc", target_}, std::pair{"grpc", grpc_target_}}) {
+    SCOPED_TRACE(protocol);
+    uint64_t echoed_before = g_stream_msgs.load();
+    BenchRun closed = RunBench({"--stream", "--protocol", protocol, "--target", target, "--quiet",
+                                "--connections", "2", "--streams-per-connection", "3",
+                                "--payload-size", "64", "--duration", "1", "--warmup", "0.2"},
+                               30);
+    ASSERT_EQ(closed.exit_code, 0) << closed.output;
+    const Json& j = closed.json;
+    EXPECT_TRUE(j.at("settings.stream").boolean);
+    EXPECT_EQ(j.num("settings.streams_per_connection"), 3);
+    EXPECT_EQ(j.at("settings.func").string, "/trpc.test.helloworld.Greeter/BidiStream");
+    EXPECT_GT(j.num("requests"), 100) << closed.output;
+    EXPECT_EQ(j.num("requests"), j.num("ok")) << closed.output;
+    EXPECT_EQ(j.num("streams.asked"), 6);
+    EXPECT_EQ(j.num("streams.opened"), 6) << closed.output;
+    EXPECT_EQ(j.num("streams.dropped"), 0) << closed.output;
+    EXPECT_GE(g_stream_msgs.load() - echoed_before, static_cast<uint64_t>(j.num("requests")));
+
+    BenchRun open = RunBench(
+        {"--stream", "--protocol", protocol, "--target", target, "--quiet", "--connections", "2",
+         "--streams-per-connection", "5", "--qps", "2000", "--duration", "1", "--warmup", "0.2"},
+        30);
+    ASSERT_EQ(open.exit_code, 0) << open.output;
+    EXPECT_EQ(open.json.num("requests"), open.json.num("ok")) << open.output;
+    ExpectAlmostAllSent(open.json, 2000 * open.json.num("window_s"));
+    EXPECT_FALSE(open.json.at("uncorrected_latency_us").is_null());
+    EXPECT_EQ(open.json.num("streams.opened"), 10) << open.output;
+  }
+}
+
+// A method the server does not serve: trpc refuses the opens (ret 12), gRPC ends each stream
+// UNIMPLEMENTED (12 too) after its first message. Both are counted, and warned about.
+TEST_F(TrpcBenchTest, StreamToAnUnknownMethodIsCountedNotHung) {
+  BenchRun trpc = RunBench(Args({"--stream", "--func", "/trpc.test.helloworld.Greeter/Nope",
+                                 "--connections", "1", "--duration", "0.5", "--warmup", "0"}),
+                           30);
+  ASSERT_EQ(trpc.exit_code, 0) << trpc.output;
+  EXPECT_EQ(trpc.json.num("streams.opened"), 0) << trpc.output;
+  EXPECT_GT(trpc.json.num("streams.open_failures.12"), 0) << trpc.output;
+  EXPECT_NE(trpc.output.find("WARNING: "), std::string::npos) << trpc.output;
+  BenchRun grpc = RunBench({"--stream", "--protocol", "grpc", "--target", grpc_target_, "--quiet",
+                            "--func", "/trpc.test.helloworld.Greeter/Nope", "--connections", "1",
+                            "--duration", "0.5", "--warmup", "0"},
+                           30);
+  ASSERT_EQ(grpc.exit_code, 0) << grpc.output;
+  EXPECT_EQ(grpc.json.num("ok"), 0) << grpc.output;
+  EXPECT_GT(grpc.json.num("errors.12"), 0) << grpc.output;
+}
+
+TEST_F(TrpcBenchTest, StreamOptionsAreChecked) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--stream", "--protocol", "http"}, "--stream needs"},
+      {{"--streams-per-connection", "2"}, "--streams-per-connection needs --stream"},
+      {{"--stream", "--streams-per-connection", "0"}, "--streams-per-connection"},
+      {{"--stream", "--streams-per-connection", "1001"}, "--streams-per-connection"},
+      {{"--stream", "--inflight", "2"}, "--inflight"},
+      {{"--stream", "--tail-ratio", "0.1", "--tail-delay", "1ms"}, "--tail-ratio"},
+      {{"--stream", "--hot-share", "0.5", "--connections", "4"}, "--hot-share"},
   };
   for (const auto& [args, reason] : bad) {
     BenchRun run = RunBench(Args(args), 10);
