@@ -336,6 +336,30 @@ class Interop {
     return "";
   }
 
+  std::string ServerCompressedStreaming() {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    StreamingOutputCallRequest req;
+    auto* first = req.add_response_parameters();
+    first->mutable_compressed()->set_value(true);
+    first->set_size(31415);
+    auto* second = req.add_response_parameters();
+    second->mutable_compressed()->set_value(false);
+    second->set_size(92653);
+    auto stream = stub_->StreamingOutputCall(&ctx, req);
+    StreamingOutputCallResponse rsp;
+    if (!stream->Read(&rsp)) return "no first response";
+    if (rsp.payload().body().size() != 31415) return "the first response's size";
+    if (!ResponseWasCompressed(&ctx)) return "the first response was not compressed";
+    if (!stream->Read(&rsp)) return "no second response";
+    if (rsp.payload().body().size() != 92653) return "the second response's size";
+    if (ResponseWasCompressed(&ctx)) return "the second response was compressed";
+    if (stream->Read(&rsp)) return "a third response";
+    grpc::Status st = stream->Finish();
+    if (!st.ok()) return "StreamingOutputCall: " + Describe(st);
+    return "";
+  }
+
   // gRPC's timeout_on_sleeping_server: a FullDuplexCall with a 1 ms deadline whose server does
   // not answer in time.
   std::string TimeoutOnSleepingServerStreaming() {
@@ -553,6 +577,7 @@ constexpr Case kCases[] = {
     {"cancel_after_begin", &Interop::CancelAfterBegin},
     {"cancel_after_first_response", &Interop::CancelAfterFirstResponse},
     {"timeout_on_sleeping_server_streaming", &Interop::TimeoutOnSleepingServerStreaming},
+    {"server_compressed_streaming", &Interop::ServerCompressedStreaming},
 };
 
 const Case* FindCase(std::string_view name) {

@@ -37,7 +37,8 @@ constexpr const char* kAllCases[] = {"empty_unary",
                                      "empty_stream",
                                      "cancel_after_begin",
                                      "cancel_after_first_response",
-                                     "timeout_on_sleeping_server_streaming"};
+                                     "timeout_on_sleeping_server_streaming",
+                                     "server_compressed_streaming"};
 constexpr const char* kPythonCases[] = {"empty_unary",
                                         "large_unary",
                                         "custom_metadata",

@@ -51,7 +51,10 @@ Future<> WriteResponses(W w, std::shared_ptr<const StreamingOutputCallRequest> r
   rsp.mutable_payload()->set_type(::grpc::testing::COMPRESSABLE);
   rsp.mutable_payload()->set_body(
       std::string(static_cast<size_t>(req->response_parameters(i).size()), '\0'));
-  return w.Write(rsp).Then([w, req, i] {
+  // (On a stream that compresses, a response not asked compressed goes plain.)
+  stream::WriteOptions opts;
+  opts.no_compression = !req->response_parameters(i).compressed().value();
+  return w.Write(rsp, opts).Then([w, req, i] {
     g_responses_written.fetch_add(1, std::memory_order_relaxed);
     return WriteResponses(w, req, i + 1);
   });
@@ -118,6 +121,9 @@ TestServiceImpl::TestServiceImpl() {
       prefix + "StreamingOutputCall",
       [](const ServerContextPtr& ctx, const StreamingOutputCallRequest& req, const Writer& w) {
         EchoMetadata(ctx);
+        for (const auto& p : req.response_parameters()) {
+          if (p.compressed().value()) grpc::SetResponseCompression(ctx.get(), "gzip");
+        }
         auto shared = std::make_shared<const StreamingOutputCallRequest>(req);
         return WriteResponses(w, shared, 0).Then([shared] { return StatusAsked(*shared); });
       });

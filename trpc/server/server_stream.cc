@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "trpc/codec/detail/message_body.h"
+#include "trpc/codec/detail/stream_session.h"
 #include "trpc/transport/detail/stream_core.h"
 
 namespace trpc::stream {
@@ -37,6 +38,32 @@ Status ServerStream::Write(const google::protobuf::MessageLite& msg) const {
   ChainBuffer bytes;
   if (Status st = Encode(msg, &bytes); !st.OK()) return st;
   return core_->Write(std::move(bytes));
+}
+
+namespace {
+// The options ride as the message's meta, to the protocol's stream session.
+void Attach(const WriteOptions& opts, ChainBuffer* bytes) {
+  if (!opts.no_compression) return;
+  auto meta = std::make_unique<StreamMessageOptions>();
+  meta->no_compression = true;
+  bytes->SetMeta(std::move(meta));
+}
+}  // namespace
+
+Status ServerStream::Write(const google::protobuf::MessageLite& msg,
+                           const WriteOptions& opts) const {
+  ChainBuffer bytes;
+  if (Status st = Encode(msg, &bytes); !st.OK()) return st;
+  Attach(opts, &bytes);
+  return core_->Write(std::move(bytes));
+}
+
+Future<> ServerStream::AsyncWrite(const google::protobuf::MessageLite& msg,
+                                  const WriteOptions& opts) const {
+  ChainBuffer bytes;
+  if (Status st = Encode(msg, &bytes); !st.OK()) return MakeExceptionFuture<>(std::move(st));
+  Attach(opts, &bytes);
+  return core_->AsyncWrite(std::move(bytes));
 }
 
 Future<ChainBuffer> ServerStream::AsyncReadBytes() const { return core_->AsyncRead(); }

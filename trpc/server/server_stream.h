@@ -21,6 +21,13 @@ class StreamCore;
 
 namespace stream {
 
+/// One message's options (the optional argument of Write).
+struct WriteOptions {
+  /// Send this message uncompressed on a stream that compresses its messages (gRPC, after
+  /// grpc::SetResponseCompression); trpc streams compress all or none.
+  bool no_compression = false;
+};
+
 /// The server's end of one stream (docs/streaming.md): the client's messages in, ours out,
 /// parsed and written in the content type and compression the client opened it with. Two
 /// forms:
@@ -44,6 +51,7 @@ class ServerStream {
   /// Queues `msg` for the client. Blocks while the client's flow-control window is used up
   /// (back-pressure); fails once the stream has ended (reset, connection lost).
   Status Write(const google::protobuf::MessageLite& msg) const;
+  Status Write(const google::protobuf::MessageLite& msg, const WriteOptions& opts) const;
 
   /// The next message, or nullopt at the end of the client's messages; fails with the stream's
   /// end otherwise (as Read()). Never blocks.
@@ -64,6 +72,7 @@ class ServerStream {
   /// Resolves when the window had room for `msg` (back-pressure); fails once the stream has
   /// ended. Await each write before the next.
   Future<> AsyncWrite(const google::protobuf::MessageLite& msg) const;
+  Future<> AsyncWrite(const google::protobuf::MessageLite& msg, const WriteOptions& opts) const;
 
  private:
   Future<ChainBuffer> AsyncReadBytes() const;
@@ -91,6 +100,7 @@ class StreamWriter {
  public:
   explicit StreamWriter(ServerStream stream) : stream_(std::move(stream)) {}
   Status Write(const W& msg) const { return stream_.Write(msg); }
+  Status Write(const W& msg, const WriteOptions& opts) const { return stream_.Write(msg, opts); }
 
  private:
   ServerStream stream_;
@@ -102,6 +112,7 @@ class StreamReaderWriter {
   explicit StreamReaderWriter(ServerStream stream) : stream_(std::move(stream)) {}
   Status Read(R* msg, int64_t timeout_ms = -1) const { return stream_.Read(msg, timeout_ms); }
   Status Write(const W& msg) const { return stream_.Write(msg); }
+  Status Write(const W& msg, const WriteOptions& opts) const { return stream_.Write(msg, opts); }
 
  private:
   ServerStream stream_;
@@ -124,6 +135,9 @@ class AsyncStreamWriter {
  public:
   explicit AsyncStreamWriter(ServerStream stream) : stream_(std::move(stream)) {}
   Future<> Write(const W& msg) const { return stream_.AsyncWrite(msg); }
+  Future<> Write(const W& msg, const WriteOptions& opts) const {
+    return stream_.AsyncWrite(msg, opts);
+  }
 
  private:
   ServerStream stream_;
@@ -135,6 +149,9 @@ class AsyncStreamReaderWriter {
   explicit AsyncStreamReaderWriter(ServerStream stream) : stream_(std::move(stream)) {}
   Future<std::optional<R>> Read() const { return stream_.AsyncRead<R>(); }
   Future<> Write(const W& msg) const { return stream_.AsyncWrite(msg); }
+  Future<> Write(const W& msg, const WriteOptions& opts) const {
+    return stream_.AsyncWrite(msg, opts);
+  }
 
  private:
   ServerStream stream_;

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "trpc/base/chain_buffer.h"
@@ -9,6 +10,16 @@
 #include "trpc/codec/rpc_message.h"
 
 namespace trpc {
+
+/// A message's own options on its way to the stream session, riding as the meta of its bytes
+/// (stream::WriteOptions as the handler gave them).
+struct StreamMessageOptions final : MessageMeta {
+  std::unique_ptr<MessageMeta> Copy() const override {
+    return std::make_unique<StreamMessageOptions>(*this);
+  }
+  /// Sent uncompressed even on a stream that compresses its messages (gRPC flags each one).
+  bool no_compression = false;
+};
 
 /// What a protocol's stream session does alike on either end of a connection, for one stream:
 /// send its messages under the peer's window, return credit for what was read, end our side.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "trpc/codec/detail/stream_session.h"
 #include "trpc/codec/grpc/detail/grpc_wire.h"
 
 namespace trpc::grpc::detail {
@@ -300,7 +301,8 @@ bool H2Session::CanSendOn(H2Stream* s, int32_t stream_id) {
 
 bool H2Session::QueueMessage(H2Stream* s, ChainBuffer&& msg) {
   char flag = 0;
-  if (!s->out_encoding.empty()) {
+  const auto* opts = dynamic_cast<const StreamMessageOptions*>(msg.meta());
+  if (!s->out_encoding.empty() && (opts == nullptr || !opts->no_compression)) {
     ChainBuffer packed;
     if (!Compress(s->out_encoding, msg, &packed)) return false;
     msg = std::move(packed);
