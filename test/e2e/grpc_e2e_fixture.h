@@ -3,7 +3,8 @@
 // What the grpc_e2e tests share: gRPC over HTTP/2 end to end, in the thread model
 // TRPC_E2E_THREAD_MODEL=merge (default) or fiber (ctest runs both; TSan runs the fiber one), with
 // a server of two gRPC services (one with tight limits) and our gRPC client. The tests, by topic:
-// grpc_e2e_calls_test.cc (our client and server through the generated Greeter) and
+// grpc_e2e_calls_test.cc (our client and server through the generated Greeter),
+// grpc_e2e_streams_test.cc (streams, many at once: TSan's look at the stream state machines) and
 // grpc_e2e_limits_test.cc (each HTTP/2 limit and flood mitigation, docs/grpc.md, sent by a raw
 // HTTP/2 client while a well-behaved client on another connection keeps being served).
 
@@ -14,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,12 +26,14 @@
 #include "test/common/thread_model_yaml.h"
 #include "test/e2e/raw_h2_client.h"
 #include "trpc/client/client_filter.h"
+#include "trpc/client/client_stream.h"
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
 #include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/grpc/grpc_server.h"
 #include "trpc/server/make_client_context.h"
 #include "trpc/server/server.h"
+#include "trpc/server/server_stream.h"
 
 namespace trpc::test::grpc_e2e {
 
@@ -40,8 +44,41 @@ using trpc::test::helloworld::HelloRequest;
 
 using trpc::testing::FiberModel;
 
+// BidiStream's echo and ServerStream's "N:S" replies (N of S bytes), non-blocking, so both
+// thread models serve them (grpc_e2e_streams_test.cc).
+using EchoStream = stream::AsyncStreamReaderWriter<HelloRequest, HelloReply>;
+inline Future<> EchoAll(EchoStream s) {
+  return s.Read().Then([s](std::optional<HelloRequest>&& req) {
+    if (!req) return MakeReadyFuture<>();
+    HelloReply rsp;
+    rsp.set_msg(req->msg());
+    return s.Write(rsp).Then([s] { return EchoAll(s); });
+  });
+}
+inline Future<> WriteN(stream::AsyncStreamWriter<HelloReply> w, int i, int n, size_t size) {
+  if (i == n) return MakeReadyFuture<>();
+  HelloReply rsp;
+  rsp.set_msg(std::to_string(i) + ":" + std::string(size, 'r'));
+  return w.Write(rsp).Then([w, i, n, size] { return WriteN(w, i + 1, n, size); });
+}
+
 class TestGreeter final : public Greeter {
  public:
+  TestGreeter() {
+    AddAsyncBidiStreamMethod<HelloRequest, HelloReply>(
+        "/trpc.test.helloworld.Greeter/BidiStream",
+        [](const ServerContextPtr&, const EchoStream& s) { return EchoAll(s); });
+    AddAsyncServerStreamMethod<HelloRequest, HelloReply>(
+        "/trpc.test.helloworld.Greeter/ServerStream",
+        [](const ServerContextPtr&, const HelloRequest& req,
+           const stream::AsyncStreamWriter<HelloReply>& w) {
+          const size_t colon = req.msg().find(':');
+          const int n = std::stoi(req.msg().substr(0, colon));
+          const size_t size = std::stoul(req.msg().substr(colon + 1));
+          return WriteN(w, 0, n, size);
+        });
+  }
+
   Status SayHello(ServerContextPtr ctx, const HelloRequest* req, HelloReply* rsp) override {
     if (req->msg() == "fail") return Status::AppError(9, "failed precondition");
     if (req->msg() == "bigmeta") ctx->AddRspTransInfo("x-big", std::string(2000, 'm'));
