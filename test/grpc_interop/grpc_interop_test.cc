@@ -418,6 +418,29 @@ void OurStreamCases(const std::shared_ptr<TestServiceServiceProxy>& proxy) {
     EXPECT_TRUE(st.OK()) << st.ToString();
   }
   {
+    SCOPED_TRACE("interval_us");
+    Status st;
+    stream::ClientReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse> rw(
+        OpenOn(proxy, "StreamingOutputCall", &st));
+    ASSERT_TRUE(st.OK()) << st.ToString();
+    StreamingOutputCallRequest req;
+    for (int i = 0; i < 3; ++i) {
+      auto* p = req.add_response_parameters();
+      p->set_size(10);
+      p->set_interval_us(20'000);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(rw.Write(req).OK());
+    ASSERT_TRUE(rw.WritesDone().OK());
+    for (int i = 0; i < 3; ++i) {
+      StreamingOutputCallResponse rsp;
+      ASSERT_TRUE(rw.Read(&rsp).OK());
+    }
+    EXPECT_TRUE(rw.Finish().OK());
+    // Each response waited its interval (a lower bound: never sooner).
+    EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(60));
+  }
+  {
     SCOPED_TRACE("compressed both ways");
     ClientContextPtr ctx = MakeClientContext();
     ctx->SetFuncName("/grpc.testing.TestService/FullDuplexCall");

@@ -4,9 +4,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "trpc/base/clock.h"
 #include "trpc/fiber/fiber.h"
+#include "trpc/reactor/reactor.h"
 #include "trpc/server/grpc/grpc_server.h"
 #include "trpc/server/server_stream.h"
 
@@ -42,6 +45,25 @@ void EchoMetadata(const ServerContextPtr& ctx) {
 
 std::atomic<uint64_t> g_responses_written{0};
 
+// A future that resolves `us` microseconds from now (interval_us) without blocking a reactor:
+// a timer of the calling thread's reactor (the merged model runs handlers and their
+// continuations there); elsewhere the calling fiber (or thread) sleeps.
+Future<> After(int64_t us) {
+  if (us <= 0) return MakeReadyFuture<>();
+  if (Reactor* r = Reactor::Current()) {
+    auto promise = std::make_shared<Promise<>>();
+    Future<> f = promise->GetFuture();
+    r->AddTimer(MonotonicNanos() + us * 1000, [promise] { promise->SetValue(); });
+    return f;
+  }
+  if (fiber::IsFiberContext()) {
+    fiber::this_fiber::SleepFor(std::chrono::microseconds(us));
+  } else {
+    std::this_thread::sleep_for(std::chrono::microseconds(us));
+  }
+  return MakeReadyFuture<>();
+}
+
 // The responses `req` asks for, from its i-th parameter on: one per ResponseParameters, `size`
 // zero bytes each.
 template <typename W>
@@ -54,10 +76,12 @@ Future<> WriteResponses(W w, std::shared_ptr<const StreamingOutputCallRequest> r
   // (On a stream that compresses, a response not asked compressed goes plain.)
   stream::WriteOptions opts;
   opts.no_compression = !req->response_parameters(i).compressed().value();
-  return w.Write(rsp, opts).Then([w, req, i] {
-    g_responses_written.fetch_add(1, std::memory_order_relaxed);
-    return WriteResponses(w, req, i + 1);
-  });
+  return After(req->response_parameters(i).interval_us())
+      .Then([w, rsp = std::move(rsp), opts] { return w.Write(rsp, opts); })
+      .Then([w, req, i] {
+        g_responses_written.fetch_add(1, std::memory_order_relaxed);
+        return WriteResponses(w, req, i + 1);
+      });
 }
 
 // An EchoStatus asked for, as the stream's end.
