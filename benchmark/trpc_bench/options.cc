@@ -121,10 +121,11 @@ benchmark/trpc_bench/README.md.
                           loop: the other connections wait when they run ahead of the share
   --hot-inflight N        calls outstanding on the hot connection at most (default 64); over
                           http, its pipelining depth
-  --stream                trpc, grpc: a bidirectional streaming echo instead of unary calls
-                          (--func default {}): each stream has one message
-                          in flight (write, read its echo, write the next); a request is one
-                          message's round trip. --qps spreads the message rate over the streams
+  --stream                trpc, grpc: a bidirectional streaming echo instead of unary calls,
+                          --func default {};
+                          a request is one message's round trip. Closed loop: each stream has
+                          one message in flight (write, read its echo, write the next); --qps:
+                          each message is written at its intended time on the next stream
   --streams-per-connection N
                           --stream: streams on each connection, 1..1000 (default 1)
   --server-pid PID        report the server's CPU time per request from /proc/PID/stat

@@ -115,7 +115,7 @@ void CheckClientHealth(const Options& o, RunResult* r) {
   }
   if (o.stream && s.streams_dropped > 0) {
     r->warnings.push_back(fmt::format(
-        "{} streams were dropped after a failure (the message in flight is counted in errors) "
+        "{} streams were dropped after a failure (their messages in flight are counted in errors) "
         "and opened again after 100 ms",
         s.streams_dropped));
   }

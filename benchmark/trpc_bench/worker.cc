@@ -34,6 +34,9 @@ constexpr size_t kMaxCachedReply = 4096;
 // within these bounds).
 constexpr int64_t kMinSweepNs = 1 * kNanosPerMilli;
 constexpr int64_t kMaxSweepNs = 100 * kNanosPerMilli;
+// --stream, open loop: messages in flight on one stream at most (what waits beyond the
+// server's window waits in the stream's core, so this bounds that too).
+constexpr size_t kMaxStreamInflight = 1000;
 
 int64_t NanosToMicros(int64_t ns) { return (ns + kNanosPerMicro / 2) / kNanosPerMicro; }
 
@@ -203,6 +206,8 @@ void Worker::StartInLoop(const Schedule& s) {
   // sends (closed loop), or joins the free ring and the plan starts (open loop).
   reactor_.AddTimer(s.start_ns, [this] {
     for (Slot& slot : slots_) Release(&slot);
+    // (The streams' plan does not wait for a free slot to start.)
+    if (o_.stream && o_.open_loop()) SendDue(&plan_);
   });
   if (o_.stream) {
     sweep_timer_ = reactor_.AddTimer(s.start_ns, [this] { SweepTimeouts(); });
@@ -240,15 +245,18 @@ void Worker::SendDue(Plan* p) {
       RecordExpired(*p, measured, now);
       continue;
     }
-    Slot* s = PopFree(p);
+    Slot* s = o_.stream ? NextStream() : PopFree(p);
     if (s == nullptr) {
-      // Every slot is busy: the request waits, and completions call SendDue() again.
+      // Every slot is busy (every stream closed or full): the request waits, and completions
+      // (a stream's open or echo) call SendDue() again.
+      p->stalled = true;
       if (measured && p->waited_j != p->next_j) {
         p->waited_j = p->next_j;
         ++stats_.slot_waits;
       }
       return;
     }
+    p->stalled = false;
     if (measured) ++p->measured_sent;
     ++p->next_j;
     Send(s, t, measured, now);
@@ -280,6 +288,10 @@ void Worker::SendNext(Slot* s, int64_t now_ns) {
 }
 
 void Worker::Send(Slot* s, int64_t intended_ns, bool measured, int64_t now_ns) {
+  if (o_.stream) {
+    SendOnStream(s, intended_ns, measured, now_ns);
+    return;
+  }
   Conn& c = *s->conn;
   // Every round(1/ratio)-th request on average, deterministically: the n-th send is tagged when
   // floor(n * ratio) steps up.
@@ -293,11 +305,6 @@ void Worker::Send(Slot* s, int64_t intended_ns, bool measured, int64_t now_ns) {
   ++c.busy;
   if (measured && o_.open_loop()) stats_.lateness.Record(NanosToMicros(now_ns - intended_ns));
   s->in_call = true;
-  if (o_.stream) {
-    SendOnStream(s);
-    s->in_call = false;
-    return;
-  }
   // Two words of capture: fits std::function's inline buffer, so no allocation per call.
   c.client->Call(s->id, (s->tagged ? s->tail_frame : s->frame).Clone(),
                  now_ns + o_.timeout_ms * kNanosPerMilli,
@@ -439,6 +446,11 @@ void Worker::Release(Slot* s, int64_t now_ns) {
     // Opening: its answer releases the slot. Closed: open it (a pause after a failure first).
     if (s->stream_state == StreamState::kOpening || s->reopen_scheduled || !OpenStream(s)) return;
   }
+  if (o_.stream && o_.open_loop()) {
+    // The plan picks streams in turn: this one can take the messages that wait, if any.
+    if (plan_.stalled) SendDue(&plan_);
+    return;
+  }
   if (!o_.open_loop()) {
     SendNext(s, now_ns);
     return;
@@ -460,15 +472,7 @@ Worker::Slot* Worker::PopFree(Plan* p) {
     p->free_head = (p->free_head + 1) % p->free.size();
     --p->free_count;
     s->queued = false;
-    if (s->conn->client && s->conn->client->usable()) {
-      if (!o_.stream || s->stream_state == StreamState::kReady) return s;
-      // Its stream was dropped while it waited (a lost connection made again): open another;
-      // one that is not usable at once comes back through Release() when it is.
-      if (s->stream_state == StreamState::kClosed && !s->reopen_scheduled && OpenStream(s)) {
-        return s;
-      }
-      continue;
-    }
+    if (s->conn->client && s->conn->client->usable()) return s;
     if (s->conn->busy == 0) ScheduleReconnect(s->conn);
   }
   return nullptr;
@@ -619,16 +623,32 @@ void Worker::OnStreamOpened(Slot* s, uint32_t gen, const Status& status) {
   ScheduleReopen(s);
 }
 
-void Worker::SendOnStream(Slot* s) {
-  detail::StreamCore* core = s->stream.get();
-  const uint32_t gen = s->stream_gen;
-  Future<> written = core->AsyncWrite(stream_msg_.Clone());
-  if (written.IsFailed()) {
-    DropStream(s, written.GetException(), MonotonicNanos());
-    MaybeFinish();
-    return;
+Worker::Slot* Worker::NextStream() {
+  for (size_t n = 0; n < slots_.size(); ++n) {
+    Slot* s = &slots_[next_stream_];
+    next_stream_ = (next_stream_ + 1) % slots_.size();
+    if (s->stream_state == StreamState::kReady && s->inflight.size() < kMaxStreamInflight &&
+        s->conn->client && s->conn->client->usable()) {
+      return s;
+    }
   }
-  if (!written.IsReady()) {
+  return nullptr;
+}
+
+void Worker::SendOnStream(Slot* s, int64_t intended_ns, bool measured, int64_t now_ns) {
+  Conn& c = *s->conn;
+  ++sends_;
+  s->inflight.push_back(InFlight{intended_ns, now_ns, measured});
+  s->busy = true;
+  ++busy_;
+  ++c.busy;
+  if (measured && o_.open_loop()) stats_.lateness.Record(NanosToMicros(now_ns - intended_ns));
+  const uint32_t gen = s->stream_gen;
+  s->in_call = true;  // (a failure here must not send again at once: Release() waits)
+  Future<> written = s->stream->AsyncWrite(stream_msg_.Clone());
+  if (written.IsFailed()) {
+    DropStream(s, written.GetException(), now_ns);
+  } else if (!written.IsReady()) {
     // Waiting for the server's window: only a failure matters (the echo completes the call).
     std::move(written).Then([this, s, gen](Future<>&& f) {
       if (phase_ == Phase::kStopped || s->stream_gen != gen || !f.IsFailed()) return;
@@ -636,14 +656,37 @@ void Worker::SendOnStream(Slot* s) {
       MaybeFinish();
     });
   }
-  core->AsyncRead().Then(
-      [this, s, gen](Future<ChainBuffer>&& echo) { OnEcho(s, gen, std::move(echo)); });
+  s->in_call = false;
+  if (s->stream_gen == gen) ReadEchoes(s);
+  MaybeFinish();
 }
 
-void Worker::OnEcho(Slot* s, uint32_t gen, Future<ChainBuffer>&& echo) {
-  // A dropped stream's read ends with it, as every read does when the connection closes at
-  // Stop(): neither is a message of a live stream.
-  if (phase_ == Phase::kStopped || s->stream_gen != gen || !s->busy) return;
+void Worker::ReadEchoes(Slot* s) {
+  // An echo completed below may send the next message (closed loop), which comes back here: the
+  // loop running already reads its echo too.
+  if (s->reading) return;
+  s->reading = true;
+  const uint32_t gen = s->stream_gen;
+  while (s->stream_gen == gen && !s->inflight.empty()) {
+    Future<ChainBuffer> echo = s->stream->AsyncRead();
+    if (!echo.IsReady() && !echo.IsFailed()) {
+      // A dropped stream's read ends with it, as every read does when the connection closes at
+      // Stop(): neither continues a live stream.
+      std::move(echo).Then([this, s, gen](Future<ChainBuffer>&& e) {
+        if (phase_ == Phase::kStopped || s->stream_gen != gen) return;
+        s->reading = false;
+        OnEcho(s, std::move(e));
+        ReadEchoes(s);
+        MaybeFinish();
+      });
+      return;  // (`reading` stays set while the read is pending)
+    }
+    OnEcho(s, std::move(echo));
+  }
+  if (s->stream_gen == gen) s->reading = false;
+}
+
+void Worker::OnEcho(Slot* s, Future<ChainBuffer>&& echo) {
   int64_t now = MonotonicNanos();
   if (echo.IsFailed()) {
     Status why = echo.GetException();
@@ -653,19 +696,17 @@ void Worker::OnEcho(Slot* s, uint32_t gen, Future<ChainBuffer>&& echo) {
       if (Status final = s->stream->FinalStatus(); !final.OK()) why = final;
     }
     DropStream(s, why, now);
-    MaybeFinish();
     return;
   }
   ++stats_.responses;
-  Conn& c = *s->conn;
-  s->busy = false;
-  --busy_;
-  --c.busy;
   std::string code;
   bool ok = CheckEcho(echo.GetValue(), &code);
-  Record(*s, ok, code, now);
-  Release(s, now);
-  MaybeFinish();
+  CompleteOldest(s, ok, code, now);
+  if (!o_.open_loop()) {
+    Release(s, now);
+  } else if (plan_.stalled) {
+    SendDue(&plan_);  // the stream has room again
+  }
 }
 
 bool Worker::CheckEcho(const ChainBuffer& echo, std::string* code) {
@@ -677,22 +718,29 @@ bool Worker::CheckEcho(const ChainBuffer& echo, std::string* code) {
   return false;
 }
 
+void Worker::CompleteOldest(Slot* s, bool ok, const std::string& code, int64_t now_ns) {
+  const InFlight& m = s->inflight.front();
+  s->intended_ns = m.intended_ns;
+  s->sent_ns = m.sent_ns;
+  s->measured = m.measured;
+  s->tagged = false;
+  s->inflight.pop_front();
+  s->busy = !s->inflight.empty();
+  --busy_;
+  --s->conn->busy;
+  Record(*s, ok, code, now_ns);
+}
+
 void Worker::DropStream(Slot* s, const Status& status, int64_t now_ns) {
   std::shared_ptr<detail::StreamCore> core = std::move(s->stream);
-  ForgetStream(s);
+  ForgetStream(s);  // (its messages in flight stay, to be failed here)
   ++stats_.streams_dropped;
-  if (s->busy) {
-    Conn& c = *s->conn;
-    s->busy = false;
-    --busy_;
-    --c.busy;
-    int32_t ret = status.GetFrameworkRetCode();
-    Record(*s, false,
-           ret != 0 ? std::to_string(ret) : "func_ret:" + std::to_string(status.GetFuncRetCode()),
-           now_ns);
-  }
-  // Ends it on the wire too (unless it has ended already); its read fails at once, into a
-  // continuation that sees the generation changed.
+  int32_t ret = status.GetFrameworkRetCode();
+  const std::string code =
+      ret != 0 ? std::to_string(ret) : "func_ret:" + std::to_string(status.GetFuncRetCode());
+  while (!s->inflight.empty()) CompleteOldest(s, false, code, now_ns);
+  // Ends it on the wire too (unless it has ended already); its pending read and writes fail at
+  // once, into continuations that see the generation changed.
   if (core != nullptr) core->Reset(Status(kClientCanceledErr, "trpc_bench dropped the stream"));
   ScheduleReopen(s);
 }
@@ -701,6 +749,7 @@ void Worker::ForgetStream(Slot* s) {
   ++s->stream_gen;
   s->stream.reset();
   s->stream_state = StreamState::kClosed;
+  s->reading = false;
 }
 
 void Worker::ScheduleReopen(Slot* s) {
@@ -718,7 +767,7 @@ void Worker::SweepTimeouts() {
   const int64_t timeout_ns = static_cast<int64_t>(o_.timeout_ms) * kNanosPerMilli;
   int64_t now = MonotonicNanos();
   for (Slot& s : slots_) {
-    if (s.busy && now - s.sent_ns >= timeout_ns) {
+    if (!s.inflight.empty() && now - s.inflight.front().sent_ns >= timeout_ns) {
       DropStream(&s, Status(kClientInvokeTimeoutErr, "no echo within the timeout"), now);
     }
   }

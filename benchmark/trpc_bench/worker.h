@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,10 +47,15 @@ struct Schedule {
 ///
 /// With --stream a slot is one bidirectional stream (--streams-per-connection of them per
 /// connection), opened through the connection's ClientStreams on this thread's reactor and
-/// driven with StreamCore's futures, never blocking: a send writes the slot's message (encoded
-/// once per worker) and reads its echo; the echo completes the "call". A stream whose message
-/// fails (its echo does not come within --timeout, the stream ends or is reset, the connection
-/// is lost) is dropped and opened again after a pause; a refused open is counted apart
+/// driven with StreamCore's futures, never blocking: a send writes the message (encoded once
+/// per worker), and the stream's echoes, read one at a time in order, complete its messages
+/// in the order they were sent. Closed loop: each stream has one message in flight, and the
+/// echo sends the next. Open loop: each due message goes out at once on the next stream in
+/// turn (round robin over the open streams), whatever that stream has in flight (at most
+/// kMaxStreamInflight; a message that finds every stream closed or full waits, as a request
+/// waits for a free slot). A stream whose message fails (its oldest echo is --timeout late,
+/// the stream ends or is reset, the connection is lost) is dropped, failing every message it
+/// had in flight, and opened again after a pause; a refused open is counted apart
 /// (LoadStats::open_failures) and tried again after the same pause.
 ///
 /// Closed loop: a slot sends again as soon as its call completes. Open loop: a pacing timer at
@@ -94,6 +100,12 @@ class Worker {
   struct Conn;
   struct Slot;
   enum class StreamState { kClosed, kOpening, kReady };
+  // --stream: one message on its way (the times as a call's, below).
+  struct InFlight {
+    int64_t intended_ns = 0;
+    int64_t sent_ns = 0;
+    bool measured = false;
+  };
   // A sequence of requests and the slots that carry them. Open loop: request k of the plan is
   // due at start + k * period_ns, and this thread sends k = offset, offset + stride, ...; a
   // slot that is free waits in the ring. Closed loop: the ring holds the slots the share gate
@@ -108,6 +120,7 @@ class Worker {
     uint64_t next_j = 0;             // the next request of the plan (open loop)
     uint64_t waited_j = UINT64_MAX;  // the last request counted in slot_waits
     bool sending = false;            // started and not yet stopped
+    bool stalled = false;            // --stream, open loop: the next request waits for a stream
     TimerId pacer = 0;
     std::vector<Slot*> free;  // ring of free (open loop) or parked (closed loop) slots
     size_t free_head = 0;
@@ -132,6 +145,9 @@ class Worker {
     StreamState stream_state = StreamState::kClosed;
     uint32_t stream_gen = 0;
     bool reopen_scheduled = false;
+    bool reading = false;  // ReadEchoes() runs, or a read it began is pending
+    // Its messages whose echo has not come yet, oldest first (`busy` while there are any).
+    std::deque<InFlight> inflight;
   };
   struct Conn {
     ClientConnectionPtr client;
@@ -179,17 +195,25 @@ class Worker {
   /// Release(s) (or counts a refusal and schedules another try).
   bool OpenStream(Slot* s);
   void OnStreamOpened(Slot* s, uint32_t gen, const Status& status);
-  /// Writes the message and reads its echo.
-  void SendOnStream(Slot* s);
-  void OnEcho(Slot* s, uint32_t gen, Future<ChainBuffer>&& echo);
+  /// Open loop: the next open stream in turn with room for another message, or null.
+  Slot* NextStream();
+  /// Writes the message on `s`'s stream (the call's bookkeeping done) and reads its echo.
+  void SendOnStream(Slot* s, int64_t intended_ns, bool measured, int64_t now_ns);
+  /// Reads `s`'s echoes while it has messages in flight, one read at a time: those already
+  /// there in a loop, then through a continuation that comes back here.
+  void ReadEchoes(Slot* s);
+  /// The oldest message in flight on `s` got `echo` (or the read failed).
+  void OnEcho(Slot* s, Future<ChainBuffer>&& echo);
   bool CheckEcho(const ChainBuffer& echo, std::string* code);
-  /// The stream failed with `status`: the message in flight (if any) fails with its code, the
+  /// Records the oldest message in flight on `s` as done.
+  void CompleteOldest(Slot* s, bool ok, const std::string& code, int64_t now_ns);
+  /// The stream failed with `status`: every message in flight on it fails with its code, the
   /// stream is reset and dropped, and opened again after a pause.
   void DropStream(Slot* s, const Status& status, int64_t now_ns);
   void ForgetStream(Slot* s);
   void ScheduleReopen(Slot* s);
-  /// Fails the messages whose echo is --timeout late (a stream's echoes come in order, so a
-  /// late one cannot be told from the next: the stream is dropped).
+  /// Fails the streams whose oldest echo is --timeout late (a stream's echoes come in order,
+  /// so a late one cannot be told from the next: the stream is dropped).
   void SweepTimeouts();
 
   const Options& o_;
@@ -210,6 +234,7 @@ class Worker {
   ChainBuffer stream_msg_;
   std::string stream_msg_bytes_;
   TimerId sweep_timer_ = 0;
+  size_t next_stream_ = 0;  // open loop: where NextStream() looks first
 
   Reactor reactor_;
   std::vector<Conn> conns_;
