@@ -253,9 +253,30 @@ def grpc_stalled_streams(s):
                    "streams refused"], "grpc_stalled_streams.py's output")
 
 
+def stream_bench(s):
+    # trpc_bench --stream over trpc and gRPC against helloworld_server in both models (and
+    # grpc++'s streaming echo), each load of every section.
+    _, md, res = report_script(s, "stream_bench.py", "streams")
+    labels = ["trpc stream, merge", "trpc stream, fiber", "our gRPC stream, merge",
+              "our gRPC stream, fiber"]
+    unary = ["trpc unary, merge", "trpc unary, fiber"]
+    if s.have_grpcpp():
+        labels.append("grpc++ stream (callback)")
+    contains(md, ["Smoke run", "## (a)", "## (b)", "## (c)", "## Goals", "## Commands"]
+             + [f"| {label} |" for label in labels + unary], "streams.md")
+    for section in ("a", "b", "c"):
+        for label in labels + (unary if section != "c" else []):
+            row = res["medians"][section].get(label)
+            check(row is not None, f"({section}) {label}: no row")
+            check(row["qps"] > 0, f"({section}) {label}: measured nothing")
+            check(row["errors"] == 0, f"({section}) {label}: errors {row['error_codes']}")
+    check(res["runs"] and all(r["settings"]["stream"] == (r["label"] not in unary)
+                              for r in res["runs"]), "a run in the wrong mode")
+
+
 CHECKS = {f.__name__: f for f in (seed_table, overload, grpc_bench, naming_bench, echo_e2e,
                                   http_bench, client_efficiency, callgrind_per_request, soak,
-                                  grpc_flood, grpc_stalled_streams)}
+                                  grpc_flood, grpc_stalled_streams, stream_bench)}
 
 
 def main():
