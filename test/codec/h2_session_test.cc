@@ -359,6 +359,27 @@ TEST_F(H2StreamingSessionTest, OtherPathsStayUnary) {
   EXPECT_EQ(calls_[0].ToString(), "hi");
 }
 
+TEST_F(H2StreamingSessionTest, AnUnknownMethodIsHandedUpOnItsHeaders) {
+  // With every method known, a request for another one goes up at once, without its body, so
+  // the server answers it (UNIMPLEMENTED) while a streaming client still waits to send.
+  session_ = std::make_unique<H2ServerSession>(
+      options_, nullptr,
+      std::make_shared<H2ServerSession::PathSet>(
+          H2ServerSession::PathSet{"/trpc.test.helloworld.Greeter/SayHello"}));
+  Open();
+  Feed(Frame(kHeaders, kEndHeaders, 1, RequestHeaders("/trpc.test.helloworld.Greeter/Nope")));
+  ASSERT_EQ(calls_.size(), 1u);
+  ASSERT_NE(calls_[0].meta(), nullptr);
+  EXPECT_FALSE(calls_[0].meta()->stream_event);
+  EXPECT_EQ(static_cast<ServerRequestMeta*>(calls_[0].meta())->path,
+            "/trpc.test.helloworld.Greeter/Nope");
+  EXPECT_TRUE(calls_[0].empty());
+  // Its DATA is dropped, and nothing more goes up.
+  Feed(Frame(kData, kEndStream, 1, Message("ignored")));
+  EXPECT_EQ(calls_.size(), 1u);
+  EXPECT_EQ(session_->held_bytes, kStreamStateBytes);
+}
+
 TEST_F(H2StreamingSessionTest, GivesAMessagesBytesBackOnlyOnceItIsConsumed) {
   OpenStream();
   const std::string big(40'000, 'x');  // over half the 65535 window: worth a WINDOW_UPDATE

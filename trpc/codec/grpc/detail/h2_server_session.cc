@@ -98,7 +98,7 @@ void H2ServerSession::ReleaseData(Stream* s, int32_t stream_id) {
 
 int H2ServerSession::OnDataChunk(int32_t stream_id, const uint8_t* data, size_t len) {
   Stream* s = streams_.Find(stream_id);
-  if (s == nullptr || s->too_large || s->answered) {
+  if (s == nullptr || s->too_large || s->answered || (s->handed_up && !s->streaming)) {
     Consume(s != nullptr, stream_id, len);  // not kept
     return 0;
   }
@@ -133,7 +133,7 @@ void H2ServerSession::OnStreamFrame(uint8_t type, uint8_t flags, int32_t stream_
     if (stream_paths_ != nullptr && stream_paths_->count(s->head->path) != 0) {
       OpenStreaming(s, stream_id);
     } else if (known_paths_ != nullptr && known_paths_->count(s->head->path) == 0) {
-      AnswerError(s, stream_id, 12, "unknown method " + s->head->path);  // UNIMPLEMENTED
+      HandUpUnknown(s, stream_id);
       return;
     }
   }
@@ -344,6 +344,23 @@ void H2ServerSession::StreamFinish(int32_t stream_id, int grpc_status, const std
     ResumeData(stream_id, s);
   }
   Drain(out);
+}
+
+void H2ServerSession::HandUpUnknown(Stream* s, int32_t stream_id) {
+  // Handed up at once, with no message: the server answers it (UNIMPLEMENTED, counted as any
+  // unknown method is) without waiting for a body that a streaming client may hold back until
+  // it has a response. Its DATA is dropped; once answered, the stream is reset if still open.
+  ReleaseData(s, stream_id);
+  s->cancelled = std::make_shared<std::atomic<bool>>(false);
+  s->head->cancelled = s->cancelled;
+  s->head->stream_id = stream_id;
+  s->handed_up = true;
+  s->reset_after_answer = true;
+  held_bytes -= s->state_bytes - kStreamStateBytes;
+  s->state_bytes = kStreamStateBytes;
+  ChainBuffer frame;
+  frame.SetMeta(std::move(s->head));
+  sink_->push_back(std::move(frame));
 }
 
 void H2ServerSession::HandUp(Stream* s, int32_t stream_id) {

@@ -122,6 +122,8 @@ class H2ServerSession final : public H2Session {
   void AfterFeed() override { ExpireSlowRequests(); }
   // Submits the reply `message` (EncodeOutput) to its stream.
   void Respond(ChainBuffer&& message);
+  // A request for a method the service does not have: handed up on its headers.
+  void HandUpUnknown(Stream* s, int32_t stream_id);
   // The request of `s` is whole: hands it up, or answers it when it is malformed.
   void HandUp(Stream* s, int32_t stream_id);
   // Answers a stream at once with only trailers (an error) and resets what is left.
