@@ -226,5 +226,54 @@ TEST_F(StreamCoreTest, DetachWakesABlockedWriterAndAPendingReader) {
   loop_.Run([&] { idle.reset(); });
 }
 
+// A timed async read: it fails with the read timeout when nothing comes, the stream goes on;
+// one served in time is not failed later by its timer; many timed reads racing their messages
+// (the writer on another thread) each resolve exactly once, in order.
+TEST_F(StreamCoreTest, AsyncReadTimesOutOrIsServedOnce) {
+  Future<ChainBuffer> nothing = pipe_->b->AsyncRead(30);
+  ASSERT_TRUE(trpc::testing::WaitFor([&] { return nothing.IsResolved(); }, 5000));
+  ASSERT_TRUE(nothing.IsFailed());
+  EXPECT_EQ(nothing.GetException().GetFrameworkRetCode(), kStreamServerReadTimeoutErr);
+
+  Future<ChainBuffer> served = pipe_->b->AsyncRead(50);
+  ASSERT_TRUE(pipe_->a->Write(Message(1, 100)).OK());
+  ASSERT_TRUE(trpc::testing::WaitFor([&] { return served.IsResolved(); }, 5000));
+  ASSERT_FALSE(served.IsFailed());
+  EXPECT_EQ(SeqOf(served.GetValue()), 1u);
+  // The next read waits past the first one's timeout: that timer is gone.
+  Future<ChainBuffer> next = pipe_->b->AsyncRead();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(next.IsResolved());
+  ASSERT_TRUE(pipe_->a->Write(Message(2, 100)).OK());
+  ASSERT_TRUE(trpc::testing::WaitFor([&] { return next.IsResolved(); }, 5000));
+  ASSERT_FALSE(next.IsFailed());
+  EXPECT_EQ(SeqOf(next.GetValue()), 2u);
+
+  // Racing: a writer thread sends 2000 messages at its own pace; the reader reads each with a
+  // 1 ms timeout, retrying after a timeout. Every message arrives once, in order.
+  std::thread writer([&] {
+    for (uint64_t i = 3; i < 2003; ++i) {
+      ASSERT_TRUE(pipe_->a->Write(Message(i, 64)).OK());
+      if (i % 5 == 0) std::this_thread::sleep_for(std::chrono::microseconds(1500));
+    }
+  });
+  uint64_t want = 3;
+  int timeouts = 0;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (want < 2003 && std::chrono::steady_clock::now() < give_up) {
+    Future<ChainBuffer> r = BlockingGet(pipe_->b->AsyncRead(1));
+    if (r.IsFailed()) {
+      ASSERT_EQ(r.GetException().GetFrameworkRetCode(), kStreamServerReadTimeoutErr);
+      ++timeouts;
+      continue;
+    }
+    ASSERT_EQ(SeqOf(r.GetValue()), want);
+    ++want;
+  }
+  writer.join();
+  EXPECT_EQ(want, 2003u);
+  std::printf("timed reads: %d timeouts among 2000 messages\n", timeouts);
+}
+
 }  // namespace
 }  // namespace trpc::detail

@@ -49,12 +49,12 @@ Status ClientStream::Finish() const {
   }
 }
 
-Future<ChainBuffer> ClientStream::AsyncReadBytes() const {
+Future<ChainBuffer> ClientStream::AsyncReadBytes(int64_t timeout_ms) const {
   if (core_ == nullptr) {
     return MakeExceptionFuture<ChainBuffer>(
         Status(kStreamClientNetworkErr, "the stream is not open"));
   }
-  return core_->AsyncRead();
+  return core_->AsyncRead(timeout_ms);
 }
 
 Status ClientStream::Parse(const ChainBuffer& bytes, google::protobuf::MessageLite* msg) const {

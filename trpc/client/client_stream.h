@@ -56,8 +56,8 @@ class ClientStream {
   /// The server's next message, or nullopt after its last; fails with the stream's end
   /// otherwise (as Read()).
   template <typename R>
-  Future<std::optional<R>> AsyncRead() const {
-    return AsyncReadBytes().Then([s = *this](Future<ChainBuffer>&& f) {
+  Future<std::optional<R>> AsyncRead(int64_t timeout_ms = -1) const {
+    return AsyncReadBytes(timeout_ms).Then([s = *this](Future<ChainBuffer>&& f) {
       if (f.IsFailed()) {
         if (f.GetException().StreamEof()) return MakeReadyFuture<std::optional<R>>(std::nullopt);
         return MakeExceptionFuture<std::optional<R>>(f.GetException());
@@ -79,7 +79,7 @@ class ClientStream {
  private:
   friend class ::trpc::ServiceProxy;
   explicit ClientStream(std::shared_ptr<detail::StreamCore> core) : core_(std::move(core)) {}
-  Future<ChainBuffer> AsyncReadBytes() const;
+  Future<ChainBuffer> AsyncReadBytes(int64_t timeout_ms) const;
   Status Parse(const ChainBuffer& bytes, google::protobuf::MessageLite* msg) const;
   // Reads and drops until the server's end, then its final status.
   Future<Status> DrainToEnd() const;
@@ -149,7 +149,11 @@ class AsyncClientReaderWriter {
   AsyncClientReaderWriter() = default;
   explicit AsyncClientReaderWriter(ClientStream stream) : stream_(std::move(stream)) {}
   bool Valid() const { return stream_.Valid(); }
-  Future<std::optional<R>> Read() const { return stream_.AsyncRead<R>(); }
+  /// `timeout_ms` (>= 0): fails with the read timeout (254 on the server, 354 on the client)
+  /// when no message came by then; the stream goes on.
+  Future<std::optional<R>> Read(int64_t timeout_ms = -1) const {
+    return stream_.template AsyncRead<R>(timeout_ms);
+  }
   Future<> Write(const W& msg) const { return stream_.AsyncWrite(msg); }
   Status WritesDone() const { return stream_.WritesDone(); }
   Future<Status> Finish() const { return stream_.AsyncFinish(); }

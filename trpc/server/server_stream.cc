@@ -66,7 +66,9 @@ Future<> ServerStream::AsyncWrite(const google::protobuf::MessageLite& msg,
   return core_->AsyncWrite(std::move(bytes));
 }
 
-Future<ChainBuffer> ServerStream::AsyncReadBytes() const { return core_->AsyncRead(); }
+Future<ChainBuffer> ServerStream::AsyncReadBytes(int64_t timeout_ms) const {
+  return core_->AsyncRead(timeout_ms);
+}
 
 Future<> ServerStream::AsyncWrite(const google::protobuf::MessageLite& msg) const {
   ChainBuffer bytes;

@@ -56,8 +56,8 @@ class ServerStream {
   /// The next message, or nullopt at the end of the client's messages; fails with the stream's
   /// end otherwise (as Read()). Never blocks.
   template <typename R>
-  Future<std::optional<R>> AsyncRead() const {
-    return AsyncReadBytes().Then([s = *this](Future<ChainBuffer>&& f) {
+  Future<std::optional<R>> AsyncRead(int64_t timeout_ms = -1) const {
+    return AsyncReadBytes(timeout_ms).Then([s = *this](Future<ChainBuffer>&& f) {
       if (f.IsFailed()) {
         if (f.GetException().StreamEof()) return MakeReadyFuture<std::optional<R>>(std::nullopt);
         return MakeExceptionFuture<std::optional<R>>(f.GetException());
@@ -75,7 +75,7 @@ class ServerStream {
   Future<> AsyncWrite(const google::protobuf::MessageLite& msg, const WriteOptions& opts) const;
 
  private:
-  Future<ChainBuffer> AsyncReadBytes() const;
+  Future<ChainBuffer> AsyncReadBytes(int64_t timeout_ms) const;
   Status Parse(const ChainBuffer& bytes, google::protobuf::MessageLite* msg) const;
   // Serialized and compressed as the stream's content type and encoding say.
   Status Encode(const google::protobuf::MessageLite& msg, ChainBuffer* out) const;
@@ -124,7 +124,11 @@ class AsyncStreamReader {
  public:
   explicit AsyncStreamReader(ServerStream stream) : stream_(std::move(stream)) {}
   /// nullopt at the end of the client's messages.
-  Future<std::optional<R>> Read() const { return stream_.AsyncRead<R>(); }
+  /// `timeout_ms` (>= 0): fails with the read timeout (254 on the server, 354 on the client)
+  /// when no message came by then; the stream goes on.
+  Future<std::optional<R>> Read(int64_t timeout_ms = -1) const {
+    return stream_.template AsyncRead<R>(timeout_ms);
+  }
 
  private:
   ServerStream stream_;
@@ -147,7 +151,11 @@ template <typename R, typename W>
 class AsyncStreamReaderWriter {
  public:
   explicit AsyncStreamReaderWriter(ServerStream stream) : stream_(std::move(stream)) {}
-  Future<std::optional<R>> Read() const { return stream_.AsyncRead<R>(); }
+  /// `timeout_ms` (>= 0): fails with the read timeout (254 on the server, 354 on the client)
+  /// when no message came by then; the stream goes on.
+  Future<std::optional<R>> Read(int64_t timeout_ms = -1) const {
+    return stream_.template AsyncRead<R>(timeout_ms);
+  }
   Future<> Write(const W& msg) const { return stream_.AsyncWrite(msg); }
   Future<> Write(const W& msg, const WriteOptions& opts) const {
     return stream_.AsyncWrite(msg, opts);

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 
 namespace trpc::detail {
@@ -53,9 +54,11 @@ Status StreamCore::Read(ChainBuffer* msg, int64_t timeout_ms) {
   return kSuccStatus;
 }
 
-Future<ChainBuffer> StreamCore::AsyncRead() {
+Future<ChainBuffer> StreamCore::AsyncRead(int64_t timeout_ms) {
   ChainBuffer msg;
   size_t report = 0;
+  uint64_t seq = 0;
+  Future<ChainBuffer> waiting;
   {
     std::lock_guard<fiber::Mutex> lock(mu_);
     if (read_waiter_.has_value()) {
@@ -65,12 +68,47 @@ Future<ChainBuffer> StreamCore::AsyncRead() {
     if (inbox_.empty()) {
       if (remote_ended_) return MakeExceptionFuture<ChainBuffer>(InboxEndLocked());
       read_waiter_.emplace();
-      return read_waiter_->GetFuture();
+      seq = ++read_seq_;
+      waiting = read_waiter_->GetFuture();
+    } else {
+      report = TakeLocked(&msg);
     }
-    report = TakeLocked(&msg);
+  }
+  if (waiting.Valid()) {
+    if (timeout_ms >= 0) {
+      conn_->reactor()->RunInLoop(
+          [self = shared_from_this(), seq, timeout_ms] { self->ArmReadTimeout(seq, timeout_ms); });
+    }
+    return waiting;
   }
   ReportConsumed(report);
   return MakeReadyFuture<ChainBuffer>(std::move(msg));
+}
+
+void StreamCore::ArmReadTimeout(uint64_t seq, int64_t timeout_ms) {
+  {
+    std::lock_guard<fiber::Mutex> lock(mu_);
+    if (!read_waiter_.has_value() || read_seq_ != seq) return;  // served meanwhile
+  }
+  Reactor* r = conn_->reactor();
+  if (read_timer_ != 0) r->CancelTimer(read_timer_);
+  read_timer_ = r->AddTimer(MonotonicNanos() + timeout_ms * kNanosPerMilli,
+                            [self = shared_from_this(), seq, timeout_ms] {
+                              self->read_timer_ = 0;
+                              self->ExpireRead(seq, timeout_ms);
+                            });
+}
+
+void StreamCore::ExpireRead(uint64_t seq, int64_t timeout_ms) {
+  std::optional<Promise<ChainBuffer>> waiter;
+  {
+    std::lock_guard<fiber::Mutex> lock(mu_);
+    if (!read_waiter_.has_value() || read_seq_ != seq) return;
+    waiter = std::move(read_waiter_);
+    read_waiter_.reset();
+  }
+  waiter->SetException(
+      Status(codes_.read_timeout, "no message came within " + std::to_string(timeout_ms) + " ms"));
 }
 
 void StreamCore::ServeReadWaiter() {
@@ -88,6 +126,10 @@ void StreamCore::ServeReadWaiter() {
     } else {
       end = InboxEndLocked();
     }
+  }
+  if (read_timer_ != 0) {
+    conn_->reactor()->CancelTimer(read_timer_);  // (served before its timeout)
+    read_timer_ = 0;
   }
   ReportConsumed(report);
   // Outside the lock: the continuation may read again at once.

@@ -97,8 +97,9 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   /// Queues one encoded message; blocks while the writer is over its bound (see above).
   Status Write(ChainBuffer&& msg);
   /// The same without blocking: the future resolves with the message, or fails with how the
-  /// inbox ended (ret 251 at its end).
-  Future<ChainBuffer> AsyncRead();
+  /// inbox ended (ret 251 at its end), or with the read timeout (254 / 354) when `timeout_ms`
+  /// (>= 0) passes first (a timer of the connection's loop, cancelled when the message comes).
+  Future<ChainBuffer> AsyncRead(int64_t timeout_ms = -1);
   /// Resolves once the message is taken within the writer's bound (see above); fails once the
   /// stream has ended.
   Future<> AsyncWrite(ChainBuffer&& msg);
@@ -155,6 +156,9 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   void ServeWriteWaiters();
   // Resolves the waiting async reader with the next message or the inbox's end, if it can.
   void ServeReadWaiter();
+  // Loop: the timeout of the async read `seq`, if it still waits.
+  void ArmReadTimeout(uint64_t seq, int64_t timeout_ms);
+  void ExpireRead(uint64_t seq, int64_t timeout_ms);
 
   ConnectionPtr conn_;
   const uint32_t id_;
@@ -180,6 +184,7 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   StreamMetadata initial_md_;   // until the first message or the end goes to the link
   StreamMetadata trailing_md_;  // until the end goes to the link
   std::optional<Promise<ChainBuffer>> read_waiter_;  // an AsyncRead() waiting for a message
+  uint64_t read_seq_ = 0;                            // numbers the waiting reads
   std::deque<PendingWrite> write_waiters_;           // AsyncWrite()s waiting for room
 
   // Loop thread only.
@@ -189,6 +194,7 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   bool finish_pending_ = false;  // Finish() came while messages were parked
   bool serving_writes_ = false;  // ServeWriteWaiters() is running
   bool initial_sent_ = false;    // the initial metadata went to the link
+  TimerId read_timer_ = 0;       // the waiting async read's timeout
   Status finish_status_;
   // Loop: hands the initial metadata to the link once, before the first message or the end.
   void SendInitialMetadataOnce();
