@@ -87,5 +87,18 @@ TEST(H2FloodGuardTest, DataWeSendEarnsWindowUpdates) {
             "WINDOW_UPDATE flood");
 }
 
+TEST(H2FloodGuardTest, StreamMessagesAndOpensEarnWindowUpdates) {
+  // Many small messages in few DATA frames: each message may be answered with three.
+  H2FloodGuard g(Limits(2), /*server=*/false);
+  g.Earn(1);                                // a stream opened
+  for (int i = 0; i < 100; ++i) g.Earn(3);  // 100 messages queued
+  g.OnDataSent();                           // in one DATA frame
+  std::string bytes;
+  for (int i = 0; i < 303 + 2; ++i) bytes += Frame(kWindowUpdate, 0, 1, std::string("\0\0\0\1", 4));
+  EXPECT_EQ(Feed(&g, bytes, 100), "");  // 303 earned + a burst of 2
+  EXPECT_EQ(Feed(&g, Frame(kWindowUpdate, 0, 0, std::string("\0\0\0\1", 4)), 100),
+            "WINDOW_UPDATE flood");
+}
+
 }  // namespace
 }  // namespace trpc::grpc::detail

@@ -28,8 +28,10 @@ bool H2FloodGuard::Bucket::Take(double rate) {
 H2FloodGuard::H2FloodGuard(const FloodLimits& limits, bool server)
     : limits_(limits), skip_(server ? kClientPrefaceSize : 0) {}
 
-void H2FloodGuard::OnDataSent() {
-  window_update_credit_ = std::min(window_update_credit_ + 2, kMaxWindowUpdateCredit);
+void H2FloodGuard::OnDataSent() { Earn(2); }
+
+void H2FloodGuard::Earn(uint64_t n) {
+  window_update_credit_ = std::min(window_update_credit_ + n, kMaxWindowUpdateCredit);
 }
 
 const char* H2FloodGuard::Scan(std::string_view bytes) {

@@ -41,6 +41,11 @@ class H2FloodGuard {
   const char* Scan(std::string_view bytes);
   /// We sent a DATA frame: two more WINDOW_UPDATEs are expected.
   void OnDataSent();
+  /// We opened a stream, or queued a stream message: `n` more WINDOW_UPDATEs are expected. A
+  /// peer may answer each message it reads with up to three (the stream's, the connection's,
+  /// and the next prefix's: grpc++ does), and a stream it accepts with one, however many
+  /// messages share a DATA frame.
+  void Earn(uint64_t n);
 
  private:
   struct Bucket {

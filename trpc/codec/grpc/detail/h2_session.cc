@@ -202,6 +202,7 @@ void H2Session::OnFrameSent(uint8_t type, uint8_t flags, int32_t stream_id, uint
   (void)flags;
   (void)stream_id;
   if (type == NGHTTP2_DATA) flood_guard_.OnDataSent();
+  if (type == NGHTTP2_HEADERS) flood_guard_.Earn(1);  // (a stream's opening window)
   if (type == NGHTTP2_GOAWAY && error_code != NGHTTP2_NO_ERROR && fatal_.empty()) {
     fatal_ = std::string("sent GOAWAY: ") + nghttp2_http2_strerror(error_code);
   }
@@ -313,7 +314,8 @@ bool H2Session::QueueMessage(H2Stream* s, ChainBuffer&& msg) {
                           static_cast<char>(n >> 8), static_cast<char>(n)};
   s->out.Append(prefix, 5);
   s->out.Append(std::move(msg));
-  held_bytes += 5 + n;  // until it fits the peer's windows
+  held_bytes += 5 + n;   // until it fits the peer's windows
+  flood_guard_.Earn(3);  // (the peer may answer each message it reads with three)
   return true;
 }
 
