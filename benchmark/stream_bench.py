@@ -353,22 +353,12 @@ def markdown(res):
                      f"{x['cpu_us_per_msg']:.2f} ({x['cpu_min']:.2f}-{x['cpu_max']:.2f}) | "
                      f"{x['server_cpu_percent']:.0f} | {errors_cell(x)} | "
                      f"{x['streams_dropped']} |")
-    failed = [label for label, x in med.get("c", {}).items() if x["errors"]]
+    failed = [f"({section}) {label}" for section in SECTIONS
+              for label, x in med.get(section, {}).items() if x["errors"]]
     if failed:
         lines += ["", f"Rows with errors ({', '.join(failed)}) are not measurements of the "
                   "server: their messages failed (the codes, framework ret codes, are in the "
                   "table; 301: the connection was lost)."]
-        grpcpp = med["c"].get("grpc++ stream (callback)")
-        if grpcpp and "301" in grpcpp["error_codes"]:
-            lines += ["", "grpc++ with many streams on a connection: trpc_bench's gRPC client "
-                      "(the framework's HTTP/2 client session) closes the connection with "
-                      "\"HTTP/2: WINDOW_UPDATE flood\" (its log on stderr). grpc++ 1.51 sends a "
-                      "WINDOW_UPDATE for each stream it accepts and up to three per message it "
-                      "receives (the stream's, the connection's, and the next message's 5-byte "
-                      "prefix), while the client's flood guard "
-                      "(`trpc/codec/grpc/detail/h2_flood_guard.cc`) allows two per DATA frame it "
-                      "sent plus `max_window_update_per_second` (100/s, not settable on a client "
-                      "service). Our server sends fewer and is not cut."]
     lines += ["", "## Goals", "",
               f"Server CPU per message, ours / theirs; the goal is <= {GOAL_RATIO}x. A ratio "
               "whose runs had errors is not judged.", "",
