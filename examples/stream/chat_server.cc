@@ -13,6 +13,7 @@
 
 #include "examples/stream/chat.trpc.pb.h"
 #include "trpc/app/trpc_app.h"
+#include "trpc/future/loop.h"
 
 namespace {
 
@@ -47,27 +48,34 @@ using Reader = trpc::stream::AsyncStreamReader<Line>;
 using Writer = trpc::stream::AsyncStreamWriter<Line>;
 using Duplex = trpc::stream::AsyncStreamReaderWriter<Line, Line>;
 
-// Each step continues from the last one's future: nothing here blocks a thread.
-trpc::Future<uint64_t> PostAll(std::shared_ptr<Room> room, Reader reader, uint64_t posted) {
-  return reader.Read().Then([room, reader, posted](std::optional<Line>&& line) {
-    if (!line) return trpc::MakeReadyFuture<uint64_t>(posted);  // the client is done
-    room->Add(std::move(*line));
-    return PostAll(room, reader, posted + 1);
-  });
+// Each loop is trpc::DoWhile: its steps never block a thread, and however long a stream runs
+// the stack stays flat (a step that returned the next step's future would chain them all).
+trpc::Future<uint64_t> PostAll(std::shared_ptr<Room> room, Reader reader) {
+  auto posted = std::make_shared<uint64_t>(0);
+  return trpc::DoWhile([room, reader, posted] {
+           return reader.Read().Then([room, posted](std::optional<Line>&& line) {
+             if (!line) return false;  // the client is done
+             room->Add(std::move(*line));
+             ++*posted;
+             return true;
+           });
+         })
+      .Then([posted] { return *posted; });
 }
 
-trpc::Future<> WriteAll(Writer writer, std::shared_ptr<std::vector<Line>> lines, size_t i) {
-  if (i == lines->size()) return trpc::MakeReadyFuture<>();
-  return writer.Write((*lines)[i]).Then([writer, lines, i] {
-    return WriteAll(writer, lines, i + 1);
+trpc::Future<> WriteAll(Writer writer, std::shared_ptr<std::vector<Line>> lines) {
+  auto next = std::make_shared<size_t>(0);
+  return trpc::DoWhile([writer, lines, next] {
+    if (*next == lines->size()) return trpc::MakeReadyFuture<bool>(false);
+    return writer.Write((*lines)[(*next)++]).Then([] { return true; });
   });
 }
 
 trpc::Future<> TalkLoop(std::shared_ptr<Room> room, Duplex stream) {
-  return stream.Read().Then([room, stream](std::optional<Line>&& line) {
-    if (!line) return trpc::MakeReadyFuture<>();
-    return stream.Write(room->Add(std::move(*line))).Then([room, stream] {
-      return TalkLoop(room, stream);
+  return trpc::DoWhile([room, stream] {
+    return stream.Read().Then([room, stream](std::optional<Line>&& line) {
+      if (!line) return trpc::MakeReadyFuture<bool>(false);
+      return stream.Write(room->Add(std::move(*line))).Then([] { return true; });
     });
   });
 }
@@ -75,7 +83,7 @@ trpc::Future<> TalkLoop(std::shared_ptr<Room> room, Duplex stream) {
 class RoomImpl final : public trpc::examples::chat::AsyncRoom {
  public:
   trpc::Future<PostReply> Post(const trpc::ServerContextPtr&, const Reader& reader) override {
-    return PostAll(room_, reader, 0).Then([](uint64_t posted) {
+    return PostAll(room_, reader).Then([](uint64_t posted) {
       PostReply reply;
       reply.set_posted(posted);
       return reply;
@@ -85,7 +93,7 @@ class RoomImpl final : public trpc::examples::chat::AsyncRoom {
   trpc::Future<> History(const trpc::ServerContextPtr&, const HistoryRequest& req,
                          const Writer& writer) override {
     const size_t n = req.last() == 0 ? 10 : std::min<uint32_t>(req.last(), 100);
-    return WriteAll(writer, std::make_shared<std::vector<Line>>(room_->Last(n)), 0);
+    return WriteAll(writer, std::make_shared<std::vector<Line>>(room_->Last(n)));
   }
 
   trpc::Future<> Talk(const trpc::ServerContextPtr&, const Duplex& stream) override {

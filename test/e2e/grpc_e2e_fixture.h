@@ -29,6 +29,7 @@
 #include "trpc/client/client_stream.h"
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
+#include "trpc/future/loop.h"
 #include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/grpc/grpc_server.h"
 #include "trpc/server/make_client_context.h"
@@ -48,11 +49,13 @@ using trpc::testing::FiberModel;
 // thread models serve them (grpc_e2e_streams_test.cc).
 using EchoStream = stream::AsyncStreamReaderWriter<HelloRequest, HelloReply>;
 inline Future<> EchoAll(EchoStream s) {
-  return s.Read().Then([s](std::optional<HelloRequest>&& req) {
-    if (!req) return MakeReadyFuture<>();
-    HelloReply rsp;
-    rsp.set_msg(req->msg());
-    return s.Write(rsp).Then([s] { return EchoAll(s); });
+  return DoWhile([s] {
+    return s.Read().Then([s](std::optional<HelloRequest>&& req) {
+      if (!req) return MakeReadyFuture<bool>(false);
+      HelloReply rsp;
+      rsp.set_msg(req->msg());
+      return s.Write(rsp).Then([] { return true; });
+    });
   });
 }
 inline Future<> WriteN(stream::AsyncStreamWriter<HelloReply> w, int i, int n, size_t size) {

@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -16,6 +18,7 @@
 #include "trpc/base/clock.h"
 #include "trpc/fiber/detail/scheduler.h"
 #include "trpc/fiber/fiber.h"
+#include "trpc/future/loop.h"
 
 namespace trpc {
 namespace {
@@ -637,6 +640,74 @@ TEST(FutureStressTest, ConcurrentSetAndThenRunEveryContinuationOnce) {
   EXPECT_EQ(not_once, 0);
   EXPECT_EQ(wrong_values.load(), 0);
   EXPECT_EQ(chained.load(), kTotal / 2);
+}
+
+// DoWhile: a loop of 300,000 steps, ready ones and pending ones resolved one at a time from the
+// test's thread (as a stream's messages arrive), runs in constant stack: the recursive form
+// (each step's continuation returning the next step's future) would nest 300,000 levels.
+TEST(DoWhileTest, ALongLoopOfReadyAndPendingStepsRunsInConstantStack) {
+  std::deque<Promise<bool>> pending;  // (stable while a step appends during SetValue)
+  int steps = 0;
+  Future<> done = DoWhile([&] {
+    ++steps;
+    if (steps % 3 != 0) return MakeReadyFuture<bool>(true);
+    pending.emplace_back();
+    return pending.back().GetFuture();
+  });
+  // Each pending step is resolved from here; its continuation runs the next steps inline.
+  for (size_t i = 0; i < pending.size(); ++i) {
+    pending[i].SetValue(steps < 300'000);
+    if (done.IsResolved()) break;
+  }
+  ASSERT_TRUE(done.IsReady());
+  EXPECT_GE(steps, 300'000);
+}
+
+TEST(DoWhileTest, AStepsErrorEndsTheLoopWithIt) {
+  int steps = 0;
+  Promise<bool> later;
+  Future<> done = DoWhile([&]() -> Future<bool> {
+    if (++steps == 5) return later.GetFuture();
+    return MakeReadyFuture<bool>(true);
+  });
+  EXPECT_FALSE(done.IsResolved());
+  later.SetException(Status(kUnknownErr, "the stream ended"));
+  ASSERT_TRUE(done.IsFailed());
+  EXPECT_EQ(done.GetException().ErrorMessage(), "the stream ended");
+  EXPECT_EQ(steps, 5);
+  Future<> at_once = DoWhile([] { return MakeExceptionFuture<bool>(Status(kUnknownErr, "no")); });
+  ASSERT_TRUE(at_once.IsFailed());
+}
+
+// Steps resolved from another thread while the loop runs: each runs once, in order.
+TEST(DoWhileTest, StepsResolvedFromAnotherThread) {
+  std::atomic<int> steps{0};
+  std::mutex mu;
+  std::vector<Promise<bool>> queue;
+  std::atomic<bool> stop{false};
+  std::thread resolver([&] {
+    int resolved = 0;
+    while (!stop.load()) {
+      std::vector<Promise<bool>> take;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        take.swap(queue);
+      }
+      for (auto& p : take) p.SetValue(++resolved < 20'000);
+      if (take.empty()) std::this_thread::yield();
+    }
+  });
+  Future<> done = DoWhile([&] {
+    steps.fetch_add(1);
+    std::lock_guard<std::mutex> lock(mu);
+    queue.emplace_back();
+    return queue.back().GetFuture();
+  });
+  Future<> got = BlockingGet(std::move(done));
+  stop.store(true);
+  resolver.join();
+  EXPECT_TRUE(got.IsReady());
+  EXPECT_EQ(steps.load(), 20'000);
 }
 
 }  // namespace
