@@ -58,11 +58,14 @@ inline Future<> EchoAll(EchoStream s) {
     });
   });
 }
-inline Future<> WriteN(stream::AsyncStreamWriter<HelloReply> w, int i, int n, size_t size) {
-  if (i == n) return MakeReadyFuture<>();
-  HelloReply rsp;
-  rsp.set_msg(std::to_string(i) + ":" + std::string(size, 'r'));
-  return w.Write(rsp).Then([w, i, n, size] { return WriteN(w, i + 1, n, size); });
+inline Future<> WriteN(stream::AsyncStreamWriter<HelloReply> w, int n, size_t size) {
+  auto next = std::make_shared<int>(0);
+  return DoWhile([w, n, size, next] {
+    if (*next == n) return MakeReadyFuture<bool>(false);
+    HelloReply rsp;
+    rsp.set_msg(std::to_string((*next)++) + ":" + std::string(size, 'r'));
+    return w.Write(rsp).Then([] { return true; });
+  });
 }
 
 class TestGreeter final : public Greeter {
@@ -78,7 +81,7 @@ class TestGreeter final : public Greeter {
           const size_t colon = req.msg().find(':');
           const int n = std::stoi(req.msg().substr(0, colon));
           const size_t size = std::stoul(req.msg().substr(colon + 1));
-          return WriteN(w, 0, n, size);
+          return WriteN(w, n, size);
         });
   }
 

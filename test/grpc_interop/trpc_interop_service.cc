@@ -9,6 +9,7 @@
 
 #include "trpc/base/clock.h"
 #include "trpc/fiber/fiber.h"
+#include "trpc/future/loop.h"
 #include "trpc/reactor/reactor.h"
 #include "trpc/server/grpc/grpc_server.h"
 #include "trpc/server/server_stream.h"
@@ -67,21 +68,26 @@ Future<> After(int64_t us) {
 // The responses `req` asks for, from its i-th parameter on: one per ResponseParameters, `size`
 // zero bytes each.
 template <typename W>
-Future<> WriteResponses(W w, std::shared_ptr<const StreamingOutputCallRequest> req, int i) {
-  if (i == req->response_parameters_size()) return MakeReadyFuture<>();
-  StreamingOutputCallResponse rsp;
-  rsp.mutable_payload()->set_type(::grpc::testing::COMPRESSABLE);
-  rsp.mutable_payload()->set_body(
-      std::string(static_cast<size_t>(req->response_parameters(i).size()), '\0'));
-  // (On a stream that compresses, a response not asked compressed goes plain.)
-  stream::WriteOptions opts;
-  opts.no_compression = !req->response_parameters(i).compressed().value();
-  return After(req->response_parameters(i).interval_us())
-      .Then([w, rsp = std::move(rsp), opts] { return w.Write(rsp, opts); })
-      .Then([w, req, i] {
-        g_responses_written.fetch_add(1, std::memory_order_relaxed);
-        return WriteResponses(w, req, i + 1);
-      });
+Future<> WriteResponses(W w, std::shared_ptr<const StreamingOutputCallRequest> req) {
+  auto next = std::make_shared<int>(0);
+  return DoWhile([w, req, next] {
+    const int i = *next;
+    if (i == req->response_parameters_size()) return MakeReadyFuture<bool>(false);
+    ++*next;
+    StreamingOutputCallResponse rsp;
+    rsp.mutable_payload()->set_type(::grpc::testing::COMPRESSABLE);
+    rsp.mutable_payload()->set_body(
+        std::string(static_cast<size_t>(req->response_parameters(i).size()), '\0'));
+    // (On a stream that compresses, a response not asked compressed goes plain.)
+    stream::WriteOptions opts;
+    opts.no_compression = !req->response_parameters(i).compressed().value();
+    return After(req->response_parameters(i).interval_us())
+        .Then([w, rsp = std::move(rsp), opts] { return w.Write(rsp, opts); })
+        .Then([] {
+          g_responses_written.fetch_add(1, std::memory_order_relaxed);
+          return true;
+        });
+  });
 }
 
 // An EchoStatus asked for, as the stream's end.
@@ -93,44 +99,56 @@ Future<> StatusAsked(const StreamingOutputCallRequest& req) {
       Status::AppError(req.response_status().code(), req.response_status().message()));
 }
 
-Future<int> SumPayloads(stream::AsyncStreamReader<StreamingInputCallRequest> reader, int total) {
-  return reader.Read().Then([reader, total](std::optional<StreamingInputCallRequest>&& req) {
-    if (!req.has_value()) return MakeReadyFuture<int>(total);
-    return SumPayloads(reader, total + static_cast<int>(req->payload().body().size()));
-  });
+// The loops below are DoWhile: however long a client's stream, the stack stays flat.
+Future<int> SumPayloads(stream::AsyncStreamReader<StreamingInputCallRequest> reader) {
+  auto total = std::make_shared<int>(0);
+  return DoWhile([reader, total] {
+           return reader.Read().Then([total](std::optional<StreamingInputCallRequest>&& req) {
+             if (!req.has_value()) return false;
+             *total += static_cast<int>(req->payload().body().size());
+             return true;
+           });
+         })
+      .Then([total] { return *total; });
 }
 
 // FullDuplexCall: each request answered as it comes (its responses, or its status as the end).
 // A response asked compressed compresses every response of the stream (gzip), when asked
 // before the first one.
 Future<> FullDuplex(ServerContextPtr ctx, Duplex rw) {
-  return rw.Read().Then([ctx, rw](std::optional<StreamingOutputCallRequest>&& req) {
-    if (!req.has_value()) return MakeReadyFuture<>();
-    if (req->has_response_status() && req->response_status().code() != 0) {
-      return StatusAsked(*req);
-    }
-    for (const auto& p : req->response_parameters()) {
-      if (p.compressed().value()) grpc::SetResponseCompression(ctx.get(), "gzip");
-    }
-    auto shared = std::make_shared<const StreamingOutputCallRequest>(std::move(*req));
-    return WriteResponses(rw, shared, 0).Then([ctx, rw] { return FullDuplex(ctx, rw); });
+  return DoWhile([ctx, rw] {
+    return rw.Read().Then([ctx, rw](std::optional<StreamingOutputCallRequest>&& req) {
+      if (!req.has_value()) return MakeReadyFuture<bool>(false);
+      if (req->has_response_status() && req->response_status().code() != 0) {
+        return StatusAsked(*req).Then([] { return false; });
+      }
+      for (const auto& p : req->response_parameters()) {
+        if (p.compressed().value()) grpc::SetResponseCompression(ctx.get(), "gzip");
+      }
+      auto shared = std::make_shared<const StreamingOutputCallRequest>(std::move(*req));
+      return WriteResponses(rw, shared).Then([] { return true; });
+    });
   });
 }
 
 // HalfDuplexCall: every request read first, then answered in order.
-Future<> HalfDuplex(Duplex rw, std::shared_ptr<std::vector<StreamingOutputCallRequest>> all) {
-  return rw.Read().Then([rw, all](std::optional<StreamingOutputCallRequest>&& req) {
-    if (req.has_value()) {
-      all->push_back(std::move(*req));
-      return HalfDuplex(rw, all);
-    }
-    Future<> chain = MakeReadyFuture<>();
-    for (const auto& r : *all) {
-      auto shared = std::make_shared<const StreamingOutputCallRequest>(r);
-      chain = std::move(chain).Then([rw, shared] { return WriteResponses(rw, shared, 0); });
-    }
-    return chain;
-  });
+Future<> HalfDuplex(Duplex rw) {
+  auto all = std::make_shared<std::vector<StreamingOutputCallRequest>>();
+  auto next = std::make_shared<size_t>(0);
+  return DoWhile([rw, all] {
+           return rw.Read().Then([all](std::optional<StreamingOutputCallRequest>&& req) {
+             if (!req.has_value()) return false;
+             all->push_back(std::move(*req));
+             return true;
+           });
+         })
+      .Then([rw, all, next] {
+        return DoWhile([rw, all, next] {
+          if (*next == all->size()) return MakeReadyFuture<bool>(false);
+          auto shared = std::make_shared<const StreamingOutputCallRequest>((*all)[(*next)++]);
+          return WriteResponses(rw, shared).Then([] { return true; });
+        });
+      });
 }
 
 }  // namespace
@@ -149,12 +167,12 @@ TestServiceImpl::TestServiceImpl() {
           if (p.compressed().value()) grpc::SetResponseCompression(ctx.get(), "gzip");
         }
         auto shared = std::make_shared<const StreamingOutputCallRequest>(req);
-        return WriteResponses(w, shared, 0).Then([shared] { return StatusAsked(*shared); });
+        return WriteResponses(w, shared).Then([shared] { return StatusAsked(*shared); });
       });
   AddAsyncClientStreamMethod<StreamingInputCallRequest, StreamingInputCallResponse>(
       prefix + "StreamingInputCall",
       [](const ServerContextPtr&, const stream::AsyncStreamReader<StreamingInputCallRequest>& r) {
-        return SumPayloads(r, 0).Then([](int total) {
+        return SumPayloads(r).Then([](int total) {
           StreamingInputCallResponse rsp;
           rsp.set_aggregated_payload_size(total);
           return rsp;
@@ -166,9 +184,8 @@ TestServiceImpl::TestServiceImpl() {
         return FullDuplex(ctx, rw);
       });
   AddAsyncBidiStreamMethod<StreamingOutputCallRequest, StreamingOutputCallResponse>(
-      prefix + "HalfDuplexCall", [](const ServerContextPtr&, const Duplex& rw) {
-        return HalfDuplex(rw, std::make_shared<std::vector<StreamingOutputCallRequest>>());
-      });
+      prefix + "HalfDuplexCall",
+      [](const ServerContextPtr&, const Duplex& rw) { return HalfDuplex(rw); });
 }
 
 bool TestServiceImpl::SleepAsAsked(const ServerContextPtr& ctx) {

@@ -28,6 +28,7 @@
 #include "test/common/thread_model_yaml.h"
 #include "trpc/client/service_proxy.h"
 #include "trpc/config/config.h"
+#include "trpc/future/loop.h"
 #include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/server.h"
 
@@ -157,30 +158,38 @@ int ServerStreamCount(const std::string& spec, size_t* size) {
   return std::stoi(spec.substr(0, colon));
 }
 
-// The non-blocking forms (merged model): each step continues from the last one's future.
-Future<> WriteReplies(stream::AsyncStreamWriter<HelloReply> writer, int i, int n, size_t size) {
-  if (i == n) return MakeReadyFuture<>();
-  HelloReply rsp;
-  rsp.set_msg(ReplyText(i, size));
-  return writer.Write(rsp).Then(
-      [writer, i, n, size] { return WriteReplies(writer, i + 1, n, size); });
+// The non-blocking forms (merged model): DoWhile loops, whose stack stays flat however long the
+// stream.
+Future<> WriteReplies(stream::AsyncStreamWriter<HelloReply> writer, int n, size_t size) {
+  auto next = std::make_shared<int>(0);
+  return DoWhile([writer, n, size, next] {
+    if (*next == n) return MakeReadyFuture<bool>(false);
+    HelloReply rsp;
+    rsp.set_msg(ReplyText((*next)++, size));
+    return writer.Write(rsp).Then([] { return true; });
+  });
 }
 
-Future<std::string> Concatenate(stream::AsyncStreamReader<HelloRequest> reader, std::string all) {
-  return reader.Read().Then(
-      [reader, all = std::move(all)](std::optional<HelloRequest>&& req) mutable {
-        if (!req.has_value()) return MakeReadyFuture<std::string>(std::move(all));
-        all += req->msg();
-        return Concatenate(reader, std::move(all));
-      });
+Future<std::string> Concatenate(stream::AsyncStreamReader<HelloRequest> reader) {
+  auto all = std::make_shared<std::string>();
+  return DoWhile([reader, all] {
+           return reader.Read().Then([all](std::optional<HelloRequest>&& req) {
+             if (!req.has_value()) return false;
+             *all += req->msg();
+             return true;
+           });
+         })
+      .Then([all] { return std::move(*all); });
 }
 
 Future<> Echo(stream::AsyncStreamReaderWriter<HelloRequest, HelloReply> rw) {
-  return rw.Read().Then([rw](std::optional<HelloRequest>&& req) {
-    if (!req.has_value()) return MakeReadyFuture<>();
-    HelloReply rsp;
-    rsp.set_msg(req->msg());
-    return rw.Write(rsp).Then([rw] { return Echo(rw); });
+  return DoWhile([rw] {
+    return rw.Read().Then([rw](std::optional<HelloRequest>&& req) {
+      if (!req.has_value()) return MakeReadyFuture<bool>(false);
+      HelloReply rsp;
+      rsp.set_msg(req->msg());
+      return rw.Write(rsp).Then([] { return true; });
+    });
   });
 }
 
@@ -190,12 +199,12 @@ void AddAsyncStreams(Service* s, const std::string& prefix) {
                                   const stream::AsyncStreamWriter<HelloReply>& writer) {
         size_t size = 0;
         const int n = ServerStreamCount(req.msg(), &size);
-        return WriteReplies(writer, 0, n, size);
+        return WriteReplies(writer, n, size);
       });
   s->AddAsyncClientStreamMethod<HelloRequest, HelloReply>(
       prefix + "ClientStream",
       [](const ServerContextPtr&, const stream::AsyncStreamReader<HelloRequest>& reader) {
-        return Concatenate(reader, "").Then([](std::string&& all) {
+        return Concatenate(reader).Then([](std::string&& all) {
           HelloReply rsp;
           rsp.set_msg(std::move(all));
           return rsp;
