@@ -25,6 +25,7 @@
 #include "trpc/client/service_proxy.h"
 #include "trpc/codec/trpc/detail/stream_frame.h"
 #include "trpc/config/config.h"
+#include "trpc/future/loop.h"
 #include "trpc/server/server.h"
 #include "trpc/transport/detail/stream_core.h"
 
@@ -128,19 +129,26 @@ class StreamGreeter final : public Greeter {
     g_last_ret.store(st.GetFrameworkRetCode());
     return st;
   }
+  // DoWhile loops: the stack stays flat however long the stream.
   static Future<> WriteN(stream::AsyncStreamWriter<HelloReply> w, int n, size_t size) {
-    if (n == 0) return MakeReadyFuture<>();
-    return w.Write(Reply(size)).Then([w, n, size] {
-      g_writes_done.fetch_add(1);
-      return WriteN(w, n - 1, size);
+    auto left = std::make_shared<int>(n);
+    return DoWhile([w, left, size] {
+      if (*left == 0) return MakeReadyFuture<bool>(false);
+      --*left;
+      return w.Write(Reply(size)).Then([] {
+        g_writes_done.fetch_add(1);
+        return true;
+      });
     });
   }
   static Future<> Echo(stream::AsyncStreamReaderWriter<HelloRequest, HelloReply> rw) {
-    return rw.Read().Then([rw](std::optional<HelloRequest>&& req) {
-      if (!req.has_value()) return MakeReadyFuture<>();
-      HelloReply rsp;
-      rsp.set_msg(req->msg());
-      return rw.Write(rsp).Then([rw] { return Echo(rw); });
+    return DoWhile([rw] {
+      return rw.Read().Then([rw](std::optional<HelloRequest>&& req) {
+        if (!req.has_value()) return MakeReadyFuture<bool>(false);
+        HelloReply rsp;
+        rsp.set_msg(req->msg());
+        return rw.Write(rsp).Then([] { return true; });
+      });
     });
   }
 };
