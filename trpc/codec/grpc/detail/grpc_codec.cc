@@ -11,6 +11,7 @@
 #include "trpc/codec/detail/message_body.h"
 #include "trpc/codec/detail/protocol_options.h"
 #include "trpc/codec/grpc/detail/call_meta.h"
+#include "trpc/codec/grpc/detail/grpc_metadata.h"
 #include "trpc/codec/grpc/detail/grpc_status.h"
 #include "trpc/codec/grpc/detail/grpc_stream_session.h"
 #include "trpc/codec/grpc/detail/grpc_wire.h"
@@ -28,48 +29,9 @@ using detail::Pairs;
 using detail::ServerReplyMeta;
 using detail::ServerRequestMeta;
 
-bool IsReservedKey(std::string_view k) {
-  return k.empty() || k[0] == ':' || k.substr(0, 5) == "grpc-" || k == "content-type" ||
-         k == "te" || k == "user-agent" || k == "host" || k == "connection";
-}
-
 }  // namespace
 
-void detail::ToHeaders(const TransInfo& info, Pairs* out) {
-  for (const auto& [key, value] : info) {
-    std::string k = key;
-    bool ok = true;
-    for (char& c : k) {
-      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
-        ok = false;
-      }
-    }
-    if (!ok || IsReservedKey(k)) continue;
-    if (k.size() > 4 && k.compare(k.size() - 4, 4, "-bin") == 0) {
-      out->emplace_back(std::move(k), detail::Base64Encode(value));
-      continue;
-    }
-    for (char c : value) {
-      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) ok = false;
-    }
-    if (ok) out->emplace_back(std::move(k), value);
-  }
-}
-
 namespace {
-
-// Header fields -> trans_info ("-bin" values decoded; undecodable ones dropped).
-void FromHeaders(Pairs&& fields, TransInfo* out) {
-  for (auto& [k, v] : fields) {
-    if (k.size() > 4 && k.compare(k.size() - 4, 4, "-bin") == 0) {
-      std::string raw;
-      if (detail::Base64Decode(v, &raw)) (*out)[k] = std::move(raw);
-      continue;
-    }
-    (*out)[std::move(k)] = std::move(v);
-  }
-}
 
 // Both halves split by feeding the connection's HTTP/2 session (max_message_size bounds what
 // it keeps; the transport's max_packet_size does not apply).
@@ -127,30 +89,6 @@ SplitResult GrpcServerCodec::Split(ChainBuffer*, std::vector<ChainBuffer>*, size
 SplitResult GrpcServerCodec::SplitWithState(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t,
                                             std::string* err, FrameCodecState* state) {
   return FeedSession(in, out, err, state);
-}
-
-void detail::RequestFromHead(ServerRequestMeta&& head, RpcRequest* req) {
-  req->request_id = static_cast<uint32_t>(head.stream_id);
-  req->call_type = kUnaryCall;
-  req->func = std::move(head.path);
-  req->content_type =
-      head.content_type == "application/grpc+json" ? kContentTypeJson : kContentTypeProtobuf;
-  if (!head.timeout.empty()) {
-    int64_t ns = 0;
-    if (detail::ParseTimeout(head.timeout, &ns)) {
-      int64_t ms = (ns + 999'999) / 1'000'000;
-      req->timeout_ms = static_cast<uint32_t>(std::clamp<int64_t>(ms, 1, UINT32_MAX));
-    }
-  }
-  FromHeaders(std::move(head.metadata), &req->trans_info);
-  req->echo_trans_info = false;
-  auto info = std::make_unique<GrpcRequestInfo>();
-  info->compressed = head.compressed;
-  info->encoding = std::move(head.encoding);
-  info->accept_encoding = std::move(head.accept_encoding);
-  info->authority = std::move(head.authority);
-  info->cancelled = std::move(head.cancelled);
-  req->protocol = std::move(info);
 }
 
 bool GrpcServerCodec::DecodeRequest(ChainBuffer&& frame, RpcRequest* req, std::string* err) {
@@ -356,7 +294,7 @@ bool GrpcClientCodec::DecodeResponse(ChainBuffer&& frame, RpcResponse* rsp, std:
   std::string& message = reply->grpc_message;
   const std::string& encoding = reply->encoding;
   rsp->request_id = reply->request_id;
-  FromHeaders(std::move(reply->metadata), &rsp->trans_info);
+  detail::FromHeaders(std::move(reply->metadata), &rsp->trans_info);
   if (grpc_status < 0) {
     if (rst_code != 0 || http_status == 0) {
       rsp->ret = kClientNetworkErr;

@@ -53,16 +53,6 @@ class GrpcServerCodec final : public ServerCodec {
   std::shared_ptr<const detail::H2ServerSession::PathSet> known_paths_;   // null: any
 };
 
-namespace detail {
-/// A request's headers as the server's request (func, content type, deadline, trans_info and
-/// the gRPC part); the body is the caller's to set.
-void RequestFromHead(ServerRequestMeta&& head, RpcRequest* req);
-/// trans_info -> header fields: keys lower-cased and checked, "-bin" values base64, other
-/// values printable ASCII only (what HTTP/2 field values allow). Entries that cannot be sent
-/// are skipped.
-void ToHeaders(const TransInfo& info, Pairs* out);
-}  // namespace detail
-
 /// The client half: a request per stream on a shared HTTP/2 connection; the response frame is
 /// the whole closed stream.
 class GrpcClientCodec final : public ClientCodec {

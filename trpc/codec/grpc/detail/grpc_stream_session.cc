@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "trpc/codec/grpc/detail/call_meta.h"
-#include "trpc/codec/grpc/detail/grpc_codec.h"
+#include "trpc/codec/grpc/detail/grpc_metadata.h"
 #include "trpc/codec/grpc/detail/grpc_status.h"
 #include "trpc/codec/grpc/detail/grpc_wire.h"
 #include "trpc/codec/grpc/detail/h2_client_session.h"
