@@ -392,6 +392,8 @@ TEST_F(H2StreamingSessionTest, GivesAMessagesBytesBackOnlyOnceItIsConsumed) {
   ASSERT_EQ(calls_.size(), 2u);
   EXPECT_EQ(calls_[1].size(), big.size());
   EXPECT_EQ(FindFrame(out, kWindowUpdate, 0), nullptr) << "not read yet";
+  // Handed up but not read: still held (against max_buffered_bytes), the prefix aside.
+  EXPECT_EQ(session_->held_bytes, kStreamStateBytes + big.size());
   ChainBuffer wire;
   session_->StreamConsumed(1, 20'000, &wire);  // (part of it: nothing yet)
   EXPECT_TRUE(wire.empty());
@@ -403,6 +405,7 @@ TEST_F(H2StreamingSessionTest, GivesAMessagesBytesBackOnlyOnceItIsConsumed) {
   const RawFrame* stream = FindFrame(out, kWindowUpdate, 1);
   ASSERT_NE(stream, nullptr);
   EXPECT_EQ(WindowIncrement(*stream), msg.size());
+  EXPECT_EQ(session_->held_bytes, kStreamStateBytes);
 }
 
 TEST_F(H2StreamingSessionTest, WritesUnderTheClientsWindowAndSaysWhenItHasRoomAgain) {

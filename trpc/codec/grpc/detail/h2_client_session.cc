@@ -209,8 +209,7 @@ int H2ClientSession::OnDataChunk(int32_t stream_id, const uint8_t* data, size_t 
       if (cut == MessageCut::kNeedMore) break;
       if (cut == MessageCut::kBad) {
         EndStreaming(s, stream_id, code, why + ": the client reset the stream", true);
-        held_bytes -= s->data.size();
-        s->data.Clear();
+        s->data.Clear();  // (its bytes stay held until the stream closes)
         nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
         break;
       }
@@ -252,7 +251,7 @@ int H2ClientSession::OnStreamClose(int32_t stream_id, uint32_t error_code) {
       EndStreaming(s, stream_id, code, std::move(why), true);
     }
     Consume(false, stream_id, s->unconsumed);
-    held_bytes -= s->data.size() + s->out.size();
+    held_bytes -= s->unconsumed + s->out.size();
     streams_.Erase(stream_id);
     return 0;
   }

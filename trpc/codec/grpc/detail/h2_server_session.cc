@@ -213,7 +213,6 @@ void H2ServerSession::FailStreaming(Stream* s, int32_t stream_id, int grpc_statu
     Emit(std::move(event));
   }
   // Nothing more is read: what it holds goes back (the connection's window matters still).
-  held_bytes -= s->data.size();
   s->data.Clear();
   GiveBack(s, stream_id, s->unconsumed);
   s->credit.clear();
@@ -433,7 +432,7 @@ int H2ServerSession::OnStreamClose(int32_t stream_id, uint32_t error_code) {
     }
     // (Its handed-up messages are the server's to count; only a partial one is held here.)
     Consume(false, stream_id, s->unconsumed);
-    held_bytes -= s->data.size() + s->out.size() + s->state_bytes;
+    held_bytes -= s->unconsumed + s->out.size() + s->state_bytes;
     streams_.Erase(stream_id);
     return 0;
   }

@@ -244,7 +244,6 @@ MessageCut H2Session::NextMessage(H2Stream* s, int32_t stream_id, const std::str
   if (s->data.size() - 5 < len) return MessageCut::kNeedMore;
   s->data.Skip(5);
   *msg = s->data.Cut(len);
-  held_bytes -= 5 + len;  // (the message is the reader's to hold now)
   if ((prefix[0] & 1) != 0) {
     if (encoding.empty() || encoding == "identity") {
       *code = 13;
@@ -278,6 +277,7 @@ void H2Session::GiveBack(H2Stream* s, int32_t stream_id, size_t n) {
   n = std::min(n, s->unconsumed);
   Consume(true, stream_id, n);
   s->unconsumed -= n;
+  held_bytes -= n;
 }
 
 void H2Session::ConsumedOn(H2Stream* s, int32_t stream_id, size_t n, ChainBuffer* out) {

@@ -73,7 +73,9 @@ struct H2Stream {
   bool more_data = false;
   bool deferred = false;
   // DATA bytes received and not yet given back to the peer's flow-control windows
-  // (nghttp2_session_consume): the peer can have at most the windows in flight.
+  // (nghttp2_session_consume): the peer can have at most the windows in flight. A streaming
+  // call counts them in held_bytes until given back, messages handed up and not yet read
+  // included, so the process's buffer bound sees what a reader that does not read holds.
   size_t unconsumed = 0;
 
   // A streaming call: its messages go up one by one as they complete.
