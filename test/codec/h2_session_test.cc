@@ -293,12 +293,16 @@ TEST_F(H2ServerSessionTest, MalformedRequestIsAnsweredHereNotHandedUp) {
 
 // ---- Streaming calls: the session knows the streaming paths and hands up their events. ----
 
+// RequestHeaders()'s path as a streaming method (other paths stay unary).
+std::shared_ptr<const H2ServerSession::Methods> StreamingSayHello() {
+  return std::make_shared<H2ServerSession::Methods>(
+      H2ServerSession::Methods{{{"/trpc.test.helloworld.Greeter/SayHello", true}}, false});
+}
+
 class H2StreamingSessionTest : public H2ServerSessionTest {
  protected:
   H2StreamingSessionTest() {
-    auto paths = std::make_shared<H2ServerSession::PathSet>();
-    paths->insert("/trpc.test.helloworld.Greeter/SayHello");  // RequestHeaders()'s path
-    session_ = std::make_unique<H2ServerSession>(options_, std::move(paths));
+    session_ = std::make_unique<H2ServerSession>(options_, StreamingSayHello());
   }
 
   // The event handed up at `i`.
@@ -363,9 +367,8 @@ TEST_F(H2StreamingSessionTest, AnUnknownMethodIsHandedUpOnItsHeaders) {
   // With every method known, a request for another one goes up at once, without its body, so
   // the server answers it (UNIMPLEMENTED) while a streaming client still waits to send.
   session_ = std::make_unique<H2ServerSession>(
-      options_, nullptr,
-      std::make_shared<H2ServerSession::PathSet>(
-          H2ServerSession::PathSet{"/trpc.test.helloworld.Greeter/SayHello"}));
+      options_, std::make_shared<H2ServerSession::Methods>(H2ServerSession::Methods{
+                    {{"/trpc.test.helloworld.Greeter/SayHello", false}}, /*complete=*/true}));
   Open();
   Feed(Frame(kHeaders, kEndHeaders, 1, RequestHeaders("/trpc.test.helloworld.Greeter/Nope")));
   ASSERT_EQ(calls_.size(), 1u);
@@ -410,9 +413,7 @@ TEST_F(H2StreamingSessionTest, GivesAMessagesBytesBackOnlyOnceItIsConsumed) {
 
 TEST_F(H2StreamingSessionTest, WritesUnderTheClientsWindowAndSaysWhenItHasRoomAgain) {
   options_.max_message_size = 100'000;  // a message past the client's window
-  session_ = std::make_unique<H2ServerSession>(
-      options_, std::make_shared<H2ServerSession::PathSet>(
-                    H2ServerSession::PathSet{"/trpc.test.helloworld.Greeter/SayHello"}));
+  session_ = std::make_unique<H2ServerSession>(options_, StreamingSayHello());
   OpenStream();
   ChainBuffer wire;
   EXPECT_TRUE(session_->StreamCanSend(1));
@@ -530,9 +531,7 @@ TEST_F(H2StreamingSessionTest, BadMessagesEndTheStreamNotTheConnection) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);
     calls_.clear();
-    session_ = std::make_unique<H2ServerSession>(
-        options_, std::make_shared<H2ServerSession::PathSet>(
-                      H2ServerSession::PathSet{"/trpc.test.helloworld.Greeter/SayHello"}));
+    session_ = std::make_unique<H2ServerSession>(options_, StreamingSayHello());
     OpenStream();
     std::vector<RawFrame> out = Feed(Frame(kData, c.end_stream ? kEndStream : 0, 1, c.data));
     ASSERT_EQ(calls_.size(), 2u);

@@ -78,7 +78,7 @@ bool SerializeBody(const google::protobuf::MessageLite* body_msg, ChainBuffer* b
 // Server.
 
 std::unique_ptr<FrameCodecState> GrpcServerCodec::NewConnectionState() {
-  return std::make_unique<detail::H2ServerSession>(options_, stream_paths_, known_paths_);
+  return std::make_unique<detail::H2ServerSession>(options_, methods_);
 }
 
 SplitResult GrpcServerCodec::Split(ChainBuffer*, std::vector<ChainBuffer>*, size_t,
@@ -112,15 +112,14 @@ std::unique_ptr<ServerStreamSession> GrpcServerCodec::NewStreamSession(uint32_t 
 
 std::shared_ptr<ServerCodec> GrpcServerCodec::WithStreamMethods(
     const std::vector<std::string>& stream_funcs, const std::vector<std::string>* all_funcs) {
-  using PathSet = detail::H2ServerSession::PathSet;
-  auto codec = std::make_shared<GrpcServerCodec>(options_);
-  if (!stream_funcs.empty()) {
-    codec->stream_paths_ =
-        std::make_shared<const PathSet>(stream_funcs.begin(), stream_funcs.end());
-  }
+  auto methods = std::make_shared<detail::H2ServerSession::Methods>();
   if (all_funcs != nullptr) {
-    codec->known_paths_ = std::make_shared<const PathSet>(all_funcs->begin(), all_funcs->end());
+    for (const std::string& f : *all_funcs) methods->streaming.emplace(f, false);
+    methods->complete = true;
   }
+  for (const std::string& f : stream_funcs) methods->streaming[f] = true;
+  auto codec = std::make_shared<GrpcServerCodec>(options_);
+  codec->methods_ = std::move(methods);
   return codec;
 }
 

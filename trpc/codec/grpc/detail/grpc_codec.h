@@ -49,8 +49,7 @@ class GrpcServerCodec final : public ServerCodec {
 
  private:
   detail::H2Options options_;
-  std::shared_ptr<const detail::H2ServerSession::PathSet> stream_paths_;  // null: none
-  std::shared_ptr<const detail::H2ServerSession::PathSet> known_paths_;   // null: any
+  std::shared_ptr<const detail::H2ServerSession::Methods> methods_;  // null: none known
 };
 
 /// The client half: a request per stream on a shared HTTP/2 connection; the response frame is

@@ -130,11 +130,14 @@ void H2ServerSession::OnStreamFrame(uint8_t type, uint8_t flags, int32_t stream_
   Stream* s = streams_.Find(stream_id);
   if (s == nullptr) return;
   if (type == NGHTTP2_HEADERS && s->head != nullptr && !s->answered && !s->streaming) {
-    if (stream_paths_ != nullptr && stream_paths_->count(s->head->path) != 0) {
-      OpenStreaming(s, stream_id);
-    } else if (known_paths_ != nullptr && known_paths_->count(s->head->path) == 0) {
-      HandUpUnknown(s, stream_id);
-      return;
+    if (methods_ != nullptr) {
+      auto it = methods_->streaming.find(s->head->path);
+      if (it != methods_->streaming.end()) {
+        if (it->second) OpenStreaming(s, stream_id);
+      } else if (methods_->complete) {
+        HandUpUnknown(s, stream_id);
+        return;
+      }
     }
   }
   if ((flags & NGHTTP2_FLAG_END_STREAM) == 0) return;

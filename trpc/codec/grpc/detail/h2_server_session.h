@@ -5,7 +5,7 @@
 #include <memory>
 #include <set>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 #include <utility>
 
 #include "trpc/codec/grpc/detail/h2_session.h"
@@ -28,16 +28,17 @@ namespace trpc::grpc::detail {
 /// Thread contract: the connection's loop thread only.
 class H2ServerSession final : public H2Session {
  public:
-  using PathSet = std::unordered_set<std::string>;
-  /// `known_paths`: every method the service answers (null: any may be); a request for another
-  /// is answered UNIMPLEMENTED on its headers, as gRPC servers do, so that a client waiting for
-  /// a response before it ends its stream is not left waiting.
+  /// The service's methods by :path, each true when streaming; `complete`: no other path is
+  /// answered (a request for another is answered UNIMPLEMENTED on its headers, as gRPC servers
+  /// do, so that a client waiting for a response before it ends its stream is not left
+  /// waiting). One lookup per request tells both.
+  struct Methods {
+    std::unordered_map<std::string, bool> streaming;
+    bool complete = false;
+  };
   explicit H2ServerSession(const H2Options& options,
-                           std::shared_ptr<const PathSet> stream_paths = nullptr,
-                           std::shared_ptr<const PathSet> known_paths = nullptr)
-      : H2Session(/*server=*/true, options),
-        stream_paths_(std::move(stream_paths)),
-        known_paths_(std::move(known_paths)) {}
+                           std::shared_ptr<const Methods> methods = nullptr)
+      : H2Session(/*server=*/true, options), methods_(std::move(methods)) {}
 
   // ---- Streaming calls (GrpcServerStreamSession). Each appends what is to be sent to `out`.
   /// The stream may answer (its headers go with its first message or its end).
@@ -145,8 +146,7 @@ class H2ServerSession final : public H2Session {
   int32_t unopened_ = 0;
   bool goaway_sent_ = false;
   int64_t next_expiry_check_ns_ = 0;
-  std::shared_ptr<const PathSet> stream_paths_;  // null: the service has no streaming methods
-  std::shared_ptr<const PathSet> known_paths_;   // null: any path may be answered
+  std::shared_ptr<const Methods> methods_;  // null: no streaming methods, any path answered
   size_t open_streaming_ = 0;
 };
 
