@@ -302,8 +302,12 @@ bool H2Session::CanSendOn(H2Stream* s, int32_t stream_id) {
 
 bool H2Session::QueueMessage(H2Stream* s, ChainBuffer&& msg) {
   char flag = 0;
-  const auto* opts = dynamic_cast<const StreamMessageOptions*>(msg.meta());
-  if (!s->out_encoding.empty() && (opts == nullptr || !opts->no_compression)) {
+  // (The message's own options are looked at only on a stream that compresses.)
+  const auto plain = [&msg] {
+    const auto* opts = dynamic_cast<const StreamMessageOptions*>(msg.meta());
+    return opts != nullptr && opts->no_compression;
+  };
+  if (!s->out_encoding.empty() && !plain()) {
     ChainBuffer packed;
     if (!Compress(s->out_encoding, msg, &packed)) return false;
     msg = std::move(packed);
