@@ -127,10 +127,18 @@ class TestServiceImpl final : public TestService::Service {
   grpc::Status StreamingInputCall(grpc::ServerContext* ctx,
                                   grpc::ServerReader<StreamingInputCallRequest>* reader,
                                   StreamingInputCallResponse* rsp) override {
-    (void)ctx;
     StreamingInputCallRequest req;
     int total = 0;
-    while (reader->Read(&req)) total += static_cast<int>(req.payload().body().size());
+    while (reader->Read(&req)) {
+      // client_compressed_streaming: each message's flag must match its expect_compressed.
+      uint32_t flags = grpc_call_test_only_get_message_flags(ctx->c_call());
+      bool compressed = (flags & (kInternalCompress | kInternalWasCompressed)) != 0;
+      if (compressed != req.expect_compressed().value()) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "a request's expect_compressed does not match how it came");
+      }
+      total += static_cast<int>(req.payload().body().size());
+    }
     rsp->set_aggregated_payload_size(total);
     return grpc::Status::OK;
   }

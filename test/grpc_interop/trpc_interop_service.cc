@@ -100,14 +100,23 @@ Future<> StatusAsked(const StreamingOutputCallRequest& req) {
 }
 
 // The loops below are DoWhile: however long a client's stream, the stack stays flat.
+// Each request's expect_compressed must match how it came (client_compressed_streaming), as
+// grpc++'s interop server checks: INVALID_ARGUMENT otherwise.
 Future<int> SumPayloads(stream::AsyncStreamReader<StreamingInputCallRequest> reader) {
   auto total = std::make_shared<int>(0);
   return DoWhile([reader, total] {
-           return reader.Read().Then([total](std::optional<StreamingInputCallRequest>&& req) {
-             if (!req.has_value()) return false;
-             *total += static_cast<int>(req->payload().body().size());
-             return true;
-           });
+           return reader.Read().Then(
+               [reader, total](std::optional<StreamingInputCallRequest>&& req) {
+                 if (!req.has_value()) return MakeReadyFuture<bool>(false);
+                 if (req->expect_compressed().value() != reader.LastReadCompressed()) {
+                   return MakeExceptionFuture<bool>(Status::AppError(
+                       3, req->expect_compressed().value()
+                              ? "expected a compressed request, got it uncompressed"
+                              : "expected an uncompressed request, got it compressed"));
+                 }
+                 *total += static_cast<int>(req->payload().body().size());
+                 return MakeReadyFuture<bool>(true);
+               });
          })
       .Then([total] { return *total; });
 }

@@ -226,6 +226,44 @@ TEST_F(StreamCoreTest, DetachWakesABlockedWriterAndAPendingReader) {
   loop_.Run([&] { idle.reset(); });
 }
 
+// LastReadCompressed follows each message taken: a message the protocol marked as having come
+// compressed (gRPC's flag), the plain one after it, and every message of a stream with a content
+// encoding (trpc compresses a whole stream).
+struct ArrivedCompressed final : MessageMeta {
+  ArrivedCompressed() { arrived_compressed = true; }
+  std::unique_ptr<MessageMeta> Copy() const override {
+    return std::make_unique<ArrivedCompressed>(*this);
+  }
+};
+
+TEST_F(StreamCoreTest, LastReadCompressedFollowsEachMessage) {
+  auto plain =
+      loop_.Run([&] { return std::make_shared<StreamCore>(conn_, 7, 0, 0, 1 << 20, kWindow); });
+  auto gzip =
+      loop_.Run([&] { return std::make_shared<StreamCore>(conn_, 9, 0, 1, 1 << 20, kWindow); });
+  loop_.Run([&] {
+    ChainBuffer flagged = Message(0, 16);
+    flagged.SetMeta(std::make_unique<ArrivedCompressed>());
+    plain->OnMessage(std::move(flagged));
+    plain->OnMessage(Message(1, 16));
+    gzip->OnMessage(Message(0, 16));
+  });
+  EXPECT_FALSE(plain->LastReadCompressed());  // nothing read yet
+  ChainBuffer msg;
+  ASSERT_TRUE(plain->Read(&msg, 1000).OK());
+  EXPECT_TRUE(plain->LastReadCompressed());
+  Future<ChainBuffer> next = plain->AsyncRead(1000);
+  ASSERT_TRUE(trpc::testing::WaitFor([&] { return next.IsResolved(); }, 1000));
+  ASSERT_TRUE(next.IsReady());
+  EXPECT_FALSE(plain->LastReadCompressed());
+  ASSERT_TRUE(gzip->Read(&msg, 1000).OK());
+  EXPECT_TRUE(gzip->LastReadCompressed());
+  loop_.Run([&] {
+    plain.reset();
+    gzip.reset();
+  });
+}
+
 // A timed async read: it fails with the read timeout when nothing comes, the stream goes on;
 // one served in time is not failed later by its timer; many timed reads racing their messages
 // (the writer on another thread) each resolve exactly once, in order.

@@ -143,6 +143,10 @@ class MessageMeta {
   /// HTTP/2 streams like its unary calls): the message belongs to a stream, not to a call
   /// (FrameCodec::IsStreamFrame).
   bool stream_event = false;
+  /// Set by a protocol that compresses message by message (gRPC) on a received message that came
+  /// compressed and was inflated before being handed up; a stream's reader reports it
+  /// (stream::ServerStream::LastReadCompressed).
+  bool arrived_compressed = false;
 };
 
 /// A byte sequence made of views into pooled, ref-counted blocks. Appending copies bytes into the

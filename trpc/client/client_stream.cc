@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "trpc/codec/detail/message_body.h"
+#include "trpc/codec/detail/stream_session.h"
 #include "trpc/transport/detail/stream_core.h"
 
 namespace trpc::stream {
@@ -20,13 +21,25 @@ Status ClientStream::Read(google::protobuf::MessageLite* msg, int64_t timeout_ms
   return kSuccStatus;
 }
 
-Status ClientStream::Write(const google::protobuf::MessageLite& msg) const {
-  if (core_ == nullptr) return Status(kStreamClientNetworkErr, "the stream is not open");
-  ChainBuffer bytes;
+Status ClientStream::Encode(const google::protobuf::MessageLite& msg, const WriteOptions& opts,
+                            ChainBuffer* out) const {
   std::string err;
-  if (!SerializeEncodedBody(msg, core_->content_type(), core_->encoding(), &bytes, &err)) {
+  if (!SerializeEncodedBody(msg, core_->content_type(), core_->encoding(), out, &err)) {
     return Status(kClientEncodeErr, std::move(err));
   }
+  AttachWriteOptions(opts, out);  // (to the protocol's stream session)
+  return kSuccStatus;
+}
+
+Status ClientStream::Write(const google::protobuf::MessageLite& msg) const {
+  return Write(msg, WriteOptions{});
+}
+
+Status ClientStream::Write(const google::protobuf::MessageLite& msg,
+                           const WriteOptions& opts) const {
+  if (core_ == nullptr) return Status(kStreamClientNetworkErr, "the stream is not open");
+  ChainBuffer bytes;
+  if (Status st = Encode(msg, opts, &bytes); !st.OK()) return st;
   return core_->Write(std::move(bytes));
 }
 
@@ -67,14 +80,16 @@ Status ClientStream::Parse(const ChainBuffer& bytes, google::protobuf::MessageLi
 }
 
 Future<> ClientStream::AsyncWrite(const google::protobuf::MessageLite& msg) const {
+  return AsyncWrite(msg, WriteOptions{});
+}
+
+Future<> ClientStream::AsyncWrite(const google::protobuf::MessageLite& msg,
+                                  const WriteOptions& opts) const {
   if (core_ == nullptr) {
     return MakeExceptionFuture<>(Status(kStreamClientNetworkErr, "the stream is not open"));
   }
   ChainBuffer bytes;
-  std::string err;
-  if (!SerializeEncodedBody(msg, core_->content_type(), core_->encoding(), &bytes, &err)) {
-    return MakeExceptionFuture<>(Status(kClientEncodeErr, std::move(err)));
-  }
+  if (Status st = Encode(msg, opts, &bytes); !st.OK()) return MakeExceptionFuture<>(std::move(st));
   return core_->AsyncWrite(std::move(bytes));
 }
 

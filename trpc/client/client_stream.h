@@ -7,6 +7,7 @@
 
 #include "trpc/base/chain_buffer.h"
 #include "trpc/base/status.h"
+#include "trpc/codec/stream_options.h"
 #include "trpc/future/future.h"
 
 namespace google::protobuf {
@@ -41,6 +42,9 @@ class ClientStream {
   /// Sends `msg`; blocks while the server's window is used up. Fails once the stream has ended
   /// or the server has finished it.
   Status Write(const google::protobuf::MessageLite& msg) const;
+  /// The same with this message's options (gRPC: no_compression sends it plain on a stream
+  /// whose context asked for compression).
+  Status Write(const google::protobuf::MessageLite& msg, const WriteOptions& opts) const;
   /// No more messages from us (a half-close); the server's still come.
   Status WritesDone() const;
   /// Half-closes if not done yet, reads (and drops) what the server still sends, and returns
@@ -72,6 +76,7 @@ class ClientStream {
   /// Resolves when the server's window had room for `msg` (back-pressure); fails once the
   /// stream has ended. Await each write before the next.
   Future<> AsyncWrite(const google::protobuf::MessageLite& msg) const;
+  Future<> AsyncWrite(const google::protobuf::MessageLite& msg, const WriteOptions& opts) const;
   /// As Finish(): half-closes, drops what the server still sends, and resolves with the
   /// server's status for the whole stream (never fails: the status is the value).
   Future<Status> AsyncFinish() const;
@@ -81,6 +86,9 @@ class ClientStream {
   explicit ClientStream(std::shared_ptr<detail::StreamCore> core) : core_(std::move(core)) {}
   Future<ChainBuffer> AsyncReadBytes(int64_t timeout_ms) const;
   Status Parse(const ChainBuffer& bytes, google::protobuf::MessageLite* msg) const;
+  // Serialized and compressed as the stream's content type and encoding say, with `opts`.
+  Status Encode(const google::protobuf::MessageLite& msg, const WriteOptions& opts,
+                ChainBuffer* out) const;
   // Reads and drops until the server's end, then its final status.
   Future<Status> DrainToEnd() const;
 
@@ -110,6 +118,7 @@ class ClientWriter {
   explicit ClientWriter(ClientStream stream) : stream_(std::move(stream)) {}
   bool Valid() const { return stream_.Valid(); }
   Status Write(const W& msg) const { return stream_.Write(msg); }
+  Status Write(const W& msg, const WriteOptions& opts) const { return stream_.Write(msg, opts); }
   /// Half-closes, reads the server's reply into `*response` and returns the stream's status.
   Status Finish(R* response) const {
     stream_.WritesDone();
@@ -133,6 +142,7 @@ class ClientReaderWriter {
   bool Valid() const { return stream_.Valid(); }
   Status Read(R* msg, int64_t timeout_ms = -1) const { return stream_.Read(msg, timeout_ms); }
   Status Write(const W& msg) const { return stream_.Write(msg); }
+  Status Write(const W& msg, const WriteOptions& opts) const { return stream_.Write(msg, opts); }
   Status WritesDone() const { return stream_.WritesDone(); }
   Status Finish() const { return stream_.Finish(); }
   void Cancel() const { stream_.Cancel(); }
@@ -155,6 +165,9 @@ class AsyncClientReaderWriter {
     return stream_.template AsyncRead<R>(timeout_ms);
   }
   Future<> Write(const W& msg) const { return stream_.AsyncWrite(msg); }
+  Future<> Write(const W& msg, const WriteOptions& opts) const {
+    return stream_.AsyncWrite(msg, opts);
+  }
   Status WritesDone() const { return stream_.WritesDone(); }
   Future<Status> Finish() const { return stream_.AsyncFinish(); }
   void Cancel() const { stream_.Cancel(); }

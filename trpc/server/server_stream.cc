@@ -27,6 +27,8 @@ Status ServerStream::Encode(const google::protobuf::MessageLite& msg, ChainBuffe
   return kSuccStatus;
 }
 
+bool ServerStream::LastReadCompressed() const { return core_->LastReadCompressed(); }
+
 Status ServerStream::Read(google::protobuf::MessageLite* msg, int64_t timeout_ms) const {
   ChainBuffer bytes;
   Status st = core_->Read(&bytes, timeout_ms);
@@ -40,21 +42,11 @@ Status ServerStream::Write(const google::protobuf::MessageLite& msg) const {
   return core_->Write(std::move(bytes));
 }
 
-namespace {
-// The options ride as the message's meta, to the protocol's stream session.
-void Attach(const WriteOptions& opts, ChainBuffer* bytes) {
-  if (!opts.no_compression) return;
-  auto meta = std::make_unique<StreamMessageOptions>();
-  meta->no_compression = true;
-  bytes->SetMeta(std::move(meta));
-}
-}  // namespace
-
 Status ServerStream::Write(const google::protobuf::MessageLite& msg,
                            const WriteOptions& opts) const {
   ChainBuffer bytes;
   if (Status st = Encode(msg, &bytes); !st.OK()) return st;
-  Attach(opts, &bytes);
+  AttachWriteOptions(opts, &bytes);  // (to the protocol's stream session)
   return core_->Write(std::move(bytes));
 }
 
@@ -62,7 +54,7 @@ Future<> ServerStream::AsyncWrite(const google::protobuf::MessageLite& msg,
                                   const WriteOptions& opts) const {
   ChainBuffer bytes;
   if (Status st = Encode(msg, &bytes); !st.OK()) return MakeExceptionFuture<>(std::move(st));
-  Attach(opts, &bytes);
+  AttachWriteOptions(opts, &bytes);  // (to the protocol's stream session)
   return core_->AsyncWrite(std::move(bytes));
 }
 

@@ -7,6 +7,7 @@
 
 #include "trpc/base/chain_buffer.h"
 #include "trpc/base/status.h"
+#include "trpc/codec/stream_options.h"
 #include "trpc/future/future.h"
 
 namespace google::protobuf {
@@ -20,13 +21,6 @@ class StreamCore;
 }  // namespace detail
 
 namespace stream {
-
-/// One message's options (the optional argument of Write).
-struct WriteOptions {
-  /// Send this message uncompressed on a stream that compresses its messages (gRPC, after
-  /// grpc::SetResponseCompression); trpc streams compress all or none.
-  bool no_compression = false;
-};
 
 /// The server's end of one stream (docs/streaming.md): the client's messages in, ours out,
 /// parsed and written in the content type and compression the client opened it with. Two
@@ -74,6 +68,11 @@ class ServerStream {
   Future<> AsyncWrite(const google::protobuf::MessageLite& msg) const;
   Future<> AsyncWrite(const google::protobuf::MessageLite& msg, const WriteOptions& opts) const;
 
+  /// Whether the message the last read returned came compressed on the wire: every message of
+  /// a trpc stream opened with a content encoding; on gRPC, each message the client flagged
+  /// compressed (grpc++ compresses message by message).
+  bool LastReadCompressed() const;
+
  private:
   Future<ChainBuffer> AsyncReadBytes(int64_t timeout_ms) const;
   Status Parse(const ChainBuffer& bytes, google::protobuf::MessageLite* msg) const;
@@ -90,6 +89,9 @@ class StreamReader {
   explicit StreamReader(ServerStream stream) : stream_(std::move(stream)) {}
   /// As ServerStream::Read: `status.StreamEof()` at the end of the client's messages.
   Status Read(R* msg, int64_t timeout_ms = -1) const { return stream_.Read(msg, timeout_ms); }
+
+  /// As ServerStream::LastReadCompressed.
+  bool LastReadCompressed() const { return stream_.LastReadCompressed(); }
 
  private:
   ServerStream stream_;
@@ -114,6 +116,9 @@ class StreamReaderWriter {
   Status Write(const W& msg) const { return stream_.Write(msg); }
   Status Write(const W& msg, const WriteOptions& opts) const { return stream_.Write(msg, opts); }
 
+  /// As ServerStream::LastReadCompressed.
+  bool LastReadCompressed() const { return stream_.LastReadCompressed(); }
+
  private:
   ServerStream stream_;
 };
@@ -129,6 +134,9 @@ class AsyncStreamReader {
   Future<std::optional<R>> Read(int64_t timeout_ms = -1) const {
     return stream_.template AsyncRead<R>(timeout_ms);
   }
+
+  /// As ServerStream::LastReadCompressed.
+  bool LastReadCompressed() const { return stream_.LastReadCompressed(); }
 
  private:
   ServerStream stream_;
@@ -160,6 +168,9 @@ class AsyncStreamReaderWriter {
   Future<> Write(const W& msg, const WriteOptions& opts) const {
     return stream_.AsyncWrite(msg, opts);
   }
+
+  /// As ServerStream::LastReadCompressed.
+  bool LastReadCompressed() const { return stream_.LastReadCompressed(); }
 
  private:
   ServerStream stream_;

@@ -8,6 +8,7 @@
 #include "trpc/base/chain_buffer.h"
 #include "trpc/base/status.h"
 #include "trpc/codec/rpc_message.h"
+#include "trpc/codec/stream_options.h"
 
 namespace trpc {
 
@@ -20,6 +21,10 @@ struct StreamMessageOptions final : MessageMeta {
   /// Sent uncompressed even on a stream that compresses its messages (gRPC flags each one).
   bool no_compression = false;
 };
+
+/// Attaches `opts` to a message's bytes as its StreamMessageOptions (nothing when they are the
+/// defaults, so a plain write allocates nothing).
+void AttachWriteOptions(const stream::WriteOptions& opts, ChainBuffer* bytes);
 
 /// What a protocol's stream session does alike on either end of a connection, for one stream:
 /// send its messages under the peer's window, return credit for what was read, end our side.

@@ -16,6 +16,9 @@ size_t StreamCore::TakeLocked(ChainBuffer* msg) {
   *msg = std::move(inbox_.front());
   inbox_.pop_front();
   inbox_bytes_ -= msg->size();
+  last_read_compressed_.store(
+      encoding_ != 0 || (msg->meta() != nullptr && msg->meta()->arrived_compressed),
+      std::memory_order_relaxed);
   if (!flow_control_) return 0;
   // Credit goes back no sooner than past a quarter of the window (the protocol's rule), so the
   // loop hears of it only then: no hop per message.

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -103,6 +104,9 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   /// Resolves once the message is taken within the writer's bound (see above); fails once the
   /// stream has ended.
   Future<> AsyncWrite(ChainBuffer&& msg);
+  /// Whether the message the last Read()/AsyncRead() took came compressed on the wire (a
+  /// stream with a content encoding, or a gRPC message flagged compressed).
+  bool LastReadCompressed() const { return last_read_compressed_.load(std::memory_order_relaxed); }
   /// Our side ends with `status` (once; later calls are ignored).
   void Finish(const Status& status);
   /// Ends the stream both ways with `status` (a reset), whether or not our side has finished.
@@ -172,6 +176,9 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   // Guarded by mu_.
   std::deque<ChainBuffer> inbox_;
   size_t inbox_bytes_ = 0;
+  // Set as a message is taken; relaxed: the one reader reads it after its own take (a future
+  // resolved on the loop hands its result over with the ordering it needs).
+  std::atomic<bool> last_read_compressed_{false};
   bool remote_ended_ = false;  // no more messages come (half-close or reset)
   Status end_status_;   // why both sides ended (a reset, a lost connection); OK: they did not
   bool ended_ = false;  // both sides ended

@@ -61,6 +61,7 @@ struct ServerStreamEventMeta final : MessageMeta {
     if (head != nullptr) m->head = std::make_unique<ServerRequestMeta>(*head);
     m->grpc_status = grpc_status;
     m->grpc_message = grpc_message;
+    m->arrived_compressed = arrived_compressed;
     return m;
   }
   Kind kind;

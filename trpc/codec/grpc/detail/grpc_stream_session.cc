@@ -90,6 +90,9 @@ bool GrpcServerStreamSession::OnFrame(ChainBuffer&& frame, ServerStreamHost* hos
       return true;
     }
     case ServerStreamEventMeta::Kind::kMessage:
+      // A message that came compressed keeps its event as its meta: the stream's reader reports
+      // it (only such messages: no allocation kept for the others).
+      if (event->arrived_compressed) frame.SetMeta(std::move(meta));
       host->OnStreamMessage(id, std::move(frame));
       return true;
     case ServerStreamEventMeta::Kind::kEnd: {
@@ -171,6 +174,7 @@ bool GrpcClientStreamSession::OnFrame(ChainBuffer&& frame, ClientStreamHost* hos
   const auto id = static_cast<uint32_t>(event->stream_id);
   switch (event->kind) {
     case ClientStreamEventMeta::Kind::kMessage:
+      if (event->arrived_compressed) frame.SetMeta(std::move(meta));
       host->OnStreamMessage(id, std::move(frame));
       return true;
     case ClientStreamEventMeta::Kind::kWritable:

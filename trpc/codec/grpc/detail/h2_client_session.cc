@@ -203,9 +203,11 @@ int H2ClientSession::OnDataChunk(int32_t stream_id, const uint8_t* data, size_t 
     held_bytes += len;
     while (!s->remote_ended) {
       ChainBuffer msg;
+      bool compressed = false;
       int code = 0;
       std::string why;
-      MessageCut cut = NextMessage(s, stream_id, s->reply->encoding, &msg, &code, &why);
+      MessageCut cut =
+          NextMessage(s, stream_id, s->reply->encoding, &msg, &compressed, &code, &why);
       if (cut == MessageCut::kNeedMore) break;
       if (cut == MessageCut::kBad) {
         EndStreaming(s, stream_id, code, why + ": the client reset the stream", true);
@@ -213,8 +215,10 @@ int H2ClientSession::OnDataChunk(int32_t stream_id, const uint8_t* data, size_t 
         nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
         break;
       }
-      msg.SetMeta(std::make_unique<ClientStreamEventMeta>(ClientStreamEventMeta::Kind::kMessage,
-                                                          stream_id));
+      auto event =
+          std::make_unique<ClientStreamEventMeta>(ClientStreamEventMeta::Kind::kMessage, stream_id);
+      event->arrived_compressed = compressed;
+      msg.SetMeta(std::move(event));
       sink_->push_back(std::move(msg));
     }
     return 0;

@@ -181,17 +181,21 @@ void H2ServerSession::OpenStreaming(Stream* s, int32_t stream_id) {
 void H2ServerSession::StreamingData(Stream* s, int32_t stream_id) {
   while (!s->remote_ended) {
     ChainBuffer msg;
+    bool compressed = false;
     int code = 0;
     std::string why;
-    switch (NextMessage(s, stream_id, s->encoding, &msg, &code, &why)) {
+    switch (NextMessage(s, stream_id, s->encoding, &msg, &compressed, &code, &why)) {
       case MessageCut::kNeedMore:
         return;
       case MessageCut::kBad:
         FailStreaming(s, stream_id, code, why);
         return;
-      case MessageCut::kMessage:
-        Emit(NewEvent(ServerStreamEventMeta::Kind::kMessage, stream_id), std::move(msg));
+      case MessageCut::kMessage: {
+        auto event = NewEvent(ServerStreamEventMeta::Kind::kMessage, stream_id);
+        event->arrived_compressed = compressed;
+        Emit(std::move(event), std::move(msg));
         break;
+      }
     }
   }
 }

@@ -230,7 +230,8 @@ long H2Session::ReadData(int32_t stream_id, uint8_t* buf, size_t length, uint32_
 }
 
 MessageCut H2Session::NextMessage(H2Stream* s, int32_t stream_id, const std::string& encoding,
-                                  ChainBuffer* msg, int* code, std::string* why) {
+                                  ChainBuffer* msg, bool* compressed, int* code, std::string* why) {
+  *compressed = false;
   if (s->data.size() < 5) return MessageCut::kNeedMore;
   uint8_t prefix[5];
   s->data.CopyTo(prefix, 5);
@@ -261,6 +262,7 @@ MessageCut H2Session::NextMessage(H2Stream* s, int32_t stream_id, const std::str
       return MessageCut::kBad;
     }
     *msg = std::move(plain);
+    *compressed = true;
   }
   // The prefix (and an empty message whole) go back to the windows now, the rest once the
   // reader has read the message: it reports nothing for an empty one.

@@ -170,10 +170,10 @@ class H2Session : public FrameCodecState, public CallSession {
 
   // ---- Streaming calls, both roles ----
   /// Cuts the next whole message off `s->data` into `*msg` (prefix removed, inflated with
-  /// `encoding` when flagged), noting its credit and giving its prefix back to the windows; on
-  /// kBad, the gRPC code and text of what was wrong.
+  /// `encoding` when flagged, then `*compressed` is set), noting its credit and giving its
+  /// prefix back to the windows; on kBad, the gRPC code and text of what was wrong.
   MessageCut NextMessage(H2Stream* s, int32_t stream_id, const std::string& encoding,
-                         ChainBuffer* msg, int* code, std::string* why);
+                         ChainBuffer* msg, bool* compressed, int* code, std::string* why);
   /// Gives `n` of a stream's received bytes back to its windows now (at most what it holds).
   void GiveBack(H2Stream* s, int32_t stream_id, size_t n);
   /// The reader consumed `n` bytes of messages: the DATA that carried them goes back.
