@@ -422,6 +422,68 @@ TEST_F(StreamE2eTest, LostConnectionEndsTheHandlers) {
   EXPECT_EQ(g_last_ret.load(), kStreamServerNetworkErr);
 }
 
+// stream_idle_timeout and stream_timeout: a stream with no message either way for the idle time
+// is reset with ret 21, both ends seeing it; one that keeps talking lives until its total time.
+TEST_F(StreamE2eTest, IdleAndTotalTimeoutsResetTheStream) {
+  ServerConfig cfg = config_->server;
+  cfg.service[0].stream_idle_timeout = 150;
+  cfg.service[0].stream_timeout = 600;
+  server_->Stop();
+  server_ = std::make_unique<Server>(cfg);
+  ASSERT_TRUE(server_->RegisterService(kGreeterName, std::make_shared<StreamGreeter>()));
+  std::string err;
+  ASSERT_TRUE(server_->Start(&err)) << err;
+  ASSERT_TRUE(server_->GetAddress(kGreeterName, &addr_));
+  ClientServiceConfig c;
+  c.name = kGreeterName;
+  c.target = addr_.ToString();
+  c.protocol = "trpc";
+  auto proxy = std::make_shared<ServiceProxy>(c, runtime::GetThreadModel("stream_client"));
+  ASSERT_TRUE(proxy->Init(&err)) << err;
+  auto open = [&] {
+    ClientContextPtr ctx = MakeClientContext();
+    ctx->SetFuncName(std::string(kPrefix) + "BidiStream");
+    stream::ClientStream s;
+    EXPECT_TRUE(proxy->OpenStream(ctx, &s).OK()) << ctx->GetStatus().ToString();
+    return s;
+  };
+  {  // idle: one round, then silence
+    stream::ClientStream s = open();
+    HelloRequest req;
+    req.set_msg("one");
+    ASSERT_TRUE(s.Write(req).OK());
+    HelloReply rsp;
+    ASSERT_TRUE(s.Read(&rsp, 5000).OK());
+    const auto quiet = std::chrono::steady_clock::now();
+    Status st = s.Read(&rsp, 5000);
+    const auto waited = std::chrono::steady_clock::now() - quiet;
+    EXPECT_FALSE(st.OK());
+    EXPECT_EQ(s.Finish().GetFrameworkRetCode(), kServerTimeoutErr) << s.Finish().ToString();
+    EXPECT_GE(waited, std::chrono::milliseconds(140));
+    EXPECT_LT(waited, std::chrono::milliseconds(3000));
+    ASSERT_TRUE(WaitFor([] { return g_active.load() == 0; }, 5000));
+    EXPECT_EQ(g_last_ret.load(), kServerTimeoutErr);
+  }
+  {  // busy: a round every 50 ms is never idle, but the stream's total time runs out
+    stream::ClientStream s = open();
+    const auto start = std::chrono::steady_clock::now();
+    int rounds = 0;
+    Status st;
+    for (; rounds < 100; ++rounds) {  // (100 rounds: 5 s, far past the limit)
+      HelloRequest req;
+      req.set_msg("tick");
+      HelloReply rsp;
+      if (!s.Write(req).OK() || !(st = s.Read(&rsp, 5000)).OK()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    const auto lived = std::chrono::steady_clock::now() - start;
+    EXPECT_GE(rounds, 5);  // idle never struck
+    EXPECT_GE(lived, std::chrono::milliseconds(590));
+    EXPECT_LT(lived, std::chrono::milliseconds(4000));
+    EXPECT_EQ(s.Finish().GetFrameworkRetCode(), kServerTimeoutErr) << s.Finish().ToString();
+  }
+}
+
 // max_concurrency (8 here) holds for a stream's whole life: the ninth open is refused with 22,
 // and taken again once one has ended. (Opened one at a time: the merged model also counts what
 // one read pass admits, scaled to all workers.)

@@ -41,6 +41,7 @@ constexpr UintRule kReadFrameTimeoutRule{0, kU32Max};
 constexpr UintRule kMaxPacketSizeRule{16, kU32Max};  // At least a trpc frame header.
 constexpr UintRule kMaxStreamsPerConnectionRule{1, 1000000};
 constexpr UintRule kStreamWindowRule{65535, 2147483647};  // trpc's minimum window .. 2^31 - 1
+constexpr UintRule kStreamTimeoutRule{0, kU32Max};        // ms; 0 = none
 constexpr UintRule kServiceTimeoutRule{0, kU32Max};
 constexpr UintRule kMaxPendingWriteBytesRule{4096, UINT64_MAX};
 constexpr UintRule kMaxPendingRequestsRule{1, 1000000};
@@ -267,7 +268,9 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
        "weight",
        "advertise_ip",
        "max_streams_per_connection",
-       "stream_window"},
+       "stream_window",
+       "stream_idle_timeout",
+       "stream_timeout"},
       [&](MapReader& s, size_t) {
         ServiceConfig svc;
         svc.origin = fmt::format("{}:{}", file, s.line());
@@ -295,6 +298,8 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
         s.Uint("max_streams_per_connection", kMaxStreamsPerConnectionRule,
                &svc.max_streams_per_connection);
         s.Uint("stream_window", kStreamWindowRule, &svc.stream_window);
+        s.Uint("stream_idle_timeout", kStreamTimeoutRule, &svc.stream_idle_timeout);
+        s.Uint("stream_timeout", kStreamTimeoutRule, &svc.stream_timeout);
         s.String("threadmodel_instance_name", &svc.threadmodel_instance_name);
         if (s.ok() && !svc.threadmodel_instance_name.empty() &&
             instances.find(svc.threadmodel_instance_name) == instances.end()) {

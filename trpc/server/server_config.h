@@ -33,8 +33,13 @@ struct ServiceConfig {
   /// the window each reads with, in bytes of messages (the protocol's minimum is 65535).
   uint32_t max_streams_per_connection = 1000;  // 1..1000000
   uint32_t stream_window = 65535;              // 65535..2147483647
-  std::string threadmodel_instance_name;       // "" = the first configured instance.
-  std::vector<std::string> filter;  // Server filters for this service, after server.filter.
+  /// A stream with no message in either direction for this long, or open this long in all, is
+  /// reset with ret 21 (gRPC: DEADLINE_EXCEEDED). ms; 0 = no limit. A gRPC client's
+  /// grpc-timeout bounds its stream too.
+  uint32_t stream_idle_timeout = 0;
+  uint32_t stream_timeout = 0;
+  std::string threadmodel_instance_name;  // "" = the first configured instance.
+  std::vector<std::string> filter;        // Server filters for this service, after server.filter.
   /// Registration (with server.registry_name): the namespace and weight callers see, and the IP
   /// to publish when `ip` is a wildcard ("" = refuse to register a wildcard address).
   std::string name_space = "default";  // Key: `namespace`.

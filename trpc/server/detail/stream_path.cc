@@ -229,6 +229,12 @@ void StreamPath::Open(ConnStreams* cs, uint32_t id, RpcRequest&& head) {
       std::make_shared<StreamCore>(conn->shared_from_this(), id, call->request().content_type,
                                    encoding, config_.max_packet_size, config_.stream_window);
   core->Attach(cs, cs->session()->FlowControlled(id));
+  // The stream's timeouts: the service's, and a deadline the client sent (gRPC's grpc-timeout)
+  // when sooner.
+  int64_t total_ms = config_.stream_timeout;
+  const uint32_t asked_ms = call->request().timeout_ms;
+  if (asked_ms != 0 && (total_ms == 0 || asked_ms < total_ms)) total_ms = asked_ms;
+  core->ArmTimeouts(config_.stream_idle_timeout, total_ms, kServerTimeoutErr);
   cs->streams()[id] = core;
   call->SetStream(std::move(core));
   // The stream's own task, not the call's: a unary call's dispatch (its reply slot, the

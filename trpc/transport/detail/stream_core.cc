@@ -282,6 +282,7 @@ void StreamCore::SendOrPark(ChainBuffer&& msg) {
     if (parked_.empty() && link_->CanSend(id_)) {
       std::string err;
       SendInitialMetadataOnce();
+      MarkActive();
       if (!link_->SendMessage(id_, std::move(msg), &err)) {
         TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "stream {}: a message was not sent: {}", id_,
                           err);
@@ -310,6 +311,7 @@ void StreamCore::OnWritable() {
     parked_.pop_front();
     std::string err;
     SendInitialMetadataOnce();
+    MarkActive();
     if (!link_->SendMessage(id_, std::move(msg), &err)) {
       TRPC_LOG_EVERY_MS(log::Level::kWarn, 1000, "stream {}: a message was not sent: {}", id_, err);
     }
@@ -332,8 +334,56 @@ void StreamCore::OnWritable() {
 
 // ---- The loop's events ----------------------------------------------------------------------
 
+void StreamCore::ArmTimeouts(int64_t idle_ms, int64_t total_ms, int32_t code) {
+  if (idle_ms <= 0 && total_ms <= 0) return;
+  const int64_t now = MonotonicNanos();
+  timeout_code_ = code;
+  last_active_ns_ = now;
+  idle_ns_ = idle_ms > 0 ? idle_ms * kNanosPerMilli : 0;
+  deadline_ns_ = total_ms > 0 ? now + total_ms * kNanosPerMilli : 0;
+  int64_t at = deadline_ns_;
+  if (idle_ns_ != 0 && (at == 0 || now + idle_ns_ < at)) at = now + idle_ns_;
+  ArmLifeTimer(at);
+}
+
+void StreamCore::ArmLifeTimer(int64_t at_ns) {
+  // A weak reference: a stream that ended otherwise is not kept alive by its timer.
+  life_timer_ = conn_->reactor()->AddTimer(at_ns, [weak = weak_from_this()] {
+    if (auto self = weak.lock()) {
+      self->life_timer_ = 0;
+      self->CheckTimeouts();
+    }
+  });
+}
+
+void StreamCore::CheckTimeouts() {
+  if (link_ == nullptr) return;  // ended meanwhile
+  const int64_t now = MonotonicNanos();
+  std::string why;
+  if (deadline_ns_ != 0 && now >= deadline_ns_) {
+    why = "the stream's deadline passed";
+  } else if (idle_ns_ != 0 && now - last_active_ns_ >= idle_ns_) {
+    why = "no message came or went for " + std::to_string(idle_ns_ / kNanosPerMilli) + " ms";
+  }
+  if (why.empty()) {
+    int64_t at = idle_ns_ != 0 ? last_active_ns_ + idle_ns_ : deadline_ns_;
+    if (deadline_ns_ != 0 && deadline_ns_ < at) at = deadline_ns_;
+    ArmLifeTimer(at);
+    return;
+  }
+  const std::shared_ptr<StreamCore> keep = shared_from_this();
+  parked_.clear();
+  finish_pending_ = false;
+  {
+    std::lock_guard<fiber::Mutex> lock(mu_);
+    finished_ = true;
+  }
+  link_->Finish(this, Status(timeout_code_, std::move(why)));  // resets it; Detach follows
+}
+
 void StreamCore::OnMessage(ChainBuffer&& msg) {
   const std::shared_ptr<StreamCore> keep = shared_from_this();  // (as in OnWritable)
+  MarkActive();
   bool over = false;
   {
     std::lock_guard<fiber::Mutex> lock(mu_);
@@ -392,6 +442,10 @@ Status StreamCore::FinalStatus() {
 void StreamCore::Detach(const Status& status) {
   const std::shared_ptr<StreamCore> keep = shared_from_this();  // (as in OnWritable)
   link_ = nullptr;
+  if (life_timer_ != 0) {
+    conn_->reactor()->CancelTimer(life_timer_);
+    life_timer_ = 0;
+  }
   parked_.clear();
   finish_pending_ = false;
   {

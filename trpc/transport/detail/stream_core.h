@@ -126,6 +126,10 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   StreamLink* link() const { return link_; }
   bool flow_control() const { return flow_control_; }
   void OnMessage(ChainBuffer&& msg);
+  /// Resets the stream with `status`'s code once no message has come or gone for `idle_ms`, or
+  /// once it has been open `total_ms` (0: no such limit); arm once, before the handler runs.
+  /// One loop timer per stream, re-armed only when it fires: a message costs a clock read.
+  void ArmTimeouts(int64_t idle_ms, int64_t total_ms, int32_t code);
   /// The client's side ended: OK = half-close, else reset (both sides end).
   void OnRemoteEnd(const Status& status);
   /// The window has room again: sends what is parked while it lasts.
@@ -202,6 +206,18 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   bool serving_writes_ = false;  // ServeWriteWaiters() is running
   bool initial_sent_ = false;    // the initial metadata went to the link
   TimerId read_timer_ = 0;       // the waiting async read's timeout
+  // The stream's idle and total timeouts (ArmTimeouts): 0 = none.
+  int64_t idle_ns_ = 0;
+  int64_t deadline_ns_ = 0;     // absolute, MonotonicNanos()
+  int64_t last_active_ns_ = 0;  // a message came or went (the loop's time)
+  int32_t timeout_code_ = 0;
+  TimerId life_timer_ = 0;
+  void MarkActive() {
+    if (idle_ns_ != 0) last_active_ns_ = conn_->reactor()->LoopTimeNs();
+  }
+  // The life timer fired: ends the stream, or waits again for what is left.
+  void CheckTimeouts();
+  void ArmLifeTimer(int64_t at_ns);
   Status finish_status_;
   // Loop: hands the initial metadata to the link once, before the first message or the end.
   void SendInitialMetadataOnce();
