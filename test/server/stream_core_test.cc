@@ -69,8 +69,8 @@ class Pipe {
     b = std::make_shared<StreamCore>(conn, kId, 0, 0, 1 << 30, kWindow);
     writer_link.pipe = this;
     reader_link.pipe = this;
-    a->Attach(&writer_link, true);
-    b->Attach(&reader_link, true);
+    a->Attach(&writer_link, true, true);
+    b->Attach(&reader_link, true, true);
   }
 
   std::shared_ptr<StreamCore> a, b;
@@ -261,6 +261,43 @@ TEST_F(StreamCoreTest, LastReadCompressedFollowsEachMessage) {
   loop_.Run([&] {
     plain.reset();
     gzip.reset();
+  });
+}
+
+// Unread messages count in their connection's held bytes (and so against the process's buffer
+// bound) from their arrival until they are read, or the stream ends, or its last handle goes.
+TEST_F(StreamCoreTest, UnreadMessagesCountInTheConnectionsHeldBytes) {
+  ASSERT_EQ(loop_.Run([&] { return conn_->stream_held_bytes(); }), 0u);
+  auto read_then_detach =
+      loop_.Run([&] { return std::make_shared<StreamCore>(conn_, 7, 0, 0, 1 << 20, kWindow); });
+  auto dropped =
+      loop_.Run([&] { return std::make_shared<StreamCore>(conn_, 9, 0, 0, 1 << 20, kWindow); });
+  loop_.Run([&] {
+    read_then_detach->Attach(&pipe_->reader_link, true, true);
+    dropped->Attach(&pipe_->reader_link, true, true);
+    for (int i = 0; i < 3; ++i) read_then_detach->OnMessage(Message(i, 1000));
+    dropped->OnMessage(Message(0, 500));
+  });
+  EXPECT_EQ(loop_.Run([&] { return conn_->stream_held_bytes(); }), 3500u);
+  ChainBuffer msg;
+  ASSERT_TRUE(read_then_detach->Read(&msg, 1000).OK());
+  EXPECT_EQ(loop_.Run([&] { return conn_->stream_held_bytes(); }), 2500u);
+  loop_.Run([&] {
+    read_then_detach->Detach(Status(kStreamServerNetworkErr, "gone"));
+    dropped.reset();  // its last handle: what it held goes with it
+  });
+  EXPECT_EQ(loop_.Run([&] { return conn_->stream_held_bytes(); }), 0u);
+  // A protocol that counts unread bytes itself (gRPC's HTTP/2 session): not counted twice.
+  auto grpc_like =
+      loop_.Run([&] { return std::make_shared<StreamCore>(conn_, 11, 0, 0, 1 << 20, kWindow); });
+  loop_.Run([&] {
+    grpc_like->Attach(&pipe_->reader_link, true, false);
+    grpc_like->OnMessage(Message(0, 800));
+  });
+  EXPECT_EQ(loop_.Run([&] { return conn_->stream_held_bytes(); }), 0u);
+  loop_.Run([&] {
+    read_then_detach.reset();
+    grpc_like.reset();
   });
 }
 

@@ -131,6 +131,13 @@ class Connection : public EventHandler,
   /// never through the session's EncodeOutput (FrameCodecState::session()); written as by
   /// Send() when `now`, else as by SendSoon().
   void SendWire(ChainBuffer&& data, bool now = false);
+  /// Stream messages this connection brought that their readers have not read yet (the stream
+  /// cores count them, from any thread): held like the connection's own buffers, so they count
+  /// against the process's buffer bound (ConnectionOptions::budget) with them.
+  void AddStreamHeldBytes(int64_t delta) {
+    stream_held_bytes_.fetch_add(delta, std::memory_order_relaxed);
+  }
+  size_t stream_held_bytes() const { return StreamHeldBytes(); }
   /// The reply slot of the frame being handed to Handler::OnFrame (valid during that call): 0
   /// for protocols whose replies carry request ids, else a sequence number the reply must be
   /// sent with (FrameCodec::OrderedReplies()).
@@ -281,9 +288,10 @@ class Connection : public EventHandler,
   // back are counted by the slow path only: while there are some, the sum here falls short of
   // the last report, so it runs.
   void AccountBuffered() {
-    if (options_.budget != nullptr &&
-        in_.size() + out_.size() + (session_ != nullptr ? session_->held_bytes : 0) !=
-            budget_bytes_) {
+    if (options_.budget != nullptr && in_.size() + out_.size() +
+                                              (session_ != nullptr ? session_->held_bytes : 0) +
+                                              StreamHeldBytes() !=
+                                          budget_bytes_) {
       AccountBufferedSlow();
     }
   }
@@ -351,6 +359,12 @@ class Connection : public EventHandler,
   // which the next report is due, and reading paused by the budget (with reading_paused_).
   bool budget_paused_ = false;
   size_t budget_bytes_ = 0;
+  // AddStreamHeldBytes(); relaxed: a count, read by the loop when it reports to the budget.
+  std::atomic<int64_t> stream_held_bytes_{0};
+  size_t StreamHeldBytes() const {
+    const int64_t n = stream_held_bytes_.load(std::memory_order_relaxed);
+    return n > 0 ? static_cast<size_t>(n) : 0;
+  }
   size_t write_limit_;
   CloseCause close_cause_ = CloseCause::kLocal;   // with close_reason_
   CloseCause finish_cause_ = CloseCause::kLocal;  // with finish_reason_

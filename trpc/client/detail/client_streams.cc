@@ -50,7 +50,7 @@ std::shared_ptr<StreamCore> ClientStreams::Open(const RpcRequest& head, size_t m
   Entry& e = streams_[id];
   e.core = core;
   if (session_->OpensAtOnce()) {
-    core->Attach(this, session_->FlowControlled(id));
+    core->Attach(this, session_->FlowControlled(id), !session_->CountsUnreadBytes());
     Flush();
     return core;
   }
@@ -108,7 +108,7 @@ void ClientStreams::OnStreamOpened(uint32_t id, const Status& status) {
   Opened opened = TakeOpened(it->second);
   std::shared_ptr<StreamCore> core = it->second.core;
   if (status.OK()) {
-    core->Attach(this, session_->FlowControlled(id));
+    core->Attach(this, session_->FlowControlled(id), !session_->CountsUnreadBytes());
   } else {
     streams_.erase(it);
     core->Detach(status);

@@ -50,6 +50,10 @@ class StreamSession {
   virtual void Finish(uint32_t id, const Status& status, ChainBuffer* out) = 0;
   /// Streams open now.
   virtual size_t open_streams() const = 0;
+  /// The session counts the received bytes its streams' readers have not consumed yet in the
+  /// connection's held bytes itself (gRPC's HTTP/2 session does, until they are reported
+  /// consumed); otherwise the stream's end counts them (StreamCore), not both.
+  virtual bool CountsUnreadBytes() const { return false; }
   /// Metadata for `id`'s start (before its first message or its end: gRPC's response headers)
   /// and its end (just before Finish: gRPC's trailers). The default drops them (trpc's stream
   /// frames carry none from a server).

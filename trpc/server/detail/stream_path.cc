@@ -228,7 +228,7 @@ void StreamPath::Open(ConnStreams* cs, uint32_t id, RpcRequest&& head) {
   auto core =
       std::make_shared<StreamCore>(conn->shared_from_this(), id, call->request().content_type,
                                    encoding, config_.max_packet_size, config_.stream_window);
-  core->Attach(cs, cs->session()->FlowControlled(id));
+  core->Attach(cs, cs->session()->FlowControlled(id), !cs->session()->CountsUnreadBytes());
   // The stream's timeouts: the service's, and a deadline the client sent (gRPC's grpc-timeout)
   // when sooner.
   int64_t total_ms = config_.stream_timeout;

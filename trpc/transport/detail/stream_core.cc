@@ -16,6 +16,7 @@ size_t StreamCore::TakeLocked(ChainBuffer* msg) {
   *msg = std::move(inbox_.front());
   inbox_.pop_front();
   inbox_bytes_ -= msg->size();
+  if (count_unread_) conn_->AddStreamHeldBytes(-static_cast<int64_t>(msg->size()));
   last_read_compressed_.store(
       encoding_ != 0 || (msg->meta() != nullptr && msg->meta()->arrived_compressed),
       std::memory_order_relaxed);
@@ -389,6 +390,7 @@ void StreamCore::OnMessage(ChainBuffer&& msg) {
     std::lock_guard<fiber::Mutex> lock(mu_);
     if (remote_ended_) return;
     inbox_bytes_ += msg.size();
+    if (count_unread_) conn_->AddStreamHeldBytes(static_cast<int64_t>(msg.size()));
     inbox_.push_back(std::move(msg));
     // With flow control the client cannot send past its window; without, what is unread is
     // bounded here instead.
@@ -455,6 +457,7 @@ void StreamCore::Detach(const Status& status) {
     if (end_status_.OK()) end_status_ = status;
     if (final_.OK()) final_ = status;
     inbox_.clear();
+    if (count_unread_) conn_->AddStreamHeldBytes(-static_cast<int64_t>(inbox_bytes_));
     inbox_bytes_ = 0;
     blocked_ = false;
   }

@@ -118,10 +118,17 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
 
   // ---- The loop's side (the connection's loop thread). ----
   /// Links the stream to its connection's streams, before the handler starts; `flow_control`:
-  /// the window is counted.
-  void Attach(StreamLink* link, bool flow_control) {
+  /// the window is counted; `count_unread`: the unread messages count in the connection's held
+  /// bytes (Connection::AddStreamHeldBytes) from here, unless the protocol counts them itself.
+  void Attach(StreamLink* link, bool flow_control, bool count_unread) {
     link_ = link;
     flow_control_ = flow_control;
+    count_unread_ = count_unread;
+  }
+  ~StreamCore() {
+    if (count_unread_ && inbox_bytes_ != 0) {
+      conn_->AddStreamHeldBytes(-static_cast<int64_t>(inbox_bytes_));
+    }
   }
   StreamLink* link() const { return link_; }
   bool flow_control() const { return flow_control_; }
@@ -201,6 +208,7 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   // Loop thread only.
   StreamLink* link_ = nullptr;
   bool flow_control_ = false;  // (set before the handler starts, read by it too)
+  bool count_unread_ = false;  // (likewise)
   std::deque<ChainBuffer> parked_;
   bool finish_pending_ = false;  // Finish() came while messages were parked
   bool serving_writes_ = false;  // ServeWriteWaiters() is running

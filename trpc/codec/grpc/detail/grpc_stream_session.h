@@ -37,6 +37,8 @@ class GrpcServerStreamSession final : public ServerStreamSession {
   /// Trailers with the status's gRPC code (docs/grpc.md's table) after what is queued.
   void Finish(uint32_t id, const Status& status, ChainBuffer* out) override;
   size_t open_streams() const override;
+  /// HTTP/2's held bytes include every unconsumed byte (H2Session).
+  bool CountsUnreadBytes() const override { return true; }
   /// Response headers, and trailers after grpc-status (keys and values as unary calls send
   /// them: docs/grpc.md).
   void SetInitialMetadata(uint32_t id, TransInfo&& md) override;
@@ -68,6 +70,8 @@ class GrpcClientStreamSession final : public ClientStreamSession {
   /// OK half-closes (END_STREAM); an error cancels (RST_STREAM CANCEL).
   void Finish(uint32_t id, const Status& status, ChainBuffer* out) override;
   size_t open_streams() const override;
+  /// HTTP/2's held bytes include every unconsumed byte (H2Session).
+  bool CountsUnreadBytes() const override { return true; }
 
   /// `head`: func (the :path), trans_info (metadata), authority. No grpc-timeout: a stream
   /// has no deadline (docs/streaming.md).
