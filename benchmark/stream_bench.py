@@ -48,6 +48,10 @@ FUNC_UNARY = "/trpc.test.helloworld.Greeter/SayHello"
 TIMEOUT_MS = 2000
 UNARY_OPEN_INFLIGHT = 100  # unary calls in flight on the one connection at most in (b)
 GOAL_RATIO = 0.5
+# raw_echo_server (benchmark/baseline): epoll and read/write by hand, nothing of the framework,
+# driven as the unary rows are: what the kernel alone costs per message at that load, the floor
+# under any server's figure.
+FLOOR = "raw epoll echo (kernel floor)"
 
 # (label, server, protocol, stream): the rows; a server is started once per round and serves
 # all of its rows.
@@ -59,8 +63,9 @@ ROWS = [
     ("our gRPC stream, merge", "merge", "grpc", True),
     ("our gRPC stream, fiber", "fiber", "grpc", True),
     ("grpc++ stream (callback)", "grpc++", "grpc", True),
+    (FLOOR, "raw", "trpc", False),
 ]
-SERVERS = ["merge", "fiber", "grpc++"]
+SERVERS = ["merge", "fiber", "grpc++", "raw"]
 SECTIONS = ("a", "b", "c")
 
 
@@ -100,6 +105,7 @@ class StreamBench:
             "trpc_bench": os.path.join(b, "benchmark/trpc_bench/trpc_bench"),
             "hello": os.path.join(b, "examples/helloworld/helloworld_server"),
             "grpc++": os.path.join(b, "benchmark/baseline/grpc_echo_server"),
+            "raw": os.path.join(b, "benchmark/baseline/raw_echo_server"),
         }
         self.started = 0
         self.runs = []  # every trpc_bench run's JSON, labelled
@@ -109,12 +115,12 @@ class StreamBench:
     def start(self, server):
         """Starts `server` pinned; returns (Server, {protocol: port})."""
         self.started += 1
-        if server == "grpc++":
-            argv = [self.bin["grpc++"], "--port", "0", "--threads", "1"]
+        if server in ("grpc++", "raw"):
+            argv = [self.bin[server], "--port", "0", "--threads", "1"]
             srv = Server(argv, str(SERVER_CPU), server)
             self.commands[server] = shown(["taskset", "-c", str(SERVER_CPU)] + argv,
                                           self.args.build)
-            return srv, {"grpc": srv.port}
+            return srv, {"grpc" if server == "grpc++" else "trpc": srv.port}
         listen = os.path.join(self.tmp, f"listen_{self.started}.txt")
         yaml = hello_yaml(server, listen)
         path = os.path.join(self.tmp, f"hello_{server}_{self.started}.yaml")
@@ -238,6 +244,7 @@ def run(args):
                   "rate_per_stream": 10 if args.smoke else args.c_rate},
             "server_cpu": SERVER_CPU, "client_cpu": CLIENT_CPU,
             "results": results, "medians": medians(results), "goals": goals(medians(results)),
+            "floors": floors(medians(results)),
             "commands": commands, "server_yaml": bench.yaml, "runs": bench.runs}
 
 
@@ -285,6 +292,26 @@ def goals(med):
                 out.append({"section": section, "goal": what, "ours": ours, "peer": peer,
                             "ratio": x, "met": None if x is None or not valid
                             else x <= GOAL_RATIO})
+    return out
+
+
+def floors(med):
+    """Per section and model: the unary call's cost, half of it (the stream goal), and the
+    kernel floor a raw epoll echo pays at the same load."""
+    out = []
+    for section in ("a", "b"):
+        rows = med.get(section, {})
+        if FLOOR not in rows:
+            continue
+        for model in ("merge", "fiber"):
+            unary = rows.get(f"trpc unary, {model}")
+            if unary is None:
+                continue
+            out.append({"section": section, "model": model,
+                        "unary": unary["cpu_us_per_msg"],
+                        "goal": unary["cpu_us_per_msg"] * GOAL_RATIO,
+                        "floor": rows[FLOOR]["cpu_us_per_msg"],
+                        "stream": rows.get(f"trpc stream, {model}", {}).get("cpu_us_per_msg")})
     return out
 
 
@@ -370,6 +397,23 @@ def markdown(res):
         met = "n/a" if g["met"] is None else "yes" if g["met"] else "no"
         lines.append(f"| ({g['section']}) | {g['goal']} | {g['ours']} | {g['peer']} | "
                      f"{fmt_ratio(g['ratio'])} | {met} |")
+    if res.get("floors"):
+        lines += ["", "### The kernel floor", "",
+                  f"`{FLOOR}` serves the unary load with no framework at all: epoll, read and "
+                  "write by hand. Its CPU per message is what the kernel alone costs at that load, "
+                  "under any server. A stream message at one message in flight pays the same "
+                  "syscalls as a unary call, so where half the unary cost is below the floor, "
+                  "the stream goal cannot be met by any implementation at that load.", "",
+                  "| section | model | unary µs/call | goal (0.5x) µs | kernel floor µs | "
+                  "trpc stream µs/message | stream above the floor µs | unary above the floor µs |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for f in res["floors"]:
+            st = f["stream"]
+            stream_cells = ("n/a | n/a" if st is None
+                            else f"{st:.2f} | {st - f['floor']:.2f}")
+            lines.append(
+                f"| ({f['section']}) | {f['model']} | {f['unary']:.2f} | {f['goal']:.2f} | "
+                f"{f['floor']:.2f} | {stream_cells} | {f['unary'] - f['floor']:.2f} |")
     lines += ["", "## Commands", "",
               "Servers (YAML below; PORT and PID are the kernel's picks):", "", "```"]
     for k, v in res["commands"].items():
