@@ -259,10 +259,11 @@ def stream_bench(s):
     _, md, res = report_script(s, "stream_bench.py", "streams")
     labels = ["trpc stream, merge", "trpc stream, fiber", "our gRPC stream, merge",
               "our gRPC stream, fiber"]
-    unary = ["trpc unary, merge", "trpc unary, fiber"]
+    unary = ["trpc unary, merge", "trpc unary, fiber", "raw epoll echo (kernel floor)"]
     if s.have_grpcpp():
         labels.append("grpc++ stream (callback)")
-    contains(md, ["Smoke run", "## (a)", "## (b)", "## (c)", "## Goals", "## Commands"]
+    contains(md, ["Smoke run", "## (a)", "## (b)", "## (c)", "## Goals", "### The kernel floor",
+                  "## Commands"]
              + [f"| {label} |" for label in labels + unary], "streams.md")
     for section in ("a", "b", "c"):
         for label in labels + (unary if section != "c" else []):

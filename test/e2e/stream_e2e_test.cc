@@ -615,6 +615,34 @@ TEST_F(StreamE2eTest, OurClientStreamsAgainstOurServer) {
     HelloRequest req;
     EXPECT_FALSE(s.Write(req).OK());
   }
+  {  // the client drops its last handle of an open stream: cancelled as by Cancel()
+    g_last_ret = -1;
+    {
+      ClientContextPtr ctx = MakeClientContext();
+      ctx->SetFuncName(std::string(kPrefix) + "BidiStream");
+      stream::ClientStream s;
+      ASSERT_TRUE(proxy->OpenStream(ctx, &s).OK());
+      stream::ClientStream copy = s;  // (a copy is the same stream: both go)
+      HelloRequest req;
+      req.set_msg("hi");
+      ASSERT_TRUE(copy.Write(req).OK());
+      ASSERT_TRUE(WaitFor([] { return g_active.load() == 1; }, 5000));
+    }
+    ASSERT_TRUE(WaitFor([] { return g_active.load() == 0; }, 5000));
+    EXPECT_EQ(g_last_ret.load(), kClientCanceledErr);
+  }
+  {  // a stream finished properly and then dropped is not cancelled
+    g_last_ret = -1;
+    {
+      ClientContextPtr ctx = MakeClientContext();
+      ctx->SetFuncName(std::string(kPrefix) + "BidiStream");
+      stream::ClientStream s;
+      ASSERT_TRUE(proxy->OpenStream(ctx, &s).OK());
+      EXPECT_TRUE(s.Finish().OK());
+    }
+    ASSERT_TRUE(WaitFor([] { return g_active.load() == 0; }, 5000));
+    EXPECT_EQ(g_last_ret.load(), -1);  // the handler ended with success (not recorded)
+  }
   {  // refused: a unary method
     ClientContextPtr ctx = MakeClientContext();
     ctx->SetFuncName(std::string(kPrefix) + "SayHello");

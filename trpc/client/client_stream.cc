@@ -111,6 +111,21 @@ Future<Status> ClientStream::AsyncFinish() const {
   return DrainToEnd();
 }
 
+namespace {
+// What every handle of one stream shares: the last one to go cancels a stream still open.
+struct Owner {
+  std::shared_ptr<detail::StreamCore> core;
+  ~Owner() { core->Abandon(Status(kClientCanceledErr, "the stream's last handle was dropped")); }
+};
+}  // namespace
+
+ClientStream::ClientStream(std::shared_ptr<detail::StreamCore> core) {
+  auto owner = std::make_shared<Owner>();
+  owner->core = std::move(core);
+  detail::StreamCore* raw = owner->core.get();
+  core_ = std::shared_ptr<detail::StreamCore>(std::move(owner), raw);
+}
+
 void ClientStream::Cancel() const {
   if (core_ != nullptr) core_->Reset(Status(kClientCanceledErr, "the client cancelled the stream"));
 }

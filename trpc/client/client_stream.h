@@ -51,7 +51,8 @@ class ClientStream {
   /// the server's status for the whole stream: OK, its application error, or the framework
   /// error that ended the stream.
   Status Finish() const;
-  /// Gives up on the stream: the server's side is reset (ret 161) and both ends end.
+  /// Gives up on the stream: the server's side is reset (ret 161) and both ends end. Dropping
+  /// the last handle (copy) of a stream that has not ended does the same.
   void Cancel() const;
 
   // ---- The non-blocking forms (a merge worker, or any code that must not block): futures
@@ -83,7 +84,9 @@ class ClientStream {
 
  private:
   friend class ::trpc::ServiceProxy;
-  explicit ClientStream(std::shared_ptr<detail::StreamCore> core) : core_(std::move(core)) {}
+  // The handles share an owner of `core` (an aliasing pointer): when the last handle goes, the
+  // owner cancels a stream still open (StreamCore::Abandon).
+  explicit ClientStream(std::shared_ptr<detail::StreamCore> core);
   Future<ChainBuffer> AsyncReadBytes(int64_t timeout_ms) const;
   Status Parse(const ChainBuffer& bytes, google::protobuf::MessageLite* msg) const;
   // Serialized and compressed as the stream's content type and encoding say, with `opts`.

@@ -276,6 +276,16 @@ void StreamCore::Reset(const Status& status) {
   });
 }
 
+void StreamCore::Abandon(const Status& status) {
+  {
+    std::lock_guard<fiber::Mutex> lock(mu_);
+    // (Ended both ways: by a reset or a lost connection, by our finish and the peer's end, or by
+    // the peer's end with our writes closed.)
+    if (ended_ || (remote_ended_ && (finished_ || writes_closed_))) return;
+  }
+  Reset(status);
+}
+
 void StreamCore::SendOrPark(ChainBuffer&& msg) {
   const size_t n = msg.size();
   bool parked = false;

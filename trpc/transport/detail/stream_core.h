@@ -111,6 +111,9 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   void Finish(const Status& status);
   /// Ends the stream both ways with `status` (a reset), whether or not our side has finished.
   void Reset(const Status& status);
+  /// Its user has let go of it (a client's last handle): Reset() with `status` unless the stream
+  /// has ended both ways already, so the peer and the connection let go of it too.
+  void Abandon(const Status& status);
   /// Metadata for the stream's start (gRPC's response headers), added before the first Write;
   /// and for its end (gRPC's trailers), set before Finish. Protocols without them drop them.
   void AddInitialMetadata(std::string key, std::string value);
