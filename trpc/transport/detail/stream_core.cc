@@ -156,7 +156,14 @@ Status StreamCore::WriteRefusalLocked() const {
 }
 
 void StreamCore::PostSend(ChainBuffer&& msg) {
-  conn_->reactor()->RunInLoop(
+  // On the loop already (a merge worker's handler, a continuation): send now, as RunInLoop would,
+  // without boxing the message into a task.
+  if (conn_->reactor()->InLoopThread()) {
+    const std::shared_ptr<StreamCore> keep = shared_from_this();  // (as in OnWritable)
+    SendOrPark(std::move(msg));
+    return;
+  }
+  conn_->reactor()->Post(
       [self = shared_from_this(), m = std::make_shared<ChainBuffer>(std::move(msg))] {
         self->SendOrPark(std::move(*m));
       });
