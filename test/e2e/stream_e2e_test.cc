@@ -26,6 +26,7 @@
 #include "trpc/codec/trpc/detail/stream_frame.h"
 #include "trpc/config/config.h"
 #include "trpc/future/loop.h"
+#include "trpc/server/make_client_context.h"
 #include "trpc/server/server.h"
 #include "trpc/transport/detail/stream_core.h"
 
@@ -46,6 +47,9 @@ constexpr uint32_t kClientWindow = 65535;  // what our hand-written client reads
 std::atomic<int> g_active{0};       // stream handlers running
 std::atomic<int> g_writes_done{0};  // replies Write() took, of the current stream
 std::atomic<int> g_last_ret{-1};    // the framework code a handler's read or write ended with
+// Relay: the proxy its downstream stream goes through, and the code that stream ended with.
+std::shared_ptr<ServiceProxy> g_relay_proxy;
+std::atomic<int> g_relay_down_ret{-1};
 
 // Greeter's streams: ServerStream("N:S") writes N replies of S bytes; BidiStream echoes; Hold
 // (bidi) reads until the stream ends and records how. Blocking forms in the fiber model,
@@ -103,6 +107,38 @@ class StreamGreeter final : public Greeter {
             });
           });
     }
+  }
+
+  // Relay (bidi, non-blocking in both models): opens a BidiStream on g_relay_proxy with a
+  // context made from its own, relays one round, then waits on the downstream stream until it
+  // ends, and records how.
+  void AddRelay() {
+    AddAsyncBidiStreamMethod<HelloRequest, HelloReply>(
+        std::string(kPrefix) + "Relay",
+        [](const ServerContextPtr& ctx,
+           const stream::AsyncStreamReaderWriter<HelloRequest, HelloReply>& rw) {
+          auto active = std::make_shared<Active>();
+          ClientContextPtr down_ctx = MakeClientContext(ctx);
+          down_ctx->SetFuncName(std::string(kPrefix) + "BidiStream");
+          return g_relay_proxy->AsyncOpenStream(down_ctx).Then([rw, active](
+                                                                   stream::ClientStream&& opened) {
+            stream::AsyncClientReaderWriter<HelloRequest, HelloReply> down(opened);
+            HelloRequest req;
+            req.set_msg("relayed");
+            return down.Write(req)
+                .Then([down] { return down.Read(); })
+                .Then([rw](std::optional<HelloReply>&& echo) {
+                  HelloReply rsp;
+                  rsp.set_msg(echo.has_value() ? echo->msg() : "none");
+                  return rw.Write(rsp);
+                })
+                .Then([down] { return down.Read(); })  // pending until the stream ends
+                .Then([down, active](Future<std::optional<HelloReply>>&& f) {
+                  g_relay_down_ret.store(f.IsFailed() ? f.GetException().GetFrameworkRetCode() : 0);
+                  return MakeReadyFuture<>();
+                });
+          });
+        });
   }
 
   Status SayHello(ServerContextPtr, const HelloRequest* req, HelloReply* rsp) override {
@@ -254,7 +290,9 @@ class StreamE2eTest : public ::testing::Test {
     g_writes_done = 0;
     g_last_ret = -1;
     server_ = std::make_unique<Server>(config_->server);
-    ASSERT_TRUE(server_->RegisterService(kGreeterName, std::make_shared<StreamGreeter>()));
+    auto greeter = std::make_shared<StreamGreeter>();
+    greeter->AddRelay();
+    ASSERT_TRUE(server_->RegisterService(kGreeterName, greeter));
     std::string err;
     ASSERT_TRUE(server_->Start(&err)) << err;
     ASSERT_TRUE(server_->GetAddress(kGreeterName, &addr_));
@@ -482,6 +520,41 @@ TEST_F(StreamE2eTest, IdleAndTotalTimeoutsResetTheStream) {
     EXPECT_LT(lived, std::chrono::milliseconds(4000));
     EXPECT_EQ(s.Finish().GetFrameworkRetCode(), kServerTimeoutErr) << s.Finish().ToString();
   }
+}
+
+// A client cancels a stream whose handler opened a stream downstream with a context made from
+// its own (MakeClientContext): the downstream stream is reset too, and its handler sees the
+// cancel. A stream that ends normally cancels nothing (the other tests).
+TEST_F(StreamE2eTest, CancellingAStreamResetsTheStreamsOpenedFromItsContext) {
+  ClientServiceConfig c;
+  c.name = kGreeterName;
+  c.target = addr_.ToString();
+  c.protocol = "trpc";
+  auto proxy = std::make_shared<ServiceProxy>(c, runtime::GetThreadModel("stream_client"));
+  std::string err;
+  ASSERT_TRUE(proxy->Init(&err)) << err;
+  g_relay_proxy = proxy;
+  g_relay_down_ret = -1;
+  {
+    ClientContextPtr ctx = MakeClientContext();
+    ctx->SetFuncName(std::string(kPrefix) + "Relay");
+    stream::ClientStream s;
+    ASSERT_TRUE(proxy->OpenStream(ctx, &s).OK()) << ctx->GetStatus().ToString();
+    HelloRequest req;
+    req.set_msg("go");
+    ASSERT_TRUE(s.Write(req).OK());
+    HelloReply rsp;
+    ASSERT_TRUE(s.Read(&rsp, 5000).OK());
+    EXPECT_EQ(rsp.msg(), "relayed");  // the downstream stream is open and echoed
+    ASSERT_TRUE(WaitFor([] { return g_active.load() == 2; }, 5000))  // Relay and BidiStream
+        << g_active.load();
+    g_last_ret = -1;
+    s.Cancel();
+  }
+  ASSERT_TRUE(WaitFor([] { return g_active.load() == 0; }, 5000)) << g_active.load();
+  EXPECT_EQ(g_last_ret.load(), kClientCanceledErr);  // the downstream handler saw the cancel
+  EXPECT_EQ(g_relay_down_ret.load(), kClientCanceledErr);
+  g_relay_proxy.reset();
 }
 
 // max_concurrency (8 here) holds for a stream's whole life: the ninth open is refused with 22,

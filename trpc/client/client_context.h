@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "trpc/base/cancel_signal.h"
 #include "trpc/base/net_address.h"
 #include "trpc/base/status.h"
 #include "trpc/codec/rpc_message.h"
@@ -22,6 +23,10 @@ class ClientContext {
   /// Absolute MonotonicNanos() deadline (0 = none); the earlier of this and the timeout wins.
   void SetDeadlineNs(int64_t ns) { deadline_ns_ = ns; }
   int64_t GetDeadlineNs() const { return deadline_ns_; }
+  /// A cancellation the call belongs to (MakeClientContext sets the served stream's): a stream
+  /// opened with this context is reset (ret 161) when it fires. Null: none.
+  void SetCancelSignal(std::shared_ptr<CancelSignal> s) { cancel_signal_ = std::move(s); }
+  const std::shared_ptr<CancelSignal>& GetCancelSignal() const { return cancel_signal_; }
 
   void SetFuncName(std::string func) { func_ = std::move(func); }
   const std::string& GetFuncName() const { return func_; }
@@ -75,6 +80,7 @@ class ClientContext {
  private:
   uint32_t timeout_ms_ = 0;
   int64_t deadline_ns_ = 0;
+  std::shared_ptr<CancelSignal> cancel_signal_;
   std::string func_;
   std::string caller_;
   TransInfo req_trans_info_;

@@ -115,13 +115,30 @@ namespace {
 // What every handle of one stream shares: the last one to go cancels a stream still open.
 struct Owner {
   std::shared_ptr<detail::StreamCore> core;
-  ~Owner() { core->Abandon(Status(kClientCanceledErr, "the stream's last handle was dropped")); }
+  std::shared_ptr<CancelSignal> cancel;  // the context's, with our subscription
+  uint64_t subscription = 0;
+  ~Owner() {
+    if (cancel != nullptr) cancel->Unsubscribe(subscription);
+    core->Abandon(Status(kClientCanceledErr, "the stream's last handle was dropped"));
+  }
 };
 }  // namespace
 
-ClientStream::ClientStream(std::shared_ptr<detail::StreamCore> core) {
+ClientStream::ClientStream(std::shared_ptr<detail::StreamCore> core,
+                           const std::shared_ptr<CancelSignal>& cancel) {
   auto owner = std::make_shared<Owner>();
   owner->core = std::move(core);
+  if (cancel != nullptr) {
+    owner->cancel = cancel;
+    // Weak: the subscription must not keep the stream alive once its handles are gone.
+    std::weak_ptr<detail::StreamCore> weak = owner->core;
+    owner->subscription = cancel->Subscribe([weak](const Status& why) {
+      if (auto c = weak.lock()) {
+        c->Reset(Status(kClientCanceledErr,
+                        "the call it was opened for was cancelled: " + why.ErrorMessage()));
+      }
+    });
+  }
   detail::StreamCore* raw = owner->core.get();
   core_ = std::shared_ptr<detail::StreamCore>(std::move(owner), raw);
 }

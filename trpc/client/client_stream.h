@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "trpc/base/cancel_signal.h"
 #include "trpc/base/chain_buffer.h"
 #include "trpc/base/status.h"
 #include "trpc/codec/stream_options.h"
@@ -85,8 +86,10 @@ class ClientStream {
  private:
   friend class ::trpc::ServiceProxy;
   // The handles share an owner of `core` (an aliasing pointer): when the last handle goes, the
-  // owner cancels a stream still open (StreamCore::Abandon).
-  explicit ClientStream(std::shared_ptr<detail::StreamCore> core);
+  // owner cancels a stream still open (StreamCore::Abandon). With `cancel` (the context's
+  // CancelSignal), the stream is reset when it fires, while the owner lives.
+  explicit ClientStream(std::shared_ptr<detail::StreamCore> core,
+                        const std::shared_ptr<CancelSignal>& cancel = nullptr);
   Future<ChainBuffer> AsyncReadBytes(int64_t timeout_ms) const;
   Status Parse(const ChainBuffer& bytes, google::protobuf::MessageLite* msg) const;
   // Serialized and compressed as the stream's content type and encoding say, with `opts`.

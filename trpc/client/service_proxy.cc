@@ -669,7 +669,7 @@ Status ServiceProxy::OpenStream(const ClientContextPtr& ctx, stream::ClientStrea
     });
   });
   ctx->SetStatus(st);
-  if (st.OK()) *out = stream::ClientStream(std::move(*opened));
+  if (st.OK()) *out = stream::ClientStream(std::move(*opened), ctx->GetCancelSignal());
   return st;
 }
 
@@ -677,15 +677,15 @@ Future<stream::ClientStream> ServiceProxy::AsyncOpenStream(const ClientContextPt
   // (std::function needs a copyable callback: the move-only promise is shared.)
   auto promise = std::make_shared<Promise<stream::ClientStream>>();
   Future<stream::ClientStream> future = promise->GetFuture();
-  impl_->AsyncOpenStream(ctx,
-                         [ctx, promise](const Status& s, std::shared_ptr<detail::StreamCore> core) {
-                           ctx->SetStatus(s);
-                           if (s.OK()) {
-                             promise->SetValue(stream::ClientStream(std::move(core)));
-                           } else {
-                             promise->SetException(s);
-                           }
-                         });
+  impl_->AsyncOpenStream(
+      ctx, [ctx, promise](const Status& s, std::shared_ptr<detail::StreamCore> core) {
+        ctx->SetStatus(s);
+        if (s.OK()) {
+          promise->SetValue(stream::ClientStream(std::move(core), ctx->GetCancelSignal()));
+        } else {
+          promise->SetException(s);
+        }
+      });
   return future;
 }
 

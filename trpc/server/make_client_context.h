@@ -10,14 +10,16 @@ namespace trpc {
 /// call's deadline is the served request's deadline, so the time budget shrinks along the call
 /// chain (the proxy's own timeout still applies when it is shorter); when nothing is left, the
 /// call fails at once with ret 102 and is not sent. The request's trans_info is copied, and the
-/// caller is the served service (the request's callee). `proxy` is accepted for tRPC-Cpp's
-/// signature; it may be null.
+/// caller is the served service (the request's callee), and the downstream streams opened with it
+/// are reset when the served stream is cancelled (ServerContext::GetCancelSignal). `proxy` is
+/// accepted for tRPC-Cpp's signature; it may be null.
 inline ClientContextPtr MakeClientContext(const ServerContextPtr& server_ctx,
                                           const ServiceProxy* proxy = nullptr) {
   auto ctx = std::make_shared<ClientContext>();
   ctx->SetDeadlineNs(server_ctx->GetDeadlineNs());
   ctx->MutableReqTransInfo() = server_ctx->GetPbReqTransInfo();
   ctx->SetCaller(server_ctx->GetCallee());
+  ctx->SetCancelSignal(server_ctx->GetCancelSignal());
   (void)proxy;
   return ctx;
 }

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "trpc/base/cancel_signal.h"
 #include "trpc/base/filter.h"
 #include "trpc/base/net_address.h"
 #include "trpc/base/ref_ptr.h"
@@ -61,6 +62,11 @@ class ServerContext : public RefCounted<ServerContext>, protected Task {
   /// caller's timeout and the service's timeout, counted from the read.
   int64_t GetRecvTimestampNs() const { return recv_ns_; }
   int64_t GetDeadlineNs() const { return deadline_ns_; }
+  /// Fires when the call is cancelled: a stream's, when the client resets it, its timeout
+  /// passes or its connection is lost (not when it ends normally). Null for unary calls (not
+  /// linked yet). MakeClientContext() passes it on, so the downstream streams opened from this
+  /// context are reset with it.
+  const std::shared_ptr<CancelSignal>& GetCancelSignal() const { return cancel_signal_; }
 
   void SetStatus(Status status) { status_ = std::move(status); }
   const Status& GetStatus() const { return status_; }
@@ -105,6 +111,7 @@ class ServerContext : public RefCounted<ServerContext>, protected Task {
   std::unique_ptr<ProtocolMessage>& protocol_response() { return protocol_rsp_; }
   std::unique_ptr<ChainBuffer>& response_attachment() { return rsp_attachment_; }
   void SetDeadlineNs(int64_t deadline_ns) { deadline_ns_ = deadline_ns; }
+  void SetCancelSignal(std::shared_ptr<CancelSignal> s) { cancel_signal_ = std::move(s); }
 
  private:
   friend class RefCounted<ServerContext>;
@@ -119,6 +126,7 @@ class ServerContext : public RefCounted<ServerContext>, protected Task {
   std::unique_ptr<ChainBuffer> rsp_attachment_;
   int64_t recv_ns_;
   int64_t deadline_ns_ = 0;
+  std::shared_ptr<CancelSignal> cancel_signal_;
   bool framework_replies_ = true;
 };
 

@@ -103,6 +103,7 @@ class ServerCall final : public ServerContext {
   /// life, its reply records the stream's end in the counters and sends nothing (the stream's
   /// own frames end it on the wire).
   void SetStream(std::shared_ptr<StreamCore> core) { stream_ = std::move(core); }
+  using ServerContext::SetCancelSignal;
   const std::shared_ptr<StreamCore>& stream() const { return stream_; }
 
   /// Runs the filters at `point`. On a REJECT returns false and leaves the reason in the status

@@ -236,6 +236,9 @@ void StreamPath::Open(ConnStreams* cs, uint32_t id, RpcRequest&& head) {
   if (asked_ms != 0 && (total_ms == 0 || asked_ms < total_ms)) total_ms = asked_ms;
   core->ArmTimeouts(config_.stream_idle_timeout, total_ms, kServerTimeoutErr);
   cs->streams()[id] = core;
+  auto cancel = std::make_shared<CancelSignal>();
+  core->SetCancelSignal(cancel);
+  call->SetCancelSignal(std::move(cancel));
   call->SetStream(std::move(core));
   // The stream's own task, not the call's: a unary call's dispatch (its reply slot, the
   // in-flight list a stop answers from) is for one reply, and a stream's handler may run for

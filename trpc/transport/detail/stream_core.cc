@@ -481,6 +481,11 @@ void StreamCore::Detach(const Status& status) {
   cv_.notify_all();
   ServeReadWaiter();
   ServeWriteWaiters();
+  // Cut, not finished: what was started on the stream's behalf stops too.
+  if (cancel_signal_ != nullptr && !status.OK() &&
+      status.GetFrameworkRetCode() != codes_.write_end) {
+    cancel_signal_->Cancel(status);
+  }
 }
 
 }  // namespace trpc::detail

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "trpc/base/cancel_signal.h"
 #include "trpc/base/chain_buffer.h"
 #include "trpc/base/status.h"
 #include "trpc/fiber/condition_variable.h"
@@ -134,6 +135,9 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
     }
   }
   StreamLink* link() const { return link_; }
+  /// Fired when the stream is cut (reset by the peer, a timeout, a lost connection, an error
+  /// end), not when our side finishes normally: what was started on its behalf stops with it.
+  void SetCancelSignal(std::shared_ptr<CancelSignal> s) { cancel_signal_ = std::move(s); }
   bool flow_control() const { return flow_control_; }
   void OnMessage(ChainBuffer&& msg);
   /// Resets the stream with `status`'s code once no message has come or gone for `idle_ms`, or
@@ -210,8 +214,9 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
 
   // Loop thread only.
   StreamLink* link_ = nullptr;
-  bool flow_control_ = false;  // (set before the handler starts, read by it too)
-  bool count_unread_ = false;  // (likewise)
+  bool flow_control_ = false;                    // (set before the handler starts, read by it too)
+  bool count_unread_ = false;                    // (likewise)
+  std::shared_ptr<CancelSignal> cancel_signal_;  // (likewise)
   std::deque<ChainBuffer> parked_;
   bool finish_pending_ = false;  // Finish() came while messages were parked
   bool serving_writes_ = false;  // ServeWriteWaiters() is running
