@@ -38,7 +38,7 @@ TEST(CancelSignalTest, FiresEachSubscriberOnceWithTheReason) {
 
 // Subscribers come and go on several threads while another cancels: each callback of a
 // subscription still in place at the cancel runs exactly once, and none runs after it was
-// removed. Run under TSan in CI.
+// removed (run it under TSan: build-tsan has it).
 TEST(CancelSignalStressTest, SubscribeUnsubscribeAndCancelRace) {
   constexpr int kRounds = 200;
   constexpr int kThreads = 4;
