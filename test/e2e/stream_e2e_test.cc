@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
+#include "test/common/stream_echo.h"
 #include "test/common/test_runtime.h"
 #include "test/common/thread_model_yaml.h"
 #include "test/common/wait_for.h"
@@ -101,7 +102,7 @@ class StreamGreeter final : public Greeter {
           [](const ServerContextPtr&,
              const stream::AsyncStreamReaderWriter<HelloRequest, HelloReply>& rw) {
             auto active = std::make_shared<Active>();
-            return Echo(rw).Then([active](Future<>&& f) {
+            return trpc::testing::EchoEachMessage(rw).Then([active](Future<>&& f) {
               if (f.IsFailed()) Record(f.GetException());
               return std::move(f);
             });
@@ -174,16 +175,6 @@ class StreamGreeter final : public Greeter {
       return w.Write(Reply(size)).Then([] {
         g_writes_done.fetch_add(1);
         return true;
-      });
-    });
-  }
-  static Future<> Echo(stream::AsyncStreamReaderWriter<HelloRequest, HelloReply> rw) {
-    return DoWhile([rw] {
-      return rw.Read().Then([rw](std::optional<HelloRequest>&& req) {
-        if (!req.has_value()) return MakeReadyFuture<bool>(false);
-        HelloReply rsp;
-        rsp.set_msg(req->msg());
-        return rw.Write(rsp).Then([] { return true; });
       });
     });
   }

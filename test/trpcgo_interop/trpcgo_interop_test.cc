@@ -24,6 +24,7 @@
 #include "test/common/child_server.h"
 #include "test/common/peer.h"
 #include "test/common/shell.h"
+#include "test/common/stream_echo.h"
 #include "test/common/test_runtime.h"
 #include "test/common/thread_model_yaml.h"
 #include "trpc/client/service_proxy.h"
@@ -182,17 +183,6 @@ Future<std::string> Concatenate(stream::AsyncStreamReader<HelloRequest> reader) 
       .Then([all] { return std::move(*all); });
 }
 
-Future<> Echo(stream::AsyncStreamReaderWriter<HelloRequest, HelloReply> rw) {
-  return DoWhile([rw] {
-    return rw.Read().Then([rw](std::optional<HelloRequest>&& req) {
-      if (!req.has_value()) return MakeReadyFuture<bool>(false);
-      HelloReply rsp;
-      rsp.set_msg(req->msg());
-      return rw.Write(rsp).Then([] { return true; });
-    });
-  });
-}
-
 void AddAsyncStreams(Service* s, const std::string& prefix) {
   s->AddAsyncServerStreamMethod<HelloRequest, HelloReply>(
       prefix + "ServerStream", [](const ServerContextPtr&, const HelloRequest& req,
@@ -213,7 +203,9 @@ void AddAsyncStreams(Service* s, const std::string& prefix) {
   s->AddAsyncBidiStreamMethod<HelloRequest, HelloReply>(
       prefix + "BidiStream",
       [](const ServerContextPtr&,
-         const stream::AsyncStreamReaderWriter<HelloRequest, HelloReply>& rw) { return Echo(rw); });
+         const stream::AsyncStreamReaderWriter<HelloRequest, HelloReply>& rw) {
+        return trpc::testing::EchoEachMessage(rw);
+      });
 }
 
 // The generated Greeter's blocking stream handlers serve the fiber model; the merged model runs
