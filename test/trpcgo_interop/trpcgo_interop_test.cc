@@ -322,9 +322,22 @@ class TrpcGoInteropTest : public ::testing::Test {
 
   // Runs the tRPC-Go client against `target` with `flags`; true when it says every check
   // passed (exit 0). Its output goes to `*out`.
+  //
+  // One failure is retried: tRPC-Go's stream client, on a loaded machine, sometimes fails to
+  // open a stream with "Connection is Closed" before it sends a byte (its stream transport
+  // loses the stream's connection between Init and Send). It fails so against tRPC-Go's own
+  // server too, about once in 150 runs under a CPU hog, so it says nothing about ours.
   bool RunGoClient(const std::string& target, const std::string& flags, std::string* out) {
-    int rc = RunShell(fmt::format("timeout 60 '{}' -target {} {}", GetPeer().client, target, flags),
-                      out);
+    const std::string cmd =
+        fmt::format("timeout 60 '{}' -target {} {}", GetPeer().client, target, flags);
+    int rc = RunShell(cmd, out);
+    if (rc != 0 && out->find("Stream open: type:framework, code:31, msg:Connection is Closed") !=
+                       std::string::npos) {
+      std::printf("tRPC-Go stream client failed before sending (its known race), rerun: %s\n",
+                  out->c_str());
+      out->clear();
+      rc = RunShell(cmd, out);
+    }
     return rc == 0;
   }
 
