@@ -110,6 +110,9 @@ function(trpc_proto_library)
     VERBATIM)
 
   add_library(${A_NAME} ${srcs})
+  # TRPC_GENERATED_CODE_OPTIONS: compile options for generated code only, when the including
+  # project sets it (ours builds generated code at -O0 in its sanitizer modes).
+  target_compile_options(${A_NAME} PRIVATE ${TRPC_GENERATED_CODE_OPTIONS})
   target_include_directories(${A_NAME} PUBLIC
     $<BUILD_INTERFACE:${out_root}> $<BUILD_INTERFACE:${root}>)
   target_link_libraries(${A_NAME} PUBLIC protobuf::libprotobuf ${A_DEPS})
