@@ -163,7 +163,7 @@ TEST_F(H2ServerSessionTest, HandsUpHeadersAndDataAsOneCallWithItsMeta) {
   ASSERT_EQ(head->metadata.size(), 1u);
   EXPECT_EQ(head->metadata[0], std::make_pair(std::string("x-user"), std::string("alice")));
   ASSERT_NE(head->cancelled, nullptr);
-  EXPECT_FALSE(head->cancelled->load());
+  EXPECT_FALSE(head->cancelled->cancelled());
 }
 
 TEST_F(H2ServerSessionTest, EncodesAReplyAsHeadersDataAndTrailers) {
@@ -244,7 +244,7 @@ TEST_F(H2ServerSessionTest, RstStreamCancelsTheCallHandedUp) {
   ASSERT_EQ(calls_.size(), 1u);
   auto cancelled = static_cast<ServerRequestMeta*>(calls_[0].meta())->cancelled;
   Feed(Frame(kRstStream, 0, 1, std::string("\0\0\0\x08", 4)));  // CANCEL
-  EXPECT_TRUE(cancelled->load());
+  EXPECT_TRUE(cancelled->cancelled());
   // The reply that comes later finds no stream: nothing goes out.
   ChainBuffer reply;
   reply.Append(Message("late"));
@@ -506,7 +506,7 @@ TEST_F(H2StreamingSessionTest, ClientResetEndsTheStreamAsCancelled) {
   ASSERT_EQ(calls_.size(), 2u);
   EXPECT_EQ(Event(1)->kind, ServerStreamEventMeta::Kind::kEnd);
   EXPECT_EQ(Event(1)->grpc_status, 1);
-  EXPECT_TRUE(cancelled->load());
+  EXPECT_TRUE(cancelled->cancelled());
   EXPECT_EQ(session_->open_streaming(), 0u);
   EXPECT_EQ(session_->held_bytes, 0u);
   ChainBuffer wire;

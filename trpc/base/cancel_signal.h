@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -10,14 +11,16 @@
 
 namespace trpc {
 
-/// A one-shot cancellation that work done on behalf of something subscribes to: a server
-/// stream's context carries one (ServerContext::GetCancelSignal), and the client streams opened
-/// with a context made from it (MakeClientContext) are reset when it fires.
+/// A one-shot cancellation that work done on behalf of something subscribes to: a server call's
+/// context carries one (ServerContext::GetCancelSignal), and the client calls and streams made
+/// with a context made from it (MakeClientContext) are cancelled when it fires.
 ///
 /// Thread contract: any thread may Subscribe, Unsubscribe or Cancel. Callbacks run once, on the
 /// thread that cancels, outside the lock; one subscribed after the cancel runs at once, on the
-/// subscribing thread. Memory ordering: mu_ guards every field, so a callback sees everything
-/// done before Cancel().
+/// subscribing thread. A callback may still be running when Unsubscribe returns, so it must
+/// hold (weakly) what it touches. Memory ordering: mu_ guards every field but fired_, so a
+/// callback sees everything done before Cancel(); fired_ is also stored with release, under
+/// mu_, so that cancelled() can read it without the lock (acquire).
 class CancelSignal {
  public:
   using Callback = std::function<void(const Status&)>;
@@ -52,19 +55,19 @@ class CancelSignal {
       std::lock_guard<std::mutex> lock(mu_);
       if (cancelled_) return;
       cancelled_ = true;
+      fired_.store(true, std::memory_order_release);
       why_ = why;
       run.swap(subscribers_);
     }
     for (auto& [id, cb] : run) cb(why);
   }
-  bool cancelled() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return cancelled_;
-  }
+  /// Whether it has fired (no lock: a polling handler may ask per message).
+  bool cancelled() const { return fired_.load(std::memory_order_acquire); }
 
  private:
   mutable std::mutex mu_;
   bool cancelled_ = false;
+  std::atomic<bool> fired_{false};
   Status why_;
   uint64_t next_id_ = 1;
   std::vector<std::pair<uint64_t, Callback>> subscribers_;

@@ -104,13 +104,19 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
   // The three ways a call's end reaches its caller.
   struct ProxyCall : OutgoingCall {
     explicit ProxyCall(Impl* p) : proxy(p) {}
+    // The call has ended: it no longer listens to its context's cancel signal.
+    void Unwatch() {
+      if (cancel_sub != 0) ctx->GetCancelSignal()->Unsubscribe(cancel_sub);
+    }
     Impl* const proxy;
     ClientContextPtr ctx;
+    uint64_t cancel_sub = 0;  // WatchCancel's subscription (0: none)
   };
   // AsyncUnaryInvoke: the reply decoded into `rsp`.
   struct UnaryCall final : ProxyCall {
     using ProxyCall::ProxyCall;
     void OnReply(Status st, ChainBuffer&& frame) override {
+      Unwatch();
       st = proxy->Decode(ctx, rsp, std::move(st), std::move(frame));
       proxy->NoteEnd(*this, st);
       ctx->SetStatus(st);
@@ -124,6 +130,7 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
   struct FrameCall final : ProxyCall {
     using ProxyCall::ProxyCall;
     void OnReply(Status st, ChainBuffer&& frame) override {
+      Unwatch();
       proxy->NoteEnd(*this, st);
       ctx->SetStatus(st);
       done(st, std::move(frame));
@@ -143,6 +150,11 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
     const std::shared_ptr<AttemptGroup> group;
   };
 
+  // A call made with a served call's context (MakeClientContext) ends with 161 when that call is
+  // cancelled: on its reactor (`call->reactor`, set), where it lives. Before it is sent.
+  static void WatchCancel(const std::shared_ptr<ProxyCall>& call);
+  // The same for a call under a policy: the group ends, its attempts in flight are cancelled.
+  void WatchCancel(const std::shared_ptr<AttemptGroup>& group);
   // Computes the call's deadline and asks the overload throttle; false with `*st` when the
   // call must not go.
   bool Admit(const ClientContextPtr& ctx, int64_t now, int64_t* deadline, Status* st);
@@ -462,7 +474,45 @@ std::shared_ptr<OutgoingCall> ServiceProxy::Impl::PrepareAttempt(
   auto call = std::make_shared<AttemptCall>(this, group);
   if (!Dispatch(group->ctx, &a, nullptr, call.get(), &group->tried, now, st)) return nullptr;
   call->deadline_ns = TransportDeadline(group->deadline_ns, now);
+  call->reactor = group->reactor;
   return call;
+}
+
+namespace {
+Status CancelledWith(const Status& why) {
+  return Status(kClientCanceledErr,
+                "cancelled with the call it was made for: " + why.ErrorMessage());
+}
+}  // namespace
+
+void ServiceProxy::Impl::WatchCancel(const std::shared_ptr<ProxyCall>& call) {
+  const std::shared_ptr<CancelSignal>& signal = call->ctx->GetCancelSignal();
+  if (signal == nullptr) return;
+  // Weak: the subscription must not keep a finished call alive. Posted, never run inline: the
+  // signal fires inside a connection's close, where a caller's callback must not run.
+  std::weak_ptr<OutgoingCall> weak = call;
+  call->cancel_sub = signal->Subscribe([weak](const Status& why) {
+    if (std::shared_ptr<OutgoingCall> c = weak.lock()) {
+      Reactor* r = c->reactor;
+      r->Post([c = std::move(c), st = CancelledWith(why)] { detail::CancelOnLoop(*c, st); });
+    }
+  });
+}
+
+void ServiceProxy::Impl::WatchCancel(const std::shared_ptr<AttemptGroup>& group) {
+  const std::shared_ptr<CancelSignal>& signal = group->ctx->GetCancelSignal();
+  if (signal == nullptr) return;
+  std::weak_ptr<AttemptGroup> weak = group;
+  group->cancel_sub = signal->Subscribe([this, weak](const Status& why) {
+    if (std::shared_ptr<AttemptGroup> g = weak.lock()) {
+      Reactor* r = g->reactor;
+      // (A finished group is not touched: the proxy may be gone by then; an unfinished one
+      // means it is not, as stopping finishes every group.)
+      r->Post([this, g = std::move(g), st = CancelledWith(why)] {
+        if (!g->finished) attempts_.Cancel(g, st);
+      });
+    }
+  });
 }
 
 void ServiceProxy::Impl::AsyncUnaryInvoke(const ClientContextPtr& ctx,
@@ -499,6 +549,7 @@ void ServiceProxy::Impl::AsyncUnaryInvoke(const ClientContextPtr& ctx,
     group->deadline_ns = deadline;
     group->reactor = PickReactor();
     group->reactor_index = static_cast<size_t>(model_->IndexOf(group->reactor));
+    WatchCancel(group);
     group->reactor->RunInLoop([this, group] { attempts_.Begin(group); });
     return;
   }
@@ -511,7 +562,10 @@ void ServiceProxy::Impl::AsyncUnaryInvoke(const ClientContextPtr& ctx,
   call->deadline_ns = TransportDeadline(deadline, now);
   call->rsp = rsp;
   call->done = std::move(done);
-  sender_->Send(PickReactor(), std::move(call));
+  Reactor* reactor = PickReactor();
+  call->reactor = reactor;
+  WatchCancel(call);
+  sender_->Send(reactor, std::move(call));
 }
 
 Status ServiceProxy::Impl::OnewayInvoke(const ClientContextPtr& ctx,
@@ -557,7 +611,10 @@ void ServiceProxy::Impl::AsyncInvokeFrame(const ClientContextPtr& ctx, RpcReques
   }
   call->deadline_ns = TransportDeadline(deadline, now);
   call->done = std::move(done);
-  sender_->Send(PickReactor(), std::move(call));
+  Reactor* reactor = PickReactor();
+  call->reactor = reactor;
+  WatchCancel(call);
+  sender_->Send(reactor, std::move(call));
 }
 
 void ServiceProxy::Impl::AsyncOpenStream(

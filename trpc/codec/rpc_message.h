@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "trpc/base/cancel_signal.h"
 #include "trpc/base/chain_buffer.h"
 
 namespace trpc {
@@ -36,7 +37,7 @@ struct RpcRequestHead {
   uint32_t request_id = 0;
   uint32_t timeout_ms = 0;  // time the caller still allows; 0 = not given
   uint32_t message_type = 0;
-  uint32_t content_type = 0;      // 0 protobuf, 2 json, 4 noop (raw bytes)
+  uint32_t content_type = 0;  // 0 protobuf, 2 json, 4 noop (raw bytes)
   /// Body compression, numbered as trpc.proto numbers it (1 gzip, 3 zlib, ...; 0 none), whatever
   /// the protocol: a client sets it to compress the request (ClientContext::SetReqCompressType),
   /// a server replies with the request's. Protocols map it to their own names (gRPC: 1 gzip,
@@ -63,6 +64,10 @@ struct RpcRequest : RpcRequestHead {
   ChainBuffer body;
   ChainBuffer attachment;
   std::unique_ptr<ProtocolMessage> protocol;  // null for protocols that need none
+  /// Server side: fires when the client cancels this one call (gRPC's RST_STREAM), set by codecs
+  /// whose protocol can; null otherwise (then the call's cancellation is its connection's close,
+  /// ServerContext::GetCancelSignal).
+  std::shared_ptr<CancelSignal> cancel_signal;
 };
 
 /// A response, independent of the protocol that carries it.

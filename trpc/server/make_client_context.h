@@ -10,9 +10,9 @@ namespace trpc {
 /// call's deadline is the served request's deadline, so the time budget shrinks along the call
 /// chain (the proxy's own timeout still applies when it is shorter); when nothing is left, the
 /// call fails at once with ret 102 and is not sent. The request's trans_info is copied, and the
-/// caller is the served service (the request's callee), and the downstream streams opened with it
-/// are reset when the served stream is cancelled (ServerContext::GetCancelSignal). `proxy` is
-/// accepted for tRPC-Cpp's signature; it may be null.
+/// caller is the served service (the request's callee). The calls and streams made with it are
+/// cancelled (ret 161) when the served call is (ServerContext::GetCancelSignal: its client
+/// resets it or goes away). `proxy` is accepted for tRPC-Cpp's signature; it may be null.
 inline ClientContextPtr MakeClientContext(const ServerContextPtr& server_ctx,
                                           const ServiceProxy* proxy = nullptr) {
   auto ctx = std::make_shared<ClientContext>();

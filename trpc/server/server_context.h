@@ -62,11 +62,15 @@ class ServerContext : public RefCounted<ServerContext>, protected Task {
   /// caller's timeout and the service's timeout, counted from the read.
   int64_t GetRecvTimestampNs() const { return recv_ns_; }
   int64_t GetDeadlineNs() const { return deadline_ns_; }
-  /// Fires when the call is cancelled: a stream's, when the client resets it, its timeout
-  /// passes or its connection is lost (not when it ends normally). Null for unary calls (not
-  /// linked yet). MakeClientContext() passes it on, so the downstream streams opened from this
-  /// context are reset with it.
-  const std::shared_ptr<CancelSignal>& GetCancelSignal() const { return cancel_signal_; }
+  /// Fires when the call is cancelled, never when it ends normally:
+  /// - a stream's, when the client resets it, its timeout passes or its connection is lost;
+  /// - a unary gRPC call's, when the client resets its stream (RST_STREAM: a cancel, or its
+  ///   deadline) or the connection closes before the reply;
+  /// - a unary call of another protocol's, when its connection closes (the caller is gone).
+  /// MakeClientContext() passes it on, so the downstream calls and streams made from this
+  /// context are cancelled with it. Made on first use (a unary call that asks for none costs
+  /// nothing); the handler's thread.
+  const std::shared_ptr<CancelSignal>& GetCancelSignal() const;
 
   void SetStatus(Status status) { status_ = std::move(status); }
   const Status& GetStatus() const { return status_; }
@@ -126,7 +130,7 @@ class ServerContext : public RefCounted<ServerContext>, protected Task {
   std::unique_ptr<ChainBuffer> rsp_attachment_;
   int64_t recv_ns_;
   int64_t deadline_ns_ = 0;
-  std::shared_ptr<CancelSignal> cancel_signal_;
+  mutable std::shared_ptr<CancelSignal> cancel_signal_;  // (GetCancelSignal makes it)
   bool framework_replies_ = true;
 };
 

@@ -120,10 +120,10 @@ void ClientConnection::OnTimeout(uint32_t request_id) {
   }
 }
 
-bool ClientConnection::Cancel(uint32_t request_id) {
+bool ClientConnection::Cancel(uint32_t request_id, Status why) {
   if (fifo_) return false;
   auto self = weak_from_this().lock();  // the callback may close and drop the last reference
-  return GiveUp(request_id, Status(kClientCanceledErr, "call cancelled"));
+  return GiveUp(request_id, std::move(why));
 }
 
 void ClientConnection::OnFrame(Connection* conn, ChainBuffer&& frame) {

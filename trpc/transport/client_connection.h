@@ -62,7 +62,11 @@ class ClientConnection : public Connection::Handler,
   /// at once and a late response is dropped; a protocol that can tell the server (gRPC's
   /// RST_STREAM) does. FIFO protocols cannot cancel one response among the ordered ones: false,
   /// and the call goes on. False too when the call is no longer pending.
-  bool Cancel(uint32_t request_id);
+  bool Cancel(uint32_t request_id) {
+    return Cancel(request_id, Status(kClientCanceledErr, "call cancelled"));
+  }
+  /// The same, ending the call with `why` instead.
+  bool Cancel(uint32_t request_id, Status why);
   /// Sends an encoded one-way request (no response expected; FIFO protocols: its response is
   /// dropped).
   void SendOneway(ChainBuffer&& request);

@@ -57,6 +57,7 @@ Connection::Connection(Reactor* reactor, int fd, const NetAddress& peer, FrameCo
 }
 
 Connection::~Connection() {
+  delete close_signal_.load(std::memory_order_relaxed);
   if (state_ != State::kClosed) {
     ::close(fd_);
     // (Owners close their connections before dropping them; the bytes are not given back here,
@@ -207,6 +208,8 @@ void Connection::HandleRead(bool to_eof) {
     if (n == 0) {
       peer_closed_ = true;
       if (codec_state_ != nullptr) codec_state_->OnInputEnded();
+      // The replies may still be written, but nobody waits for them.
+      if (!codec_->PeerMayHalfClose()) FireCloseSignals("the peer closed the connection");
       break;
     }
     if (errno == EINTR) continue;
@@ -610,7 +613,31 @@ void Connection::Close(const std::string& reason, CloseCause cause) {
     options_.budget = nullptr;
     budget_bytes_ = 0;
   }
+  FireCloseSignals("the connection closed: " + reason);
   handler_->OnClose(this, reason);
+}
+
+void Connection::FireCloseSignals(const std::string& why) {
+  if (codec_state_ != nullptr) codec_state_->OnConnectionClosed();
+  signal_closed_.store(true);
+  if (std::shared_ptr<CancelSignal>* signal = close_signal_.load()) {
+    (*signal)->Cancel(Status(kServerSystemErr, why));
+  }
+}
+
+std::shared_ptr<CancelSignal> Connection::CloseSignal() {
+  std::shared_ptr<CancelSignal>* signal = close_signal_.load();
+  if (signal == nullptr) {
+    auto* made = new std::shared_ptr<CancelSignal>(std::make_shared<CancelSignal>());
+    if (close_signal_.compare_exchange_strong(signal, made)) {
+      signal = made;
+    } else {
+      delete made;  // another thread's is in (and in `signal` now)
+    }
+  }
+  // Closed meanwhile, maybe before Close() could see this signal (Cancel is idempotent).
+  if (signal_closed_.load()) (*signal)->Cancel(Status(kServerSystemErr, "the connection closed"));
+  return *signal;
 }
 
 void Connection::QueueReplyWhileLoopHeld(uint64_t slot, ChainBuffer&& data, bool ends_request) {

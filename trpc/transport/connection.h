@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "trpc/base/cancel_signal.h"
 #include "trpc/base/chain_buffer.h"
 #include "trpc/base/net_address.h"
 #include "trpc/reactor/event_handler.h"
@@ -198,6 +199,13 @@ class Connection : public EventHandler,
   /// The peer's FIN was read: no more input comes.
   bool peer_closed() const { return peer_closed_; }
 
+  /// Fires when the connection closes (any cause, with the reason), or earlier at the peer's
+  /// FIN where a FIN means the caller is gone (FrameCodec::PeerMayHalfClose), for work done on
+  /// behalf of its requests: a server call's downstream calls subscribe to it through their context
+  /// (ServerContext::GetCancelSignal). Made on first use, from any thread; asked after the
+  /// close, it has fired already.
+  std::shared_ptr<CancelSignal> CloseSignal();
+
   /// Why the connection closed (or is closing): why its close began, kept when a later event
   /// (an error while flushing, the peer's FIN) finishes it. Valid in Handler::OnClose, whose
   /// text reason is for people; this is for counting.
@@ -359,6 +367,14 @@ class Connection : public EventHandler,
   // which the next report is due, and reading paused by the budget (with reading_paused_).
   bool budget_paused_ = false;
   size_t budget_bytes_ = 0;
+  // Fires CloseSignal() and the codec state's per-call signals (loop thread): at the close, and
+  // at the peer's FIN where that ends the calls (FrameCodec::PeerMayHalfClose).
+  void FireCloseSignals(const std::string& why);
+  // CloseSignal(): made by whichever thread asks first (CAS), owned here. Close() sets
+  // signal_closed_ then reads close_signal_; CloseSignal() installs, then reads
+  // signal_closed_. Both seq_cst, so at least one of them sees the other and fires it.
+  std::atomic<std::shared_ptr<CancelSignal>*> close_signal_{nullptr};
+  std::atomic<bool> signal_closed_{false};
   // AddStreamHeldBytes(); relaxed: a count, read by the loop when it reports to the budget.
   std::atomic<int64_t> stream_held_bytes_{0};
   size_t StreamHeldBytes() const {

@@ -43,6 +43,11 @@ class FrameCodecState {
   virtual int64_t ReadDeadline() const { return 0; }
   /// The read deadline passed: fill `immediate` with the protocol's answer (HTTP's 408), if any.
   virtual void OnReadTimeout() {}
+  /// The caller is gone: the connection has closed (its fd is gone; the state lives on while
+  /// calls hold the connection), or the peer's FIN came where that ends the calls
+  /// (FrameCodec::PeerMayHalfClose). A protocol with per-call cancellation fires it for the calls
+  /// still unanswered. May come twice (the FIN, then the close).
+  virtual void OnConnectionClosed() {}
 
   /// The per-connection session of a protocol that multiplexes calls as streams (HTTP/2), or
   /// null. Constant for the state's life.
@@ -135,6 +140,10 @@ class FrameCodec {
   /// Protocols without request ids (HTTP/1.1) must answer in request order even when handlers
   /// finish out of order (the fiber model); the server then sequences their replies.
   virtual bool OrderedReplies() const { return false; }
+  /// Whether a peer may half-close (send FIN) and still wait for its replies, as an HTTP/1.1
+  /// client may. Where it may not (trpc, HTTP/2), the FIN means the caller is gone: the
+  /// connection's cancel signals fire then (Connection::CloseSignal), not only at the close.
+  virtual bool PeerMayHalfClose() const { return false; }
 
   /// Client side, for protocols that multiplex calls on a connection: reads the request id a
   /// response frame answers. Returns false if the frame carries none or is malformed.

@@ -49,6 +49,7 @@ std::shared_ptr<AttemptGroup> Attempts::NewGroup(std::string_view func, int64_t 
 }
 
 void Attempts::Begin(const std::shared_ptr<AttemptGroup>& group) {
+  if (group->finished) return;  // cancelled before it began
   groups_[group->reactor_index].emplace(group.get(), group);
   StartAttempt(group);
 }
@@ -157,6 +158,7 @@ void Attempts::OnAttemptDone(const std::shared_ptr<AttemptGroup>& g, OutgoingCal
 void Attempts::Finish(const std::shared_ptr<AttemptGroup>& g, const Status& st) {
   if (g->finished) return;
   g->finished = true;
+  if (g->cancel_sub != 0) g->ctx->GetCancelSignal()->Unsubscribe(g->cancel_sub);
   groups_[g->reactor_index].erase(g.get());
   if (g->timer != 0) {
     host_->CancelTimer(*g, g->timer);

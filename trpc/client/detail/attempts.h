@@ -53,8 +53,8 @@ struct AttemptGroup {
   ClientContextPtr ctx;
   google::protobuf::MessageLite* rsp = nullptr;
   std::function<void(const Status&)> done;
-  RpcRequestHead head;  // each attempt's request but its id, authority and timeout
-  ChainBuffer body;     // the message, serialized once, shared by every attempt
+  RpcRequestHead head;     // each attempt's request but its id, authority and timeout
+  ChainBuffer body;        // the message, serialized once, shared by every attempt
   ChainBuffer attachment;  // the request's attachment, shared by every attempt
   int64_t deadline_ns = 0;
   Reactor* reactor = nullptr;
@@ -74,7 +74,8 @@ struct AttemptGroup {
   std::vector<BackendPtr> tried;
   // Attempts in flight, to cancel the losers.
   std::vector<std::weak_ptr<OutgoingCall>> live;
-  Status last;  // the latest failure
+  Status last;              // the latest failure
+  uint64_t cancel_sub = 0;  // subscription to ctx's cancel signal (0: none), ended by Finish
 };
 
 /// What Attempts needs from the proxy: the clock, timers on the group's reactor, and building,
@@ -123,6 +124,9 @@ class Attempts {
   /// On the group's reactor thread: an attempt ended with `st` (the reply decoded).
   void OnAttemptDone(const std::shared_ptr<AttemptGroup>& group, OutgoingCall& call,
                      const Status& st);
+  /// On the group's reactor thread: ends an unfinished group with `st` (its context's cancel
+  /// signal fired), cancelling its attempts in flight.
+  void Cancel(const std::shared_ptr<AttemptGroup>& group, const Status& st) { Finish(group, st); }
   /// On reactor `index`'s thread, once the host is stopped: ends the groups waiting there
   /// between attempts (a back-off, a hedge's delay): nothing else would end them.
   void StopOnLoop(size_t index);

@@ -45,6 +45,11 @@ void CallSender::Send(Reactor* reactor, std::shared_ptr<OutgoingCall> call) {
 void CallSender::SendOnLoop(size_t index, std::shared_ptr<OutgoingCall> call) {
   OutgoingCall* c = call.get();
   const bool oneway = c->call_type == kOnewayCall;
+  c->sent = true;
+  if (c->cancelled != nullptr) [[unlikely]] {
+    if (!oneway) c->OnReply(*c->cancelled, ChainBuffer());
+    return;
+  }
   if (stopped()) {
     if (!oneway) c->OnReply(Status(kClientNetworkErr, "proxy stopped"), ChainBuffer());
     return;

@@ -30,6 +30,25 @@ struct OutgoingCall {
   size_t slot = 0;       // which of the backend's multiplexed connections
   // Set by CallSender once the call is on a multiplexed connection: how to cancel it.
   std::weak_ptr<ClientConnection> conn;
+
+  // Cancellation from the served call a call was made for (ServerContext::GetCancelSignal):
+  // `reactor` is where the call is sent from, set before it is sent; `sent` and `cancelled` are
+  // that thread's alone. CancelOnLoop().
+  Reactor* reactor = nullptr;
+  bool sent = false;                  // CallSender has taken it on its reactor
+  std::unique_ptr<Status> cancelled;  // cancelled before that: it fails instead of going out
 };
+
+/// On `call.reactor`'s thread: ends `call` with `why` wherever it is. Not sent yet: it fails
+/// when its send comes. Waiting on a multiplexed connection: given up there (gRPC resets its
+/// stream) and its OnReply runs inside. On a pooled connection (HTTP/1.1, which cannot cancel
+/// one request but by closing the connection) or answered already: nothing happens.
+inline void CancelOnLoop(OutgoingCall& call, const Status& why) {
+  if (!call.sent) {
+    if (call.cancelled == nullptr) call.cancelled = std::make_unique<Status>(why);
+    return;
+  }
+  if (ClientConnectionPtr conn = call.conn.lock()) conn->Cancel(call.request_id, why);
+}
 
 }  // namespace trpc::detail

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "trpc/base/cancel_signal.h"
 #include "trpc/codec/rpc_message.h"
 
 namespace trpc::grpc {
@@ -21,8 +22,9 @@ struct GrpcRequestInfo final : public ProtocolMessage {
   std::string encoding;         // grpc-encoding
   std::string accept_encoding;  // grpc-accept-encoding: what the reply may be compressed with
   std::string authority;
-  /// Set when the client cancels the call (RST_STREAM, e.g. its deadline passed).
-  std::shared_ptr<std::atomic<bool>> cancelled;
+  /// Fires when the client cancels the call (RST_STREAM, e.g. its deadline passed) or the
+  /// connection closes before the reply is sent.
+  std::shared_ptr<CancelSignal> cancelled;
 };
 
 /// A gRPC handler's additions to its reply (RpcResponse::protocol_reply(); server/grpc sets

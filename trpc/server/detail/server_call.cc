@@ -323,6 +323,17 @@ const NetAddress& ServerContext::GetRemoteAddr() const {
   return detail::ServerCall::Of(*this).connection()->peer();
 }
 
+const std::shared_ptr<CancelSignal>& ServerContext::GetCancelSignal() const {
+  if (cancel_signal_ == nullptr) {
+    // A unary call: its protocol's own (gRPC), else its connection's close, which every call on
+    // the connection shares.
+    cancel_signal_ = request().cancel_signal != nullptr
+                         ? request().cancel_signal
+                         : detail::ServerCall::Of(*this).connection()->CloseSignal();
+  }
+  return cancel_signal_;
+}
+
 void ServerContext::SetResponse(bool framework_replies) {
   framework_replies_ = framework_replies;
   if (!framework_replies) detail::ServerCall::Of(*this).TakeOverReply();

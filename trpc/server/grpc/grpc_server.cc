@@ -29,7 +29,7 @@ const GrpcRequestInfo* GetRequestInfo(const ServerContext& ctx) {
 bool IsCancelled(const ServerContext& ctx) {
   const GrpcRequestInfo* info = GetRequestInfo(ctx);
   if (info == nullptr) return false;
-  if (info->cancelled != nullptr && info->cancelled->load(std::memory_order_relaxed)) return true;
+  if (info->cancelled != nullptr && info->cancelled->cancelled()) return true;
   // Past its deadline the client has given up too (as in gRPC); this also holds where the reset
   // cannot be read meanwhile (a merge worker busy in this very handler).
   return ctx.GetDeadlineNs() > 0 && MonotonicNanos() > ctx.GetDeadlineNs();

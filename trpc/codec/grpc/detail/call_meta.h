@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "trpc/base/cancel_signal.h"
 #include "trpc/base/chain_buffer.h"
 
 namespace trpc::grpc::detail {
@@ -42,8 +43,9 @@ struct ServerRequestMeta final : MessageMeta {
   std::string accept_encoding;  // grpc-accept-encoding
   Pairs metadata;               // every other header
   bool compressed = false;      // the message came compressed (and was inflated)
-  /// Set when the client resets the stream before its response is sent (cancel, deadline).
-  std::shared_ptr<std::atomic<bool>> cancelled;
+  /// Fires when the client resets the stream before its response is sent (cancel, deadline),
+  /// or the connection closes first.
+  std::shared_ptr<CancelSignal> cancelled;
 };
 
 /// An event of a streaming call on a server (a stream whose method the codec knows as

@@ -75,6 +75,7 @@ void RequestFromHead(ServerRequestMeta&& head, RpcRequest* req) {
   info->encoding = std::move(head.encoding);
   info->accept_encoding = std::move(head.accept_encoding);
   info->authority = std::move(head.authority);
+  req->cancel_signal = head.cancelled;
   info->cancelled = std::move(head.cancelled);
   req->protocol = std::move(info);
 }

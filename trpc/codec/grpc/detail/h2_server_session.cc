@@ -168,7 +168,7 @@ void H2ServerSession::OpenStreaming(Stream* s, int32_t stream_id) {
   s->handed_up = true;  // (request_timeout_ms is for unary requests)
   s->encoding = h.encoding;
   s->accept_encoding = h.accept_encoding;
-  s->cancelled = std::make_shared<std::atomic<bool>>(false);
+  s->cancelled = std::make_shared<CancelSignal>();
   h.cancelled = s->cancelled;
   h.stream_id = stream_id;
   held_bytes -= s->state_bytes - kStreamStateBytes;
@@ -357,7 +357,7 @@ void H2ServerSession::HandUpUnknown(Stream* s, int32_t stream_id) {
   // unknown method is) without waiting for a body that a streaming client may hold back until
   // it has a response. Its DATA is dropped; once answered, the stream is reset if still open.
   ReleaseData(s, stream_id);
-  s->cancelled = std::make_shared<std::atomic<bool>>(false);
+  s->cancelled = std::make_shared<CancelSignal>();
   s->head->cancelled = s->cancelled;
   s->head->stream_id = stream_id;
   s->handed_up = true;
@@ -411,7 +411,7 @@ void H2ServerSession::HandUp(Stream* s, int32_t stream_id) {
     }
     d = std::move(plain);
   }
-  s->cancelled = std::make_shared<std::atomic<bool>>(false);
+  s->cancelled = std::make_shared<CancelSignal>();
   s->head->cancelled = s->cancelled;
   s->head->stream_id = stream_id;
   s->handed_up = true;
@@ -435,7 +435,7 @@ int H2ServerSession::OnStreamClose(int32_t stream_id, uint32_t error_code) {
       event->grpc_status = 1;  // CANCELLED
       event->grpc_message = "the client cancelled the stream";
       Emit(std::move(event));
-      s->cancelled->store(true, std::memory_order_relaxed);
+      s->cancelled->Cancel(Status(kServerSystemErr, "the client cancelled the stream"));
     }
     // (Its handed-up messages are the server's to count; only a partial one is held here.)
     Consume(false, stream_id, s->unconsumed);
@@ -448,10 +448,18 @@ int H2ServerSession::OnStreamClose(int32_t stream_id, uint32_t error_code) {
   held_bytes -= s->unconsumed + s->out.size() + s->state_bytes;
   // Closed before we answered: the client gave up (or reset it).
   if (!s->answered && s->cancelled != nullptr) {
-    s->cancelled->store(true, std::memory_order_relaxed);
+    s->cancelled->Cancel(Status(kServerSystemErr, "the client cancelled the call"));
   }
   streams_.Erase(stream_id);
   return 0;
+}
+
+void H2ServerSession::OnConnectionClosed() {
+  for (auto& [id, s] : streams_.all()) {
+    if (!s->streaming && s->handed_up && !s->answered && s->cancelled != nullptr) {
+      s->cancelled->Cancel(Status(kServerSystemErr, "the connection closed"));
+    }
+  }
 }
 
 void H2ServerSession::OnFrameSent(uint8_t type, uint8_t flags, int32_t stream_id,

@@ -77,6 +77,8 @@ class H2ServerSession final : public H2Session {
   int OnHeader(int32_t stream_id, std::string_view name, std::string_view value) override;
   int OnDataChunk(int32_t stream_id, const uint8_t* data, size_t len) override;
   int OnStreamClose(int32_t stream_id, uint32_t error_code) override;
+  /// Fires the cancel signals of the unary calls handed up and not answered.
+  void OnConnectionClosed() override;
   void OnFrameSent(uint8_t type, uint8_t flags, int32_t stream_id, uint32_t error_code) override;
 
  private:
@@ -89,8 +91,8 @@ class H2ServerSession final : public H2Session {
     // What this stream's state counts in held_bytes: kStreamStateBytes, plus its headers
     // until they are handed up.
     size_t state_bytes = 0;
-    std::shared_ptr<std::atomic<bool>> cancelled;  // once handed up
-    Pairs trailers;                                // sent after `out`
+    std::shared_ptr<CancelSignal> cancelled;  // once handed up
+    Pairs trailers;                           // sent after `out`
     // A streaming call (its path is a streaming method), from its open event on: H2Stream's
     // streaming part, and ours.
     bool headers_sent = false;    // our response headers are submitted

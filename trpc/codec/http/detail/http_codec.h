@@ -52,6 +52,7 @@ class HttpServerCodec final : public ServerCodec {
   std::string_view Name() const override { return kHttpCodecName; }
   std::unique_ptr<FrameCodecState> NewConnectionState() override;
   bool OrderedReplies() const override { return true; }
+  bool PeerMayHalfClose() const override { return true; }
   SplitResult Split(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
                     std::string* err) override;
   SplitResult SplitWithState(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
