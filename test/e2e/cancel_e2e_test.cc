@@ -145,7 +145,8 @@ class CancelE2eTest : public ::testing::Test {
 
   // A proxy to service `service` of our server over `protocol`.
   std::shared_ptr<ServiceProxy> Proxy(const std::string& service, const std::string& protocol,
-                                      uint32_t timeout_ms, const std::string& conn_type = "long") {
+                                      uint32_t timeout_ms, const std::string& conn_type = "long",
+                                      const HedgingConfig& hedging = {}) {
     NetAddress addr;
     EXPECT_TRUE(server_->GetAddress(service, &addr));
     ClientServiceConfig c;
@@ -154,6 +155,7 @@ class CancelE2eTest : public ::testing::Test {
     c.protocol = protocol;
     c.timeout = timeout_ms;
     c.conn_type = conn_type;
+    c.hedging = hedging;
     auto p = std::make_shared<ServiceProxy>(c, runtime::GetThreadModel("cancel_client"));
     std::string err;
     EXPECT_TRUE(p->Init(&err)) << err;
@@ -209,6 +211,24 @@ TEST_F(CancelE2eTest, GrpcResetTravelsToTheEndOfTheChain) {
   EXPECT_EQ(client_ret, kClientInvokeTimeoutErr);
   EXPECT_EQ(g_relay_down_ret.load(), kClientCanceledErr);
   EXPECT_TRUE(WaitFor([] { return g_hang_cancelled.load() == 1; }, 5000))
+      << g_hang_cancelled.load();
+  up->Stop();
+}
+
+// A downstream call under a hedging policy: the group ends with 161 and cancels every attempt in
+// flight (each resets its gRPC stream: Hang sees both).
+TEST_F(CancelE2eTest, AHedgedDownstreamCallCancelsEveryAttempt) {
+  HedgingConfig hedging;
+  hedging.methods = {kHang};
+  hedging.delay = 20;
+  hedging.max_attempts = 2;
+  g_down = Proxy("chain_grpc", "grpc", 10000, "long", hedging);
+  auto up = Proxy("chain_grpc", "grpc", 300);
+  int client_ret = 0;
+  RelayAndGiveUp(*up, &client_ret);
+  EXPECT_EQ(g_hang_calls.load(), 2);  // the hedge went out after 20 ms
+  EXPECT_EQ(g_relay_down_ret.load(), kClientCanceledErr);
+  EXPECT_TRUE(WaitFor([] { return g_hang_cancelled.load() == 2; }, 5000))
       << g_hang_cancelled.load();
   up->Stop();
 }

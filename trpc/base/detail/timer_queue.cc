@@ -16,6 +16,7 @@ TimerId TimerQueue::Add(int64_t deadline_ns, Callback cb) {
   Slot& s = slots_[slot];
   s.cb = std::move(cb);
   s.armed = true;
+  next_valid_ = false;
   Entry e{deadline_ns, seq_++, slot, s.generation};
   // Best fit: the lane whose last deadline is the latest one <= this one keeps the lanes
   // apart by kind (a 60 s idle timer's lane never takes the 1 s call timeouts' place).
@@ -51,6 +52,7 @@ bool TimerQueue::Cancel(TimerId id) {
   ++s.generation;
   free_slots_.push_back(slot);
   --live_;
+  next_valid_ = false;
   // Keep the heap from filling with cancelled entries (e.g. per-call timeouts that are almost
   // always cancelled): rebuild when most of it is stale.
   if (queued_ > 64 && queued_ > 4 * live_) {
@@ -89,13 +91,22 @@ size_t TimerQueue::EarliestLane() const {
 }
 
 int64_t TimerQueue::NextDeadline() {
+  if (next_valid_) return next_;
   PopStale();
   size_t lane = EarliestLane();
-  if (lane != kLanes) return lanes_[lane].front().deadline;
-  return heap_.empty() ? -1 : heap_.front().deadline;
+  if (lane != kLanes) {
+    next_ = lanes_[lane].front().deadline;
+  } else {
+    next_ = heap_.empty() ? -1 : heap_.front().deadline;
+  }
+  next_valid_ = true;
+  return next_;
 }
 
 void TimerQueue::RunExpired(int64_t now_ns) {
+  // Nothing due: the cached earliest deadline says so without a look at the lanes.
+  if (next_valid_ && (next_ < 0 || next_ > now_ns)) return;
+  next_valid_ = false;
   while (true) {
     PopStale();
     Entry e;
@@ -119,6 +130,7 @@ void TimerQueue::RunExpired(int64_t now_ns) {
     ++s.generation;
     free_slots_.push_back(e.slot);
     --live_;
+    next_valid_ = false;  // (and again by whatever cb adds or cancels)
     cb();
   }
 }

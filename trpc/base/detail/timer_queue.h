@@ -24,6 +24,9 @@ using TimerId = uint64_t;
 /// entries are dropped when they reach the front of their lane (or when cancelled entries
 /// outnumber live ones 4 to 1, both lanes are compacted). Not thread-safe: owned by one loop
 /// (a Reactor or a fiber worker) and used on its thread only.
+///
+/// The earliest live deadline is cached until the next Add, Cancel or expiry: a loop asks for it
+/// on every iteration (NextDeadline, then RunExpired), usually with nothing changed in between.
 class TimerQueue {
  public:
   using Callback = std::function<void()>;
@@ -71,6 +74,9 @@ class TimerQueue {
   uint64_t seq_ = 0;
   size_t queued_ = 0;  // entries in the heap and the lanes, stale ones included
   size_t live_ = 0;
+  // NextDeadline()'s answer while `next_valid_` (cleared by every change).
+  int64_t next_ = -1;
+  bool next_valid_ = false;
 };
 
 }  // namespace trpc
