@@ -185,6 +185,21 @@ TEST(ReactorIterationEndTest, ArmedBetweenIterationsDoesNotWaitForAnEvent) {
   r.Detach();
 }
 
+// RunPending (a fiber worker about to park): what was queued runs, without a wait for events;
+// with nothing queued it does nothing and says so.
+TEST(ReactorIterationEndTest, RunPendingRunsQueuedWorkWithoutWaiting) {
+  Reactor r;
+  r.Attach();
+  std::vector<std::string> order;
+  r.Post([&] { order.push_back("task"); });
+  r.AtIterationEnd([](void* a) { static_cast<std::vector<std::string>*>(a)->push_back("end"); },
+                   &order);
+  EXPECT_TRUE(r.RunPending());
+  EXPECT_EQ(order, (std::vector<std::string>{"task", "end"}));
+  EXPECT_FALSE(r.RunPending());
+  r.Detach();
+}
+
 TEST(ReactorOrderTest, TasksFromOneThreadRunInPostOrderThroughOverflow) {
   constexpr int kTasks = 100'000;
   Reactor reactor(1024);

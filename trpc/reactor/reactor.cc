@@ -141,6 +141,15 @@ void Reactor::RunOnce(int64_t deadline_ns, const std::atomic<uint32_t>* epoch, u
   Iterate(deadline_ns, epoch, token);
 }
 
+bool Reactor::RunPending() {
+  if (end_fn_ == nullptr && tasks_.Empty()) return false;
+  loop_time_ns_ = MonotonicNanos();
+  recent_ns_ = loop_time_ns_;
+  RunTasks();
+  RunIterationEnd();
+  return true;
+}
+
 void Reactor::Detach() {
   DrainAndExit();
   if (tls_current_reactor == this) tls_current_reactor = nullptr;

@@ -48,6 +48,11 @@ class Reactor {
   void Attach();
   void RunOnce(int64_t deadline_ns, const std::atomic<uint32_t>* epoch = nullptr,
                uint32_t token = 0);
+  /// The same loop, between iterations: runs the queued tasks and an armed end-of-iteration
+  /// call without polling for events; false when there was none. A worker about to park calls
+  /// it first, so that work it queued itself (a fiber's write or post) does not turn its wait
+  /// into an epoll_wait(0) followed by a second, blocking one.
+  bool RunPending();
   void Detach();
   /// Interrupts a RunOnce()/Run() wait in progress or about to start. Any thread. Callers that
   /// need it not to be missed bump the epoch they passed to RunOnce() first.

@@ -31,6 +31,10 @@ class WorkerIo {
   virtual void Wait(int64_t deadline_ns, const std::atomic<uint32_t>* epoch, uint32_t token) = 0;
   /// Makes a Wait() in progress (or about to start) return. Any thread.
   virtual void Wake() = 0;
+  /// On the worker thread, before it parks: runs work queued for its IO without polling (what
+  /// the worker's own fibers posted); true when there was some, which may have made fibers
+  /// runnable. Saves a Wait() that would return at once only to run it.
+  virtual bool RunPending() { return false; }
 };
 
 struct SchedulerOptions {

@@ -266,6 +266,14 @@ void Worker::Loop() {
       RunFiber(f);
       continue;
     }
+    // What this worker's fibers queued on its reactor (a stream write's follow-up, the chain
+    // of requests read): run it here, then park. Parking with it queued costs an epoll_wait(0)
+    // that finds nothing before the one that blocks. The park still polls IO, so tasks that
+    // keep coming cannot starve it.
+    if (io_ && io_->RunPending() && (f = FindWork(false)) != nullptr) {
+      RunFiber(f);
+      continue;
+    }
     ApplyTimerCancels();
     if (stacks_pool_->wanted()) stacks_.Flush();
     if (group_->stopping_.load(std::memory_order_acquire) && !WaitsForSleepersAtStop()) {

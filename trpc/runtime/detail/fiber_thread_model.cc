@@ -26,6 +26,7 @@ class ReactorWorkerIo final : public fiber::WorkerIo {
     reactor_->RunOnce(deadline_ns, epoch, token);
   }
   void Wake() override { reactor_->Notify(); }
+  bool RunPending() override { return reactor_->RunPending(); }
 
  private:
   Reactor* reactor_;
