@@ -36,6 +36,23 @@ TEST(CancelSignalTest, FiresEachSubscriberOnceWithTheReason) {
   s.Unsubscribe(0);  // (harmless)
 }
 
+// A freed place is reused; the old id no longer names it, so a late or repeated Unsubscribe
+// cannot remove the new tenant's subscription.
+TEST(CancelSignalTest, AStaleIdDoesNotRemoveTheNextSubscription) {
+  CancelSignal s;
+  int first = 0, second = 0;
+  uint64_t a = s.Subscribe([&](const Status&) { ++first; });
+  s.Unsubscribe(a);
+  uint64_t b = s.Subscribe([&](const Status&) { ++second; });
+  EXPECT_NE(a, b);
+  s.Unsubscribe(a);  // stale: the place is b's now
+  s.Unsubscribe(a);
+  s.Cancel(Status(161, "cut"));
+  EXPECT_EQ(first, 0);
+  EXPECT_EQ(second, 1);
+  s.Unsubscribe(b);  // after the cancel: harmless
+}
+
 // Subscribers come and go on several threads while another cancels: each callback of a
 // subscription still in place at the cancel runs exactly once, and none runs after it was
 // removed (run it under TSan: build-tsan has it).

@@ -31,46 +31,65 @@ class CancelSignal {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!cancelled_) {
-        subscribers_.emplace_back(next_id_, std::move(cb));
-        return next_id_++;
+        uint32_t index;
+        if (!free_.empty()) {
+          index = free_.back();
+          free_.pop_back();
+        } else {
+          index = static_cast<uint32_t>(slots_.size());
+          slots_.emplace_back();
+        }
+        slots_[index].cb = std::move(cb);
+        return (static_cast<uint64_t>(slots_[index].generation) << 32) | (index + 1);
       }
     }
     cb(why_);  // (why_ never changes once cancelled_ is set)
     return 0;
   }
+  /// O(1): a signal shared by every call on a connection may hold many subscriptions.
   void Unsubscribe(uint64_t id) {
     if (id == 0) return;
+    const uint32_t index = static_cast<uint32_t>(id) - 1;
+    const uint32_t generation = static_cast<uint32_t>(id >> 32);
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto it = subscribers_.begin(); it != subscribers_.end(); ++it) {
-      if (it->first == id) {
-        subscribers_.erase(it);
-        return;
-      }
+    if (index >= slots_.size() || slots_[index].generation != generation || !slots_[index].cb) {
+      return;  // fired (the slots are gone then) or unsubscribed already
     }
+    slots_[index].cb = nullptr;
+    ++slots_[index].generation;  // (an old id can no longer name the slot's next tenant)
+    free_.push_back(index);
   }
   /// Fires once (later calls are ignored), with `why`.
   void Cancel(const Status& why) {
-    std::vector<std::pair<uint64_t, Callback>> run;
+    std::vector<Slot> run;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (cancelled_) return;
       cancelled_ = true;
       fired_.store(true, std::memory_order_release);
       why_ = why;
-      run.swap(subscribers_);
+      run.swap(slots_);
+      free_.clear();
     }
-    for (auto& [id, cb] : run) cb(why);
+    for (Slot& s : run) {
+      if (s.cb) s.cb(why);
+    }
   }
   /// Whether it has fired (no lock: a polling handler may ask per message).
   bool cancelled() const { return fired_.load(std::memory_order_acquire); }
 
  private:
+  // A subscription's place; `cb` empty: free. Ids are (generation << 32) | (index + 1).
+  struct Slot {
+    uint32_t generation = 0;
+    Callback cb;
+  };
   mutable std::mutex mu_;
   bool cancelled_ = false;
   std::atomic<bool> fired_{false};
   Status why_;
-  uint64_t next_id_ = 1;
-  std::vector<std::pair<uint64_t, Callback>> subscribers_;
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_;
 };
 
 }  // namespace trpc
