@@ -87,7 +87,9 @@ void Scheduler::Stop(int64_t sleep_deadline_ns) {
   if (!started_) return;
   started_ = false;
   core_.stop_sleep_deadline_ns.store(sleep_deadline_ns, std::memory_order_relaxed);
-  for (auto& g : core_.groups) g->stopping_.store(true, std::memory_order_release);
+  // seq_cst, like the epoch bumps in WakeAll(): a worker about to park reads its epoch and
+  // then this flag (Worker::ParkUntilWork), so it sees one or the other.
+  for (auto& g : core_.groups) g->stopping_.store(true, std::memory_order_seq_cst);
   for (auto& g : core_.groups) g->WakeAll();
   for (auto& w : core_.workers) w->Join();
   while (core_.outside_wakers.load(std::memory_order_acquire) > 0) std::this_thread::yield();

@@ -56,7 +56,10 @@ struct SchedulerStats {
 /// the group's spinning count and parked-worker mask; a worker about to park sets its bit in
 /// the mask (seq_cst RMW), re-checks every queue it could be woken for, and only then sleeps on
 /// its epoch word. Either the pusher sees the bit (and bumps that worker's epoch, which makes
-/// the sleep return at once) or the worker sees the fiber: no lost wake-ups.
+/// the sleep return at once) or the worker sees the fiber: no lost wake-ups. Stop() follows the
+/// same pattern with the stop flag: it stores the flag (seq_cst), then bumps every epoch; a
+/// worker about to park loads its epoch as the sleep's token, then the flag (both seq_cst), so
+/// either it sees the flag or its token predates the bump.
 class Scheduler {
  public:
   explicit Scheduler(SchedulerOptions options);

@@ -204,6 +204,11 @@ bool Worker::SpinForWork(FiberEntity** out) {
 
 void Worker::ParkUntilWork() {
   uint32_t token = epoch_.load(std::memory_order_seq_cst);
+  // Stop() sets the flag, then bumps every epoch. If it did both between Loop()'s look at the
+  // flag and the load above, the token already holds the bump and the wait below would sleep
+  // through the wake-up (for ever, with no timer). Looking again after the load closes that:
+  // both sides are seq_cst, so a flag still read as false means the bump comes after the load.
+  if (group_->stopping_.load(std::memory_order_seq_cst) && !WaitsForSleepersAtStop()) return;
   uint64_t bit = uint64_t{1} << index_in_group_;
   group_->parked_mask_.fetch_or(bit, std::memory_order_seq_cst);
   // Re-check after announcing: a fiber pushed before the announcement is seen here; one pushed
@@ -215,8 +220,8 @@ void Worker::ParkUntilWork() {
     RunFiber(f);
     return;
   }
-  // (Stopping: Loop() gets here only with timers pending, so the wait below is bounded by the
-  // next one; a Stop() that began after the check in Loop() has bumped our epoch.)
+  // (Stopping: we get here only with timers pending, so the wait below is bounded by the next
+  // one; a Stop() that began after the check above bumps the epoch past our token.)
   Bump(parks_);
   int64_t deadline = timers_.NextDeadline();
   if (io_) {
