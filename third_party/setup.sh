@@ -19,7 +19,7 @@ set -euo pipefail
 
 pkgs=(libboost-context-dev libprotobuf-dev protobuf-compiler libprotoc-dev
       libgoogle-perftools-dev libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev
-      libyaml-cpp-dev libnghttp2-dev zlib1g-dev libsnappy-dev liblz4-dev cmake ninja-build g++
+      libyaml-cpp-dev libnghttp2-dev libssl-dev zlib1g-dev libsnappy-dev liblz4-dev cmake ninja-build g++
       pkg-config)
 for arg in "$@"; do
   case "$arg" in

@@ -4,6 +4,8 @@ find_package(Protobuf REQUIRED)
 find_package(Boost 1.74 REQUIRED COMPONENTS context)
 find_package(fmt REQUIRED)
 find_package(yaml-cpp REQUIRED)
+# TLS (trpc/transport/tls_context.cc): Debian's OpenSSL 3 (libssl-dev).
+find_package(OpenSSL 3 REQUIRED)
 # HTTP/2 (the gRPC plug-in): nghttp2 has no CMake package, only a .pc file.
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(NGHTTP2 REQUIRED IMPORTED_TARGET GLOBAL libnghttp2)

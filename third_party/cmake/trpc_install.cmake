@@ -113,10 +113,10 @@ set(TRPC_BOOST_VERSION "${Boost_VERSION_MAJOR}.${Boost_VERSION_MINOR}")
 # trpc_admin links trpc::gperftools_profiler when this build found it: the package must too.
 if(TRPC_PROFILER_LIB)
   set(TRPC_PACKAGE_NEEDS_PROFILER TRUE)
-  set(TRPC_PC_REQUIRES "protobuf yaml-cpp fmt libnghttp2 zlib snappy liblz4 libprofiler")
+  set(TRPC_PC_REQUIRES "protobuf yaml-cpp fmt libnghttp2 libssl libcrypto zlib snappy liblz4 libprofiler")
 else()
   set(TRPC_PACKAGE_NEEDS_PROFILER FALSE)
-  set(TRPC_PC_REQUIRES "protobuf yaml-cpp fmt libnghttp2 zlib snappy liblz4")
+  set(TRPC_PC_REQUIRES "protobuf yaml-cpp fmt libnghttp2 libssl libcrypto zlib snappy liblz4")
 endif()
 configure_package_config_file(
   "${CMAKE_CURRENT_LIST_DIR}/trpcConfig.cmake.in"

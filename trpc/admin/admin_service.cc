@@ -17,6 +17,7 @@
 #include "trpc/base/logging.h"
 #include "trpc/codec/http/detail/http_codec.h"
 #include "trpc/server/server.h"
+#include "trpc/transport/tls_context.h"
 
 namespace trpc::admin {
 
@@ -34,7 +35,8 @@ constexpr std::string_view kIndex =
     "  GET /version                      framework version, build type, commit\n"
     "  GET /cmds/loglevel                the log level\n"
     "  PUT /cmds/loglevel                set it: {\"level\":\"debug\"} or debug\n"
-    "  GET /cmds/profile/cpu?seconds=N   a CPU profile for google-pprof (N 1..60, default 10)\n";
+    "  GET /cmds/profile/cpu?seconds=N   a CPU profile for google-pprof (N 1..60, default 10)\n"
+    "  POST /cmds/reload-tls             load the TLS certificate and key files again\n";
 
 void JsonError(http::HttpResponse* rsp, int status, std::string_view message) {
   rsp->set_status(status);
@@ -143,6 +145,23 @@ AdminService::AdminService(const Server* server, std::vector<std::string> allowe
   });
   Put("/cmds/loglevel", [this](const ServerContextPtr&, const HttpRequest& req, HttpResponse* rsp) {
     SetLogLevel(req, rsp);
+  });
+  // As SIGHUP: new connections get the files' current certificates; a bad file keeps the old.
+  Post("/cmds/reload-tls", [](const ServerContextPtr&, const HttpRequest&, HttpResponse* rsp) {
+    std::string errors;
+    size_t ok = 0;
+    for (const auto& c : TlsContext::All()) {
+      std::string err;
+      if (c->Reload(&err)) {
+        ++ok;
+      } else {
+        TRPC_LOG_ERROR("admin: TLS reload refused, the previous certificate stays: {}", err);
+        errors += (errors.empty() ? "" : ",") + JsonString(err);
+      }
+    }
+    rsp->set_status(errors.empty() ? 200 : 500);
+    rsp->SetBody(fmt::format("{{\"reloaded\":{},\"errors\":[{}]}}\n", ok, errors),
+                 std::string(kJson));
   });
   Get("/cmds/profile/cpu", [this](const ServerContextPtr& ctx, const HttpRequest& req,
                                   HttpResponse* rsp) { Profile(ctx, req, rsp); });

@@ -16,6 +16,7 @@
 #include "trpc/base/logging.h"
 #include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/grpc/grpc_server.h"
+#include "trpc/transport/tls_context.h"
 
 namespace trpc {
 
@@ -27,6 +28,14 @@ sigset_t StopSignals() {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  return set;
+}
+
+// What Main() blocks and Wait() takes: the stop signals, and SIGHUP, which reloads the TLS
+// certificates (docs/tls.md) instead of ending the process as its default action would.
+sigset_t WaitedSignals() {
+  sigset_t set = StopSignals();
+  sigaddset(&set, SIGHUP);
   return set;
 }
 
@@ -100,7 +109,7 @@ int TrpcApp::Main(int argc, char** argv) {
   }
   // Blocked before any thread starts, so every thread inherits the mask and only Wait()'s
   // sigtimedwait() receives them.
-  sigset_t set = StopSignals();
+  sigset_t set = WaitedSignals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signals_blocked_ = true;
   if (!StartFromConfig(&err)) {
@@ -174,7 +183,7 @@ void TrpcApp::Terminate() {
 }
 
 void TrpcApp::Wait() {
-  sigset_t set = StopSignals();
+  sigset_t set = WaitedSignals();
   for (;;) {
     {
       std::unique_lock lock(mu_);
@@ -187,6 +196,14 @@ void TrpcApp::Wait() {
     // Signals are blocked: poll for one, and for Terminate(), every 100 ms.
     timespec timeout{0, 100 * 1000 * 1000};
     int sig = sigtimedwait(&set, nullptr, &timeout);
+    if (sig == SIGHUP) {
+      // New certificates for new connections; established ones keep theirs. A bad file keeps
+      // the old certificate (logged and counted by the reload).
+      size_t contexts = TlsContext::All().size();
+      size_t failed = TlsContext::ReloadAll();
+      TRPC_LOG_INFO("SIGHUP: TLS certificates reloaded ({} of {} failed)", failed, contexts);
+      continue;
+    }
     if (sig > 0) {
       TRPC_LOG_INFO("signal {} ({}): stopping", sig, strsignal(sig));
       break;

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "trpc/base/tls_config.h"
+
 /// The callees (`client`). Part of the framework's YAML configuration
 /// (trpc/config/config.h loads it; docs/config.md lists every key with its default, unit and
 /// valid range). Default-constructed structs hold the documented defaults.
@@ -79,6 +81,8 @@ struct ClientServiceConfig {
   /// Refuse calls locally (ret 123) with a probability that grows while the callee answers
   /// "overloaded" (ret 22): an adaptive throttle (docs/overload.md). Off by default.
   bool overload_throttle = false;
+  /// TLS to the callee (`ssl:`, docs/tls.md): off unless ssl.enable.
+  TlsConfig ssl;
   /// The protocol's own client settings (`protocol_options:` — for grpc: max_message_size,
   /// windows), checked by the codec when the proxy is made and at start-up; each value's
   /// "file:line" is in protocol_option_origin.

@@ -53,6 +53,18 @@ uint32_t TimeoutMs(int64_t deadline, int64_t now) {
              ? static_cast<uint32_t>((deadline - now + kNanosPerMilli - 1) / kNanosPerMilli)
              : 0;
 }
+
+// The host part of a "host:port" target ("[v6]:port" included), or the whole target when it
+// has no port (an etcd service name): what a TLS certificate names.
+std::string TargetHost(const std::string& target) {
+  std::string first = target.substr(0, target.find(','));
+  if (!first.empty() && first[0] == '[') {
+    size_t close = first.find(']');
+    return close == std::string::npos ? first : first.substr(1, close - 1);
+  }
+  size_t colon = first.rfind(':');
+  return colon == std::string::npos ? first : first.substr(0, colon);
+}
 }  // namespace
 
 // Everything behind ServiceProxy's public surface: the call's way in (filters, deadline,
@@ -244,6 +256,16 @@ bool ServiceProxy::Impl::Init(std::string* err) {
   o.connect_timeout_ms = config_.connect_timeout;
   o.connection.idle_timeout_ms = 0;  // a client's connection stays until the server closes it
   o.connection.max_packet_size = config_.max_packet_size;
+  if (config_.ssl.enable) {
+    o.connection.tls = TlsContext::Create(config_.ssl, TlsRole::kClient, codec_->Alpn(), err);
+    if (o.connection.tls == nullptr) {
+      *err = where + "client " + config_.name + ": " + *err;
+      return false;
+    }
+    // The name the server's certificate must carry: a dns target's host, an etcd target's
+    // service name; for direct targets each endpoint's IP (CallSender::OptionsFor).
+    if (config_.selector_name != "direct") o.connection.tls_host = TargetHost(config_.target);
+  }
   sender_ = std::make_unique<detail::CallSender>(model_, codec_.get(), std::move(o));
   if (buffer_budget_) sender_->SetBufferBudget(buffer_budget_);
   endpoints_ = std::make_unique<detail::EndpointSet>(model_, config_.name, std::move(make_picker),

@@ -29,6 +29,7 @@ constexpr uint64_t kU32Max = UINT32_MAX;
 
 // Limits, one per key; docs/config.md repeats them.
 constexpr UintRule kPortRule{0, 65535};
+constexpr UintRule kHandshakeTimeoutRule{1, 600000};
 constexpr UintRule kIoThreadNumRule{1, 1024};
 constexpr UintRule kConcurrencyHintRule{0, 1024};
 constexpr UintRule kSchedulingGroupSizeRule{0, 64};  // the parked-worker mask is one word
@@ -191,6 +192,43 @@ void ReadUintOrAuto(MapReader& r, std::string_view key, const UintRule& rule, T*
   }
 }
 
+// `ssl:` of a service or a callee (docs/tls.md). Every key is accepted on both sides, as
+// tRPC-Cpp's are, so its YAML moves over unchanged; the files are loaded (and their errors
+// reported with these origins) when the service or proxy starts.
+void ReadTls(MapReader& parent, const std::string& file, TlsConfig* out) {
+  if (!parent.Has("ssl")) return;
+  MapReader r =
+      parent.Map("ssl", {"enable", "cert_path", "private_key_path", "ca_cert_path", "mutual_auth",
+                         "ciphers", "protocols", "dh_param_path", "sni_name", "insecure",
+                         "handshake_timeout", "crl_path", "verify_peer_name"});
+  TlsConfig c;
+  c.origin = fmt::format("{}:{}", file, r.line());
+  auto flag = [&](std::string_view key, bool* v) {
+    std::string text = *v ? "true" : "false";
+    r.OneOf(key, {"true", "false"}, &text);
+    *v = text == "true";
+  };
+  flag("enable", &c.enable);
+  r.String("cert_path", &c.cert_path);
+  r.String("private_key_path", &c.private_key_path);
+  r.String("ca_cert_path", &c.ca_cert_path);
+  flag("mutual_auth", &c.mutual_auth);
+  r.String("ciphers", &c.ciphers);
+  r.StringList("protocols", &c.protocols);
+  r.String("dh_param_path", &c.dh_param_path);
+  r.String("sni_name", &c.sni_name);
+  flag("insecure", &c.insecure);
+  r.Uint("handshake_timeout", kHandshakeTimeoutRule, &c.handshake_timeout);
+  r.String("crl_path", &c.crl_path);
+  flag("verify_peer_name", &c.verify_peer_name);
+  for (std::string_view key : {"enable", "cert_path", "private_key_path", "ca_cert_path",
+                               "mutual_auth", "ciphers", "protocols", "dh_param_path", "sni_name",
+                               "insecure", "handshake_timeout", "crl_path", "verify_peer_name"}) {
+    if (r.Has(key)) c.key_origin[std::string(key)] = fmt::format("{}:{}", file, r.ValueLine(key));
+  }
+  if (r.ok()) *out = std::move(c);
+}
+
 // server.listen_file: a path the server writes at start-up; whether it can be written is
 // found out then (the file system may differ between loading and starting).
 void ReadListenFile(MapReader& r, const std::string& file, ServerConfig* server) {
@@ -270,7 +308,8 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
        "max_streams_per_connection",
        "stream_window",
        "stream_idle_timeout",
-       "stream_timeout"},
+       "stream_timeout",
+       "ssl"},
       [&](MapReader& s, size_t) {
         ServiceConfig svc;
         svc.origin = fmt::format("{}:{}", file, s.line());
@@ -311,6 +350,7 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
         s.NonEmptyString("namespace", &svc.name_space);
         s.Uint("weight", kWeightRule, &svc.weight);
         if (s.Has("advertise_ip")) ReadIp(s, "advertise_ip", &svc.advertise_ip);
+        ReadTls(s, file, &svc.ssl);
         std::map<std::string, int> option_lines;
         s.ScalarMap("protocol_options", &svc.protocol_options, &option_lines);
         for (const auto& [name, line] : option_lines) {
@@ -393,7 +433,8 @@ void ReadClient(const MapReader& root, const std::string& file, ClientConfig* ou
       "service",
       {"name", "target", "protocol", "timeout", "conn_type", "max_conn_num", "pipeline_depth",
        "max_packet_size", "connect_timeout", "filter", "overload_throttle", "protocol_options",
-       "selector_name", "namespace", "load_balance_name", "outlier_ejection", "retry", "hedging"},
+       "selector_name", "namespace", "load_balance_name", "outlier_ejection", "retry", "hedging",
+       "ssl"},
       [&](MapReader& s, size_t) {
         ClientServiceConfig svc;
         svc.origin = fmt::format("{}:{}", file, s.line());
@@ -431,6 +472,7 @@ void ReadClient(const MapReader& root, const std::string& file, ClientConfig* ou
         std::string throttle = svc.overload_throttle ? "true" : "false";
         s.OneOf("overload_throttle", {"true", "false"}, &throttle);
         svc.overload_throttle = throttle == "true";
+        ReadTls(s, file, &svc.ssl);
         std::map<std::string, int> option_lines;
         s.ScalarMap("protocol_options", &svc.protocol_options, &option_lines);
         for (const auto& [name, line] : option_lines) {

@@ -341,7 +341,9 @@ bool Server::StartServices(std::string* err) {
     adapter->SetBufferBudget(budget_);
     adapter->SetParkedBound(true);
     if (!adapter->Start(err)) {
-      *err = where + *err;
+      // (An error that names its own key's place, a TLS file's, keeps it alone.)
+      const std::string file = sc.origin.substr(0, sc.origin.rfind(':') + 1);
+      if (file.empty() || err->rfind(file, 0) != 0) *err = where + *err;
       return false;
     }
     adapters_[sc.name] = std::move(adapter);

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "trpc/base/tls_config.h"
+
 /// The server and its services (`server`). Part of the framework's YAML configuration
 /// (trpc/config/config.h loads it; docs/config.md lists every key with its default, unit and
 /// valid range). Default-constructed structs hold the documented defaults.
@@ -45,6 +47,8 @@ struct ServiceConfig {
   std::string name_space = "default";  // Key: `namespace`.
   uint32_t weight = 100;               // 1..10000.
   std::string advertise_ip;
+  /// TLS (`ssl:`, docs/tls.md): off unless ssl.enable.
+  TlsConfig ssl;
   /// The protocol's own settings (`protocol_options:` — for http: max_body_bytes, ...), checked
   /// by the codec when the server starts; each value's "file:line" is in protocol_option_origin.
   std::map<std::string, std::string> protocol_options;

@@ -12,6 +12,7 @@
 #include "trpc/base/status.h"
 #include "trpc/codec/rpc_message.h"
 #include "trpc/runtime/task.h"
+#include "trpc/base/tls_peer.h"
 
 namespace google::protobuf {
 class MessageLite;
@@ -41,6 +42,10 @@ class ServerContext : public RefCounted<ServerContext>, protected Task {
   uint32_t GetRequestId() const { return req_.request_id; }
   bool IsOneway() const { return req_.call_type == kOnewayCall; }
   const NetAddress& GetRemoteAddr() const;
+  /// The caller's TLS identity when the call came over TLS (its certificate's subject and
+  /// SANs, whether it verified, the version and ALPN agreed), else null. Filters and handlers
+  /// authorise by it (docs/tls.md).
+  const TlsPeer* GetTlsPeer() const;
 
   /// Request metadata from the caller (trans_info). Copied back into the reply.
   const TransInfo& GetPbReqTransInfo() const { return req_.trans_info; }

@@ -12,6 +12,8 @@
 
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
+#include "trpc/transport/detail/peer_log.h"
+#include "trpc/transport/detail/tls_channel.h"
 #include "trpc/transport/socket.h"
 
 namespace trpc {
@@ -35,6 +37,10 @@ constexpr int64_t kReadSliceNs = 1'000'000;
 // is left to its full TCP window until the linger ends.
 constexpr size_t kMaxDiscardBytes = 4u << 20;
 constexpr size_t kMaxWriteIov = 256;
+// TLS: plaintext encrypted ahead of what the socket has taken. Enough for one sendmsg to carry
+// a batch of replies; little enough that a backlog stays plaintext in out_, where it is counted
+// and paused on like any other.
+constexpr size_t kTlsEncryptAhead = 64u << 10;
 }  // namespace
 
 Connection::Connection(Reactor* reactor, int fd, const NetAddress& peer, FrameCodec* codec,
@@ -54,6 +60,23 @@ Connection::Connection(Reactor* reactor, int fd, const NetAddress& peer, FrameCo
     options_.budget->ConnectionOpened();
     write_limit_ = std::min(write_limit_, BufferBudget::kStep);
   }
+  if (options_.tls != nullptr) {
+    // (A null SSL, OpenSSL out of memory, is found at Start() and closes the connection.)
+    if (SSL* ssl = options_.tls->NewSsl(options_.tls_host)) {
+      tls_ = std::make_unique<detail::TlsChannel>(ssl, fd_, options_.tls.get());
+    }
+    // A server's handshake starts with the first bytes; a client's once connected.
+    handshaking_ = options_.tls->role() == TlsRole::kServer;
+  }
+}
+
+const std::shared_ptr<const TlsPeer>& Connection::tls_peer() const {
+  static const std::shared_ptr<const TlsPeer> kNone;
+  return tls_ != nullptr && !handshaking_ && tls_->handshake_done() ? tls_->peer() : kNone;
+}
+
+size_t Connection::OutBytes() const {
+  return out_.size() + (tls_ != nullptr ? tls_->wire().size() : 0);
 }
 
 Connection::~Connection() {
@@ -105,12 +128,76 @@ void Connection::Start() {
     ArmIdleTimer(last_active_ns_ + options_.idle_timeout_ms * kNanosPerMilli);
   }
   if (options_.silent_timeout_ms > 0) ArmReadTimer(SilentDeadline());
+  if (options_.tls != nullptr) {
+    if (tls_ == nullptr) {
+      Close("TLS: OpenSSL could not make a connection object", CloseCause::kIoError);
+      return;
+    }
+    // From the start, connect included: a peer that connects and sends nothing, or stalls
+    // mid-handshake, holds the connection this long at most.
+    std::weak_ptr<Connection> weak = weak_from_this();
+    handshake_timer_ = reactor_->AddTimer(
+        last_active_ns_ + options_.tls->handshake_timeout_ms() * kNanosPerMilli, [weak] {
+          if (auto self = weak.lock()) {
+            self->handshake_timer_ = 0;
+            self->OnHandshakeTimer();
+          }
+        });
+  }
+}
+
+void Connection::OnHandshakeTimer() {
+  if (closed() || (tls_->handshake_done() && !handshaking_)) return;
+  TlsCounters::Get().Fail(TlsFailure::kTimeout);
+  detail::LogPerPeer(peer_, fmt::format("TLS handshake with {} not done in {} ms: closing",
+                                        peer_.ToString(), options_.tls->handshake_timeout_ms()));
+  Close(fmt::format("TLS handshake not done in {} ms", options_.tls->handshake_timeout_ms()),
+        CloseCause::kTimeout);
+}
+
+bool Connection::ContinueHandshake() {
+  std::string err;
+  TlsFailure failure = TlsFailure::kOther;
+  detail::TlsChannel::Step step = tls_->Handshake(&err, &failure);
+  const uint64_t raw = tls_->TakeBytesRead();
+  stats_.bytes_in += raw;
+  if (options_.traffic != nullptr) TrafficCounters::Add(options_.traffic->bytes_in, raw);
+  if (raw != 0) last_active_ns_ = reactor_->LoopTimeNs();
+  // Our handshake records (sent whatever the state: a client is still "connecting").
+  if (WriteFrom(&tls_->wire()) == WriteResult::kClosed) return false;
+  if (step == detail::TlsChannel::Step::kWantRead) return false;
+  if (step == detail::TlsChannel::Step::kFailed) {
+    TlsCounters::Get().Fail(failure);
+    detail::LogPerPeer(
+        peer_, fmt::format("TLS with {}: {} ({})", peer_.ToString(), err, TlsFailureName(failure)));
+    Close(err, CloseCause::kProtocolError);
+    return false;
+  }
+  handshaking_ = false;
+  if (handshake_timer_ != 0) {
+    reactor_->CancelTimer(handshake_timer_);
+    handshake_timer_ = 0;
+  }
+  TlsCounters& counters = TlsCounters::Get();
+  counters.handshakes.fetch_add(1, std::memory_order_relaxed);
+  if (tls_->peer()->resumed) counters.resumed.fetch_add(1, std::memory_order_relaxed);
+  if (connecting()) {
+    Transition(state_ == State::kConnectingToClose ? State::kClosingAfterFlush : State::kOpen);
+    handler_->OnConnected(this);
+    if (closed()) return false;
+  }
+  Flush();
+  return !closed();
 }
 
 void Connection::HandleEvents(uint32_t events) {
   ConnectionPtr self = shared_from_this();  // a handler may drop the owner's reference
   if (closed()) return;
-  if (connecting()) {
+  if (handshaking_) {
+    if (!ContinueHandshake()) return;
+    // Application data may have come with the handshake's last flight: OpenSSL holds it.
+    events |= EPOLLIN;
+  } else if (connecting()) {
     if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) return;
     int err = socket_ops::GetSocketError(fd_);
     if (err != 0 || (events & (EPOLLERR | EPOLLHUP))) {
@@ -119,11 +206,16 @@ void Connection::HandleEvents(uint32_t events) {
             CloseCause::kIoError);
       return;
     }
-    Transition(state_ == State::kConnectingToClose ? State::kClosingAfterFlush : State::kOpen);
-    handler_->OnConnected(this);
-    if (closed()) return;
-    Flush();
-    if (closed()) return;
+    if (tls_ != nullptr) {
+      handshaking_ = true;
+      if (!ContinueHandshake()) return;
+    } else {
+      Transition(state_ == State::kConnectingToClose ? State::kClosingAfterFlush : State::kOpen);
+      handler_->OnConnected(this);
+      if (closed()) return;
+      Flush();
+      if (closed()) return;
+    }
   }
   if (events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP)) {
     // With a hang-up in the same edge as the last data, a short read does not mean "drained":
@@ -131,12 +223,13 @@ void Connection::HandleEvents(uint32_t events) {
     HandleRead(/*to_eof=*/(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0);
     if (closed()) return;
   }
-  if ((events & EPOLLOUT) && !out_.empty()) {
+  if ((events & EPOLLOUT) && HasOutput()) {
     Flush();
   }
 }
 
 void Connection::HandleRead(bool to_eof) {
+  if (handshaking_) return;  // (a posted read: the handshake reads for itself until done)
   in_batch_ = true;
   DeliverFrames();  // frames held back while the write queue was over its limit
   size_t read_this_event = 0;
@@ -166,8 +259,9 @@ void Connection::HandleRead(bool to_eof) {
     // the free space of the current block: readv(2) would import kReadIov iovecs per call (and
     // PrepareWrite line up that many blocks) for nothing. A read that fills the space switches
     // back to the full scatter read for bulk input.
-    size_t n_iov =
-        small_reads_ ? in_.PrepareWrite(iov, 1, 1) : in_.PrepareWrite(iov, kReadIov, kReadChunk);
+    // (TLS: one block at a time; OpenSSL reads the socket in whole records itself.)
+    size_t n_iov = small_reads_ || tls_ != nullptr ? in_.PrepareWrite(iov, 1, 1)
+                                                   : in_.PrepareWrite(iov, kReadIov, kReadChunk);
     size_t want = 0;
     for (size_t i = 0; i < n_iov; ++i) want += iov[i].iov_len;
     if (want > room) [[unlikely]] {
@@ -178,15 +272,26 @@ void Connection::HandleRead(bool to_eof) {
         if (want == room) n_iov = i + 1;
       }
     }
-    ssize_t n = n_iov == 1 ? ::read(fd_, iov[0].iov_base, iov[0].iov_len)
-                           : ::readv(fd_, iov, static_cast<int>(n_iov));
-    if (n > 0) small_reads_ = static_cast<size_t>(n) < iov[0].iov_len;
+    std::string tls_err;
+    ssize_t n;
+    if (tls_ != nullptr) {
+      n = tls_->Read(iov[0].iov_base, std::min(iov[0].iov_len, want), &tls_err);
+    } else {
+      n = n_iov == 1 ? ::read(fd_, iov[0].iov_base, iov[0].iov_len)
+                     : ::readv(fd_, iov, static_cast<int>(n_iov));
+      if (n > 0) small_reads_ = static_cast<size_t>(n) < iov[0].iov_len;
+    }
     if (n > 0) {
-      in_.CommitWrite(static_cast<size_t>(n));
-      stats_.bytes_in += static_cast<uint64_t>(n);
-      if (options_.traffic != nullptr) {
-        TrafficCounters::Add(options_.traffic->bytes_in, static_cast<uint64_t>(n));
+      if (stats_.bytes_in == 0 && options_.detect_tls &&
+          RefuseTlsOnPlaintext(static_cast<const char*>(iov[0].iov_base), static_cast<size_t>(n))) {
+        in_batch_ = false;
+        return;
       }
+      in_.CommitWrite(static_cast<size_t>(n));
+      // Traffic is what crossed the socket: TLS records, not the plaintext in them.
+      const uint64_t raw = tls_ != nullptr ? tls_->TakeBytesRead() : static_cast<uint64_t>(n);
+      stats_.bytes_in += raw;
+      if (options_.traffic != nullptr) TrafficCounters::Add(options_.traffic->bytes_in, raw);
       read_this_event += static_cast<size_t>(n);
       last_active_ns_ = reactor_->LoopTimeNs();
       if (draining_) {
@@ -196,13 +301,15 @@ void Connection::HandleRead(bool to_eof) {
         // A long pipelined stream: handle what is here and send its replies before reading on.
         // (Past max_packet_size too: a frame that big is refused now, not after 1 MiB more.)
         ProcessInput();
-        if (!closed() && !out_.empty()) Flush();
+        if (!closed() && HasOutput()) Flush();
         // An incomplete large frame stays in in_: the budget sees it every 1 MiB.
         if (!closed()) AccountBuffered();
       }
       // A short read drained the socket; edge-triggered epoll reports the next arrival, so the
       // extra read(2) that would only return EAGAIN is skipped.
-      if (static_cast<size_t>(n) < want && !to_eof) break;
+      if (!to_eof && (tls_ != nullptr ? !tls_->MayHaveMore() : static_cast<size_t>(n) < want)) {
+        break;
+      }
       continue;
     }
     if (n == 0) {
@@ -215,6 +322,13 @@ void Connection::HandleRead(bool to_eof) {
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) break;
     in_batch_ = false;
+    if (!tls_err.empty()) {
+      // A bad record, a renegotiation attempt: the peer's bytes, not the socket.
+      detail::LogPerPeer(
+          peer_, fmt::format("closing TLS connection from {}: {}", peer_.ToString(), tls_err));
+      Close(tls_err, CloseCause::kProtocolError);
+      return;
+    }
     Close(fmt::format("read: {}", strerror(errno)), CloseCause::kIoError);
     return;
   }
@@ -357,7 +471,7 @@ void Connection::SendReply(uint64_t slot, ChainBuffer&& data, bool ends_request)
     PostFlush();
   }
   if (closed() || closing_after_flush() || !reading_paused_ || budget_paused_) return;
-  if (out_.size() <= options_.max_pending_write_bytes / 2 &&
+  if (OutBytes() <= options_.max_pending_write_bytes / 2 &&
       pending_requests_ < options_.max_pending_requests) {
     ResumeReadingSoon();
   }
@@ -383,6 +497,11 @@ void Connection::BeginLinger() {
   frames_.clear();
   next_frame_ = 0;
   in_.Clear();
+  if (tls_ != nullptr && !handshaking_) {
+    // close_notify first, so a TLS peer sees an orderly end, not a truncation.
+    tls_->Shutdown();
+    if (WriteFrom(&tls_->wire()) == WriteResult::kClosed) return;
+  }
   if (::shutdown(fd_, SHUT_WR) != 0) {
     Close(close_reason_, close_cause_);
     return;
@@ -458,20 +577,19 @@ void Connection::PostFlush() {
   });
 }
 
-void Connection::Flush() {
-  if (!writable()) return;
-  while (!out_.empty()) {
+Connection::WriteResult Connection::WriteFrom(ChainBuffer* src) {
+  while (!src->empty()) {
     iovec iov[kMaxWriteIov];
     msghdr msg{};
     msg.msg_iov = iov;
-    msg.msg_iovlen = out_.ExportIovecs(iov, kMaxWriteIov);
+    msg.msg_iovlen = src->ExportIovecs(iov, kMaxWriteIov);
     // sendmsg/send rather than writev/write: MSG_NOSIGNAL turns a write to a reset peer into
     // EPIPE instead of a process-killing SIGPIPE. One span (most replies and reply batches:
     // they are appended to one block) goes with send(2), which skips the iovec import.
     ssize_t n = msg.msg_iovlen == 1 ? ::send(fd_, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL)
                                     : ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
     if (n > 0) {
-      out_.Skip(static_cast<size_t>(n));
+      src->Skip(static_cast<size_t>(n));
       stats_.bytes_out += static_cast<uint64_t>(n);
       if (options_.traffic != nullptr) {
         TrafficCounters::Add(options_.traffic->bytes_out, static_cast<uint64_t>(n));
@@ -480,11 +598,35 @@ void Connection::Flush() {
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;  // EPOLLOUT finishes the job
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return WriteResult::kBlocked;  // EPOLLOUT finishes the job
+    }
     Close(fmt::format("write: {}", strerror(errno)), CloseCause::kIoError);
-    return;
+    return WriteResult::kClosed;
   }
-  if (state_ == State::kClosingAfterFlush && out_.empty() && pending_requests_ == 0) {
+  return WriteResult::kDrained;
+}
+
+void Connection::Flush() {
+  if (!writable() || handshaking_) return;
+  if (tls_ == nullptr) {
+    if (WriteFrom(&out_) == WriteResult::kClosed) return;
+  } else {
+    // Encrypt a slice ahead of the socket, send it, repeat while the socket takes it.
+    for (;;) {
+      if (tls_->wire().size() < kTlsEncryptAhead && !out_.empty()) {
+        std::string err;
+        if (!tls_->Encrypt(&out_, kTlsEncryptAhead, &err)) {
+          Close(err, CloseCause::kIoError);
+          return;
+        }
+      }
+      WriteResult r = WriteFrom(&tls_->wire());
+      if (r == WriteResult::kClosed) return;
+      if (r == WriteResult::kBlocked || out_.empty()) break;
+    }
+  }
+  if (state_ == State::kClosingAfterFlush && !HasOutput() && pending_requests_ == 0) {
     BeginLinger();
     return;
   }
@@ -492,10 +634,23 @@ void Connection::Flush() {
   if (!reading_paused_ && !draining_ && options_.pause_reading_when_backlogged && ShouldPause()) {
     reading_paused_ = true;
   } else if (reading_paused_ && !budget_paused_ && !in_batch_ &&
-             out_.size() <= options_.max_pending_write_bytes / 2 &&
+             OutBytes() <= options_.max_pending_write_bytes / 2 &&
              pending_requests_ < options_.max_pending_requests) {
     ResumeReadingSoon();
   }
+}
+
+bool Connection::RefuseTlsOnPlaintext(const char* data, size_t n) {
+  // A handshake record: type 0x16, version 0x03 0x0?. Garbage rarely starts so, and no
+  // plaintext protocol we serve does.
+  if (n < 3 || data[0] != 0x16 || !detail::LooksLikeTlsHandshake(data, n)) return false;
+  TlsCounters::Get().Fail(TlsFailure::kTlsOnPlaintext);
+  detail::LogPerPeer(peer_, fmt::format("{} sent a TLS handshake to a port without TLS: closing "
+                                        "(give the service an ssl: section, or connect without "
+                                        "TLS)",
+                                        peer_.ToString()));
+  Close("TLS handshake on a plaintext port", CloseCause::kProtocolError);
+  return true;
 }
 
 bool Connection::PauseCheck() {
@@ -506,7 +661,7 @@ bool Connection::PauseCheck() {
 }
 
 void Connection::AccountBufferedSlow() {
-  size_t now = in_.size() + out_.size() + StreamHeldBytes();
+  size_t now = in_.size() + OutBytes() + StreamHeldBytes();
   if (session_ != nullptr) now += session_->held_bytes;
   for (size_t i = next_frame_; i < frames_.size(); ++i) now += frames_[i].size();
   BufferBudget::Slot* slot = options_.budget;
@@ -514,7 +669,7 @@ void Connection::AccountBufferedSlow() {
     slot->Add(static_cast<int64_t>(now) - static_cast<int64_t>(budget_bytes_));
     budget_bytes_ = now;
   }
-  write_limit_ = std::min(options_.max_pending_write_bytes, out_.size() + BufferBudget::kStep);
+  write_limit_ = std::min(options_.max_pending_write_bytes, OutBytes() + BufferBudget::kStep);
   // Over the bound, the connections holding more than their allowance stop reading (and
   // handing up frames, so producing replies); the others go on. A draining connection reads
   // only to discard, which frees memory.
@@ -573,6 +728,11 @@ void Connection::StopReading() {
 
 void Connection::CloseAfterFlush(const std::string& reason, CloseCause cause) {
   if (closed()) return;
+  if (handshaking_) {
+    // Nothing was said in the clear and nothing can be flushed before the handshake ends.
+    Close(reason, cause);
+    return;
+  }
   // The cause is why the close began: a later request to close (the peer's FIN after a
   // protocol error, say) changes only the text.
   if (state_ == State::kConnecting) {
@@ -603,6 +763,10 @@ void Connection::Close(const std::string& reason, CloseCause cause) {
   if (read_timer_ != 0) {
     reactor_->CancelTimer(read_timer_);
     read_timer_ = 0;
+  }
+  if (handshake_timer_ != 0) {
+    reactor_->CancelTimer(handshake_timer_);
+    handshake_timer_ = 0;
   }
   in_.Clear();
   out_.Clear();
@@ -647,14 +811,22 @@ void Connection::QueueReplyWhileLoopHeld(uint64_t slot, ChainBuffer&& data, bool
 
 void Connection::FlushAndShutdownWhileLoopHeld() {
   if (closed()) return;
-  while (writable() && !out_.empty()) {
+  ChainBuffer* src = &out_;
+  if (tls_ != nullptr) {
+    // Never plaintext on a TLS connection: encrypt what is queued (nothing before the
+    // handshake is done).
+    std::string err;
+    if (handshaking_ || !tls_->Encrypt(&out_, SIZE_MAX, &err)) out_.Clear();
+    src = &tls_->wire();
+  }
+  while (writable() && !src->empty()) {
     iovec iov[kMaxWriteIov];
     msghdr msg{};
     msg.msg_iov = iov;
-    msg.msg_iovlen = out_.ExportIovecs(iov, kMaxWriteIov);
+    msg.msg_iovlen = src->ExportIovecs(iov, kMaxWriteIov);
     ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n > 0) {
-      out_.Skip(static_cast<size_t>(n));
+      src->Skip(static_cast<size_t>(n));
       stats_.bytes_out += static_cast<uint64_t>(n);
     } else if (n < 0 && errno == EINTR) {
       continue;

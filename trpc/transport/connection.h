@@ -9,13 +9,19 @@
 #include "trpc/base/cancel_signal.h"
 #include "trpc/base/chain_buffer.h"
 #include "trpc/base/net_address.h"
+#include "trpc/base/tls_peer.h"
 #include "trpc/reactor/event_handler.h"
 #include "trpc/reactor/reactor.h"
 #include "trpc/transport/buffer_budget.h"
 #include "trpc/transport/detail/reply_sequencer.h"
 #include "trpc/transport/frame_codec.h"
+#include "trpc/transport/tls_context.h"
 
 namespace trpc {
+
+namespace detail {
+class TlsChannel;
+}
 
 /// Byte totals that the connections of one reactor add their traffic to (an owner's per-reactor
 /// counters, e.g. a service's, through ConnectionOptions::traffic).
@@ -71,6 +77,15 @@ struct ConnectionOptions {
   /// bytes (BufferBudget) that this connection's input and output count against. Must outlive
   /// the connection. Server connections only: they pause reading when over their share.
   BufferBudget::Slot* budget = nullptr;
+  /// Optional: speak TLS with this context (its role says which side starts). The handshake
+  /// runs first, bounded by the context's handshake_timeout; a client connection reports
+  /// OnConnected only once it is done, and nothing is read or written in plaintext.
+  std::shared_ptr<TlsContext> tls;
+  /// Client side, with `tls`: the target's host name or IP, for SNI and the certificate check.
+  std::string tls_host;
+  /// Server side, without `tls`: a peer whose first bytes are a TLS handshake is told apart
+  /// from one sending garbage (logged as such, counted, closed).
+  bool detect_tls = false;
 };
 
 /// Byte counters of one connection (loop thread writes, readers tolerate staleness).
@@ -187,7 +202,7 @@ class Connection : public EventHandler,
     return state_ == State::kConnecting || state_ == State::kConnectingToClose;
   }
   bool reading_paused() const { return reading_paused_; }
-  size_t pending_write_bytes() const { return out_.size(); }
+  size_t pending_write_bytes() const { return OutBytes(); }
   const NetAddress& peer() const { return peer_; }
   Reactor* reactor() const { return reactor_; }
   int fd() const { return fd_; }
@@ -198,6 +213,11 @@ class Connection : public EventHandler,
   FrameCodecState* codec_state() const { return codec_state_.get(); }
   /// The peer's FIN was read: no more input comes.
   bool peer_closed() const { return peer_closed_; }
+  /// With TLS, once its handshake is done: the peer's certificate and what was agreed; else
+  /// null. Shared, so a call may keep it after the connection is gone.
+  const std::shared_ptr<const TlsPeer>& tls_peer() const;
+  /// A TLS handshake is in progress (nothing is handed up or written in plaintext until done).
+  bool tls_handshaking() const { return handshaking_; }
 
   /// Fires when the connection closes (any cause, with the reason), or earlier at the peer's
   /// FIN where a FIN means the caller is gone (FrameCodec::PeerMayHalfClose), for work done on
@@ -271,6 +291,18 @@ class Connection : public EventHandler,
   // Queued bytes may be written now.
   bool writable() const { return state_ == State::kOpen || state_ == State::kClosingAfterFlush; }
 
+  // TLS: advances the handshake; true once it is done with the connection still open.
+  bool ContinueHandshake();
+  void OnHandshakeTimer();
+  // Sends what `src` holds until it is empty (kDrained) or the socket is full (kBlocked);
+  // kClosed after a write error (the connection is closed then).
+  enum class WriteResult : uint8_t { kDrained, kBlocked, kClosed };
+  WriteResult WriteFrom(ChainBuffer* src);
+  // Bytes queued for the peer: plaintext not yet written, and TLS records not yet sent.
+  size_t OutBytes() const;
+  bool HasOutput() const { return OutBytes() != 0; }
+  // A server's first bytes on a plaintext port: a TLS handshake is named and refused.
+  bool RefuseTlsOnPlaintext(const char* data, size_t n);
   void HandleRead(bool to_eof);
   void ProcessInput();
   void DeliverFrames();
@@ -279,14 +311,14 @@ class Connection : public EventHandler,
   void OnIdleTimer();
   void BeginLinger();
   bool Backlogged() const {
-    return out_.size() > options_.max_pending_write_bytes ||
+    return OutBytes() > options_.max_pending_write_bytes ||
            pending_requests_ >= options_.max_pending_requests;
   }
   // Backlogged(), or the output grew by BufferBudget::kStep since the last report to the budget
   // and the budget now says stop: write_limit_ is the lower of max_pending_write_bytes and the
   // next report's point, so the per-frame check costs what it did without a budget.
   bool ShouldPause() {
-    return out_.size() > write_limit_ || pending_requests_ >= options_.max_pending_requests
+    return OutBytes() > write_limit_ || pending_requests_ >= options_.max_pending_requests
                ? PauseCheck()
                : false;
   }
@@ -296,7 +328,7 @@ class Connection : public EventHandler,
   // back are counted by the slow path only: while there are some, the sum here falls short of
   // the last report, so it runs.
   void AccountBuffered() {
-    if (options_.budget != nullptr && in_.size() + out_.size() +
+    if (options_.budget != nullptr && in_.size() + OutBytes() +
                                               (session_ != nullptr ? session_->held_bytes : 0) +
                                               StreamHeldBytes() !=
                                           budget_bytes_) {
@@ -340,6 +372,9 @@ class Connection : public EventHandler,
   TimerId idle_timer_ = 0;
   TimerId linger_timer_ = 0;
   TimerId read_timer_ = 0;
+  TimerId handshake_timer_ = 0;
+  std::unique_ptr<detail::TlsChannel> tls_;  // with ConnectionOptions::tls
+  bool handshaking_ = false;  // TLS: the TCP connection is up, the handshake is not done
   int64_t read_timer_at_ = 0;
   // LoopTimeNs() of the read that began the partial frame at the front of in_; 0 = none (or
   // frame_read_timeout_ms is 0).

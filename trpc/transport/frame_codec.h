@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "trpc/base/chain_buffer.h"
+#include "trpc/transport/tls_context.h"
 
 namespace trpc {
 
@@ -144,6 +145,10 @@ class FrameCodec {
   /// client may. Where it may not (trpc, HTTP/2), the FIN means the caller is gone: the
   /// connection's cancel signals fire then (Connection::CloseSignal), not only at the close.
   virtual bool PeerMayHalfClose() const { return false; }
+  /// Over TLS: the protocol's ALPN ids and whether they are required (gRPC: "h2", required;
+  /// HTTP/1.1: "http/1.1"). The default, none, suits protocols without an id (trpc: tRPC-Go
+  /// and tRPC-Cpp send no ALPN).
+  virtual TlsAlpn Alpn() const { return {}; }
 
   /// Client side, for protocols that multiplex calls on a connection: reads the request id a
   /// response frame answers. Returns false if the frame carries none or is malformed.

@@ -1,11 +1,10 @@
 #include "trpc/transport/socket.h"
 
 #include <errno.h>
+#include <fmt/format.h>
 #include <netinet/tcp.h>
 #include <string.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 namespace trpc::socket_ops {
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "trpc/base/detail/version.h"
+#include "trpc/transport/tls_context.h"
 
 namespace trpc::admin {
 
@@ -264,6 +265,29 @@ std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process
     }
   }
 
+  // TLS, process-wide (every service and callee with ssl.enable).
+  const TlsCounters& tls = TlsCounters::Get();
+  w.Family("trpc_tls_handshakes_total", "counter",
+           "TLS handshakes completed (servers and clients), by whether a session ticket resumed "
+           "them.");
+  const uint64_t resumed = tls.resumed.load(std::memory_order_relaxed);
+  w.Sample("trpc_tls_handshakes_total", Label("resumed", "false"),
+           tls.handshakes.load(std::memory_order_relaxed) - resumed);
+  w.Sample("trpc_tls_handshakes_total", Label("resumed", "true"), resumed);
+  w.Family("trpc_tls_handshake_failures_total", "counter",
+           "Connections closed before or during their TLS handshake, by reason (docs/tls.md).");
+  for (int f = 0; f < static_cast<int>(TlsFailure::kCount); ++f) {
+    w.Sample("trpc_tls_handshake_failures_total",
+             Label("reason", TlsFailureName(static_cast<TlsFailure>(f))),
+             tls.failures[f].load(std::memory_order_relaxed));
+  }
+  w.Family("trpc_tls_certificate_reloads_total", "counter",
+           "Certificate reloads (SIGHUP, POST /cmds/reload-tls), by result; a failed one keeps "
+           "the previous certificate.");
+  w.Sample("trpc_tls_certificate_reloads_total", Label("result", "ok"),
+           tls.reloads.load(std::memory_order_relaxed));
+  w.Sample("trpc_tls_certificate_reloads_total", Label("result", "failed"),
+           tls.reload_failures.load(std::memory_order_relaxed));
   if (process != nullptr) {
     w.Family("process_cpu_seconds_total", "counter",
              "Total user and system CPU time spent in seconds.");

@@ -26,9 +26,10 @@ void CallSender::SetBufferBudget(std::shared_ptr<BufferBudget> budget) {
   }
 }
 
-ConnectionOptions CallSender::OptionsFor(size_t index) const {
+ConnectionOptions CallSender::OptionsFor(size_t index, const NetAddress& addr) const {
   ConnectionOptions o = options_.connection;
   if (!budget_slots_.empty()) o.budget = budget_slots_[index];
+  if (o.tls != nullptr && o.tls_host.empty()) o.tls_host = addr.ip();
   return o;
 }
 
@@ -131,7 +132,7 @@ ClientConnectionPtr CallSender::GetConnection(size_t index, Backend* b, size_t s
 
 ClientConnectionPtr CallSender::Connect(size_t index, const NetAddress& addr, Status* st) {
   auto c = std::make_shared<ClientConnection>(model_->GetReactor(index), addr, codec_,
-                                              OptionsFor(index), options_.connect_timeout_ms);
+                                              OptionsFor(index, addr), options_.connect_timeout_ms);
   std::string err;
   if (!c->Connect(&err)) {
     *st = Status(kClientConnectErr, err);
@@ -147,7 +148,7 @@ ClientConnectionPool* CallSender::GetPool(size_t index, Backend* b) {
     o.max_connections = options_.conns_per_backend;
     o.max_outstanding = std::max<uint32_t>(1, options_.pipeline_depth);
     o.connect_timeout_ms = options_.connect_timeout_ms;
-    o.connection = OptionsFor(index);
+    o.connection = OptionsFor(index, b->addr);
     pool = std::make_unique<ClientConnectionPool>(model_->GetReactor(index), b->addr, codec_, o);
   }
   return pool.get();

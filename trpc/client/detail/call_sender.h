@@ -79,7 +79,9 @@ class CallSender {
   ClientConnectionPtr GetConnection(size_t index, Backend* b, size_t slot, Status* st);
   ClientConnectionPtr Connect(size_t index, const NetAddress& addr, Status* st);
   // options_.connection with reactor `index`'s budget slot.
-  ConnectionOptions OptionsFor(size_t index) const;
+  // The connection options for `index`'s reactor and the endpoint `addr` (TLS: its IP names
+  // the server unless the proxy knows a host name).
+  ConnectionOptions OptionsFor(size_t index, const NetAddress& addr) const;
 
   ThreadModel* const model_;
   ClientCodec* const codec_;

@@ -323,6 +323,10 @@ const NetAddress& ServerContext::GetRemoteAddr() const {
   return detail::ServerCall::Of(*this).connection()->peer();
 }
 
+const TlsPeer* ServerContext::GetTlsPeer() const {
+  return detail::ServerCall::Of(*this).connection()->tls_peer().get();
+}
+
 const std::shared_ptr<CancelSignal>& ServerContext::GetCancelSignal() const {
   if (cancel_signal_ == nullptr) {
     // A unary call: its protocol's own (gRPC), else its connection's close, which every call on

@@ -41,6 +41,16 @@ void ServiceListener::SetBufferBudget(std::shared_ptr<BufferBudget> budget) {
 }
 
 bool ServiceListener::Start(std::string* err) {
+  if (config_.ssl.enable) {
+    // Loaded before listening: a bad certificate stops the start, not the first handshake.
+    conn_options_.tls = TlsContext::Create(config_.ssl, TlsRole::kServer, codec_->Alpn(), err);
+    if (conn_options_.tls == nullptr) {
+      *err += " (service " + config_.name + ")";
+      return false;
+    }
+  } else {
+    conn_options_.detect_tls = true;
+  }
   NetAddress addr;
   if (!NetAddress::FromIpPort(config_.ip, config_.port, &addr)) {
     *err = "service " + config_.name + ": bad ip '" + config_.ip + "'";
@@ -57,8 +67,9 @@ bool ServiceListener::Start(std::string* err) {
   });
   done.wait();
   started_ = true;
-  TRPC_LOG_INFO("service {} listening on {} ({} model, {} workers)", config_.name,
-                acceptor_->address().ToString(), model_->Type(), model_->ReactorCount());
+  TRPC_LOG_INFO("service {} listening on {}{} ({} model, {} workers)", config_.name,
+                acceptor_->address().ToString(), config_.ssl.enable ? " with TLS" : "",
+                model_->Type(), model_->ReactorCount());
   return true;
 }
 

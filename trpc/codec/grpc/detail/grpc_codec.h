@@ -25,6 +25,9 @@ class GrpcServerCodec final : public ServerCodec {
   }
 
   std::string_view Name() const override { return kGrpcCodecName; }
+  /// Over TLS, HTTP/2 needs ALPN "h2" both ways (RFC 9113 §3.2); gRPC clients refuse a server
+  /// that does not agree on it, and so do we.
+  TlsAlpn Alpn() const override { return {{"h2"}, true}; }
   std::unique_ptr<FrameCodecState> NewConnectionState() override;
   SplitResult Split(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
                     std::string* err) override;
@@ -62,6 +65,7 @@ class GrpcClientCodec final : public ClientCodec {
   }
 
   std::string_view Name() const override { return kGrpcCodecName; }
+  TlsAlpn Alpn() const override { return {{"h2"}, true}; }
   std::unique_ptr<FrameCodecState> NewConnectionState() override;
   SplitResult Split(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
                     std::string* err) override;

@@ -60,6 +60,7 @@ class HttpClientCodec final : public ClientCodec {
 
   std::string_view Name() const override { return "http"; }
   bool FifoResponses() const override { return true; }
+  TlsAlpn Alpn() const override { return {{"http/1.1"}, false}; }
   std::unique_ptr<FrameCodecState> NewConnectionState() override;
   void OnRequestSent(FrameCodecState* state, const ChainBuffer& request) override;
   SplitResult Split(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,

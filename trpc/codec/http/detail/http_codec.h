@@ -53,6 +53,9 @@ class HttpServerCodec final : public ServerCodec {
   std::unique_ptr<FrameCodecState> NewConnectionState() override;
   bool OrderedReplies() const override { return true; }
   bool PeerMayHalfClose() const override { return true; }
+  /// HTTP/1.1 only: a client that offers h2 and http/1.1 (curl) is given http/1.1; one that
+  /// offers no ALPN is served too.
+  TlsAlpn Alpn() const override { return {{"http/1.1"}, false}; }
   SplitResult Split(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
                     std::string* err) override;
   SplitResult SplitWithState(ChainBuffer* in, std::vector<ChainBuffer>* out, size_t max_frame_size,
