@@ -27,6 +27,7 @@
 #include "test/common/shell.h"
 #include "test/common/test_runtime.h"
 #include "test/common/thread_model_yaml.h"
+#include "test/common/tls_certs.h"
 #include "test/grpc_interop/trpc_interop_service.h"
 #include "trpc/client/client_stream.h"
 #include "trpc/client/trpc_client.h"
@@ -85,10 +86,11 @@ class GrpcInteropTest : public ::testing::Test {
   static void SetUpTestSuite() {
     std::string err;
     Config config;
+    certs_ = new trpc::testing::TestCerts;
     stream_filter_ = std::make_shared<StreamFilter>();
     RegisterServerFilter(stream_filter_);
-    std::string yaml =
-        trpc::testing::ThreadModelYaml(Model() == "fiber", {{"interop", 2}}) + R"(server:
+    std::string yaml = trpc::testing::ThreadModelYaml(Model() == "fiber", {{"interop", 2}}) +
+                       R"(server:
   filter:
     - interop_stream_filter
   service:
@@ -101,18 +103,46 @@ class GrpcInteropTest : public ::testing::Test {
       protocol: trpc
       ip: 127.0.0.1
       port: 0
-)";
+)" +
+                       fmt::format(R"(    - name: interop_tls
+      protocol: grpc
+      ip: 127.0.0.1
+      port: 0
+      timeout: 10000
+      ssl:
+        enable: true
+        cert_path: {0}
+        private_key_path: {1}
+    - name: interop_mtls
+      protocol: grpc
+      ip: 127.0.0.1
+      port: 0
+      timeout: 10000
+      ssl:
+        enable: true
+        cert_path: {0}
+        private_key_path: {1}
+        mutual_auth: true
+        ca_cert_path: {2}
+)",
+                                   certs_->Pem("server"), certs_->Key("server"), certs_->Pem("ca"));
     ASSERT_TRUE(trpc::testing::StartRuntime(yaml, "interop.yaml", &config));
     service_ = std::make_shared<TestServiceImpl>();
     server_ = new Server(config.server);
     ASSERT_TRUE(server_->RegisterService("grpc.testing.TestService", service_));
     ASSERT_TRUE(server_->RegisterService("interop_over_trpc", service_));
+    ASSERT_TRUE(server_->RegisterService("interop_tls", service_));
+    ASSERT_TRUE(server_->RegisterService("interop_mtls", service_));
     ASSERT_TRUE(server_->Start(&err)) << err;
     NetAddress a;
     ASSERT_TRUE(server_->GetAddress("grpc.testing.TestService", &a));
     grpc_addr_ = a.ToString();
     ASSERT_TRUE(server_->GetAddress("interop_over_trpc", &a));
     trpc_addr_ = a.ToString();
+    ASSERT_TRUE(server_->GetAddress("interop_tls", &a));
+    tls_addr_ = a.ToString();
+    ASSERT_TRUE(server_->GetAddress("interop_mtls", &a));
+    mtls_addr_ = a.ToString();
     SetTrpcClient(std::make_shared<TrpcClient>(ClientConfig{}));
 #ifdef GRPCPP_INTEROP_SERVER_PATH
     peer_ = new ChildServer();
@@ -126,15 +156,18 @@ class GrpcInteropTest : public ::testing::Test {
     if (server_ != nullptr) server_->Stop();
     delete server_;
     runtime::Stop();
+    delete certs_;
   }
 
   template <typename Proxy>
   static std::shared_ptr<Proxy> MakeProxy(const std::string& target,
-                                          const std::string& protocol = "grpc") {
+                                          const std::string& protocol = "grpc",
+                                          const TlsConfig* tls = nullptr) {
     ClientServiceConfig c;
     c.target = target;
     c.protocol = protocol;
     c.timeout = 10000;
+    if (tls != nullptr) c.ssl = *tls;
     std::string err;
     auto p = GetTrpcClient()->GetProxy<Proxy>(fmt::format("interop_{}", ++proxies_), c, &err);
     EXPECT_NE(p, nullptr) << err;
@@ -143,19 +176,33 @@ class GrpcInteropTest : public ::testing::Test {
 
   // gRPC's unary interop cases, run by our client against `target`.
   // `sees_compression`: the server can tell a compressed request (client_compressed_unary).
-  static void RunOurClientCases(const std::string& target, bool sees_compression = true);
+  static void RunOurClientCases(const std::string& target, bool sees_compression = true,
+                                const TlsConfig* tls = nullptr);
+  // Our client's TLS settings: trusting the test CA, presenting alice's certificate or none.
+  static TlsConfig ClientTls(bool with_certificate) {
+    TlsConfig t;
+    t.enable = true;
+    t.ca_cert_path = certs_->Pem("ca");
+    if (with_certificate) {
+      t.cert_path = certs_->Pem("client");
+      t.private_key_path = certs_->Key("client");
+    }
+    return t;
+  }
 
   static inline std::shared_ptr<TestServiceImpl> service_;
   static inline std::shared_ptr<StreamFilter> stream_filter_;
   static inline Server* server_ = nullptr;
-  static inline std::string grpc_addr_, trpc_addr_, peer_addr_;
+  static inline std::string grpc_addr_, trpc_addr_, peer_addr_, tls_addr_, mtls_addr_;
+  static inline trpc::testing::TestCerts* certs_ = nullptr;
   static inline ChildServer* peer_ = nullptr;
   static inline int proxies_ = 0;
 };
 
-void GrpcInteropTest::RunOurClientCases(const std::string& target, bool sees_compression) {
-  auto test = MakeProxy<TestServiceServiceProxy>(target);
-  auto unimpl = MakeProxy<UnimplementedServiceServiceProxy>(target);
+void GrpcInteropTest::RunOurClientCases(const std::string& target, bool sees_compression,
+                                        const TlsConfig* tls) {
+  auto test = MakeProxy<TestServiceServiceProxy>(target, "grpc", tls);
+  auto unimpl = MakeProxy<UnimplementedServiceServiceProxy>(target, "grpc", tls);
   ASSERT_NE(test, nullptr);
   ASSERT_NE(unimpl, nullptr);
   {
@@ -759,6 +806,88 @@ TEST_F(GrpcInteropTest, OnewayFailsClearlyOnGrpc) {
   Status st = test->OnewayInvoke(ctx, Empty());
   EXPECT_FALSE(st.OK());
   EXPECT_NE(st.ErrorMessage().find("no one-way calls"), std::string::npos) << st.ToString();
+}
+
+// TLS, both ways, with and without client certificates: grpc++'s SslCredentials and
+// python3-grpcio's secure channel against our TLS services, and our TLS client against their
+// TLS servers. (ALPN h2 both ways; our mutual-TLS service refuses a client without one.)
+TEST_F(GrpcInteropTest, GrpcppTlsClientAgainstOurTlsServer) {
+#ifndef GRPCPP_INTEROP_CLIENT_PATH
+  TRPC_SKIP_WITHOUT_PEER("grpcpp_interop_client not built (Debian: libgrpc++-dev)");
+#else
+  std::string out;
+  int rc = RunShell(fmt::format("{} --server={} --test_case=all --ca_file={}",
+                                GRPCPP_INTEROP_CLIENT_PATH, tls_addr_, certs_->Pem("ca")),
+                    &out);
+  EXPECT_EQ(rc, 0) << out;
+  out.clear();
+  rc = RunShell(fmt::format("{} --server={} --test_case=large_unary --ca_file={} --cert_file={} "
+                            "--key_file={}",
+                            GRPCPP_INTEROP_CLIENT_PATH, mtls_addr_, certs_->Pem("ca"),
+                            certs_->Pem("client"), certs_->Key("client")),
+                &out);
+  EXPECT_EQ(rc, 0) << out;
+  // Without a certificate, refused at the handshake.
+  out.clear();
+  rc =
+      RunShell(fmt::format("{} --server={} --test_case=empty_unary --ca_file={} --deadline_ms=3000",
+                           GRPCPP_INTEROP_CLIENT_PATH, mtls_addr_, certs_->Pem("ca")),
+               &out);
+  EXPECT_NE(rc, 0) << out;
+#endif
+}
+
+TEST_F(GrpcInteropTest, GrpcioTlsClientAgainstOurTlsServer) {
+  std::string probe;
+  if (RunShell("/usr/bin/python3 -c 'import grpc'", &probe) != 0) {
+    TRPC_SKIP_WITHOUT_PEER("python3-grpcio not installed");
+  }
+  std::string out;
+  int rc = RunShell(fmt::format("/usr/bin/python3 {} --server {} --test_case all --ca {}",
+                                GRPCIO_CLIENT_PY, tls_addr_, certs_->Pem("ca")),
+                    &out);
+  EXPECT_EQ(rc, 0) << out;
+  out.clear();
+  rc = RunShell(fmt::format("/usr/bin/python3 {} --server {} --test_case large_unary --ca {} "
+                            "--cert {} --key {}",
+                            GRPCIO_CLIENT_PY, mtls_addr_, certs_->Pem("ca"), certs_->Pem("client"),
+                            certs_->Key("client")),
+                &out);
+  EXPECT_EQ(rc, 0) << out;
+}
+
+TEST_F(GrpcInteropTest, OurTlsClientAgainstGrpcppTlsServer) {
+#ifndef GRPCPP_INTEROP_SERVER_PATH
+  TRPC_SKIP_WITHOUT_PEER("grpcpp_interop_server not built (Debian: libgrpc++-dev)");
+#else
+  for (bool mutual : {false, true}) {
+    SCOPED_TRACE(mutual ? "mutual TLS" : "TLS");
+    ChildServer peer;
+    std::vector<std::string> args = {
+        GRPCPP_INTEROP_SERVER_PATH, "--port", "0", "--tls_cert", certs_->Pem("server"), "--tls_key",
+        certs_->Key("server")};
+    if (mutual) args.insert(args.end(), {"--tls_client_ca", certs_->Pem("ca")});
+    std::string addr = peer.Start(args);
+    ASSERT_FALSE(addr.empty());
+    TlsConfig tls = ClientTls(mutual);
+    RunOurClientCases(addr, true, &tls);
+  }
+#endif
+}
+
+TEST_F(GrpcInteropTest, OurTlsClientAgainstGrpcioTlsServer) {
+  std::string probe;
+  if (RunShell("/usr/bin/python3 -c 'import grpc'", &probe) != 0) {
+    TRPC_SKIP_WITHOUT_PEER("python3-grpcio not installed");
+  }
+  ChildServer python;
+  std::string addr =
+      python.Start({"/usr/bin/python3", GRPCIO_SERVER_PY, "--tls_cert", certs_->Pem("server"),
+                    "--tls_key", certs_->Key("server"), "--tls_client_ca", certs_->Pem("ca")});
+  ASSERT_FALSE(addr.empty());
+  TlsConfig tls = ClientTls(true);
+  RunOurClientCases(addr, false, &tls);
+  OurStreamCases(MakeProxy<TestServiceServiceProxy>(addr, "grpc", &tls), false);
 }
 
 }  // namespace

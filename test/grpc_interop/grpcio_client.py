@@ -421,11 +421,25 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", required=True, help="HOST:PORT")
     parser.add_argument("--test_case", required=True, choices=["all"] + CASES)
+    parser.add_argument("--ca", help="TLS: the CAs (PEM) the server's certificate chains to")
+    parser.add_argument("--cert", help="TLS: our certificate (PEM), for mutual TLS")
+    parser.add_argument("--key", help="TLS: its private key (PEM)")
     args = parser.parse_args()
 
     cases = CASES if args.test_case == "all" else [args.test_case]
     all_passed = True
-    with grpc.insecure_channel(args.server) as channel:
+    if args.ca:
+        def read(path):
+            with open(path, "rb") as f:
+                return f.read()
+        creds = grpc.ssl_channel_credentials(
+            root_certificates=read(args.ca),
+            private_key=read(args.key) if args.key else None,
+            certificate_chain=read(args.cert) if args.cert else None)
+        channel = grpc.secure_channel(args.server, creds)
+    else:
+        channel = grpc.insecure_channel(args.server)
+    with channel:
         interop = Interop(channel)
         for case in cases:
             try:

@@ -182,6 +182,9 @@ def half_duplex_call(requests, context):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--tls_cert", help="serve TLS with this certificate (PEM)")
+    ap.add_argument("--tls_key", help="... and its key (PEM)")
+    ap.add_argument("--tls_client_ca", help="require client certificates from these CAs (PEM)")
     args = ap.parse_args()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
     handlers = {
@@ -193,7 +196,17 @@ def main():
         "HalfDuplexCall": grpc.stream_stream_rpc_method_handler(half_duplex_call),
     }
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
-    port = server.add_insecure_port("127.0.0.1:%d" % args.port)
+    if args.tls_cert:
+        def read(path):
+            with open(path, "rb") as f:
+                return f.read()
+        creds = grpc.ssl_server_credentials(
+            [(read(args.tls_key), read(args.tls_cert))],
+            root_certificates=read(args.tls_client_ca) if args.tls_client_ca else None,
+            require_client_auth=bool(args.tls_client_ca))
+        port = server.add_secure_port("127.0.0.1:%d" % args.port, creds)
+    else:
+        port = server.add_insecure_port("127.0.0.1:%d" % args.port)
     if port == 0:
         print("grpcio_server: cannot listen on 127.0.0.1:%d" % args.port, file=sys.stderr)
         return 1

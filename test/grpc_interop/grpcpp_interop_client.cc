@@ -1,4 +1,5 @@
-// grpcpp_interop_client --server=HOST:PORT --test_case=NAME|all [--skip=A,B] [--deadline_ms=N]:
+// grpcpp_interop_client --server=HOST:PORT --test_case=NAME|all [--skip=A,B] [--deadline_ms=N]
+//   [--ca_file=F [--cert_file=F --key_file=F]] (TLS with grpc++'s SslCredentials):
 // the unary and streaming cases of gRPC's interop-test-descriptions.md, run with Debian's gRPC
 // C++ 1.51 against a grpc.testing.TestService server (our gRPC server, or grpcpp_interop_server).
 // It is the reference peer for our gRPC server; README.md here lists the cases.
@@ -132,8 +133,9 @@ std::string CheckPayload(const SimpleResponse& rsp, size_t size) {
 
 class Interop {
  public:
-  Interop(const std::string& server, std::chrono::milliseconds deadline)
-      : channel_(grpc::CreateChannel(server, grpc::InsecureChannelCredentials())),
+  Interop(const std::string& server, std::chrono::milliseconds deadline,
+          std::shared_ptr<grpc::ChannelCredentials> creds)
+      : channel_(grpc::CreateChannel(server, std::move(creds))),
         stub_(TestService::NewStub(channel_)),
         unimplemented_stub_(grpc::testing::UnimplementedService::NewStub(channel_)),
         deadline_(deadline) {}
@@ -636,6 +638,7 @@ int Usage(const char* argv0, const std::string& why) {
   if (!why.empty()) std::fprintf(stderr, "%s: %s\n", argv0, why.c_str());
   std::fprintf(stderr,
                "usage: %s --server=HOST:PORT --test_case=NAME|all [--skip=NAME,...] "
+               "[--ca_file=F [--cert_file=F --key_file=F]] "
                "[--deadline_ms=N]\ncases:",
                argv0);
   for (const Case& c : kCases) std::fprintf(stderr, " %s", c.name);
@@ -643,10 +646,25 @@ int Usage(const char* argv0, const std::string& why) {
   return 2;
 }
 
+// A whole file's bytes ("" when it cannot be read: the handshake then fails, and says so).
+std::string ReadFile(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return "";
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+  std::fclose(f);
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string server;
+  // TLS (grpc++'s SslCredentials): --ca_file turns it on; --cert_file and --key_file present
+  // a client certificate.
+  std::string ca_file, cert_file, key_file;
   std::string test_case;
   std::string skip;
   int64_t deadline_ms = 10'000;
@@ -665,6 +683,12 @@ int main(int argc, char** argv) {
       server = value;
     } else if (name == "--test_case") {
       test_case = value;
+    } else if (name == "--ca_file") {
+      ca_file = value;
+    } else if (name == "--cert_file") {
+      cert_file = value;
+    } else if (name == "--key_file") {
+      key_file = value;
     } else if (name == "--skip") {
       skip = value;
     } else if (name == "--deadline_ms") {
@@ -697,7 +721,17 @@ int main(int argc, char** argv) {
     skipped.push_back(c);
   }
 
-  Interop interop(server, std::chrono::milliseconds(deadline_ms));
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (!ca_file.empty()) {
+    grpc::SslCredentialsOptions o;
+    o.pem_root_certs = ReadFile(ca_file);
+    if (!cert_file.empty()) {
+      o.pem_cert_chain = ReadFile(cert_file);
+      o.pem_private_key = ReadFile(key_file);
+    }
+    creds = grpc::SslCredentials(o);
+  }
+  Interop interop(server, std::chrono::milliseconds(deadline_ms), creds);
   bool all_passed = true;
   for (const Case* c : run) {
     if (std::find(skipped.begin(), skipped.end(), c) != skipped.end()) {

@@ -1,4 +1,6 @@
-// grpcpp_interop_server [--port N]: grpc.testing.TestService (grpc-proto's test.proto) served by
+// grpcpp_interop_server [--port N] [--tls_cert F --tls_key F [--tls_client_ca F]] (TLS with
+// grpc++'s SslServerCredentials; a client CA makes it require client certificates):
+// grpc.testing.TestService (grpc-proto's test.proto) served by
 // Debian's gRPC C++ 1.51, the reference peer for our gRPC client. It implements the unary server
 // features of gRPC's interop-test-descriptions.md: EmptyCall, UnaryCall (payload of
 // response_size zeros, CompressedResponse, CompressedRequest, Echo Status, Echo Metadata) and
@@ -233,19 +235,54 @@ class TestServiceImpl final : public TestService::Service {
   std::atomic<int64_t> cancelled_{0};
 };
 
+// A whole file's bytes; "" (and a message) when it cannot be read.
+std::string ReadFile(const char* argv0, const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    std::fprintf(stderr, "%s: cannot read '%s'\n", argv0, path.c_str());
+    return "";
+  }
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+  std::fclose(f);
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int port = 0;
+  // TLS (grpc++'s SslServerCredentials): --tls_cert and --tls_key serve TLS; --tls_client_ca
+  // also requires a client certificate that chains to it.
+  std::string tls_cert, tls_key, tls_client_ca;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
+    std::string_view name = a.substr(0, a.find('='));
     std::string_view value;
-    if (a == "--port" && i + 1 < argc) {
+    if (a.find('=') != std::string_view::npos) {
+      value = a.substr(a.find('=') + 1);
+    } else if (i + 1 < argc) {
       value = argv[++i];
-    } else if (a.starts_with("--port=")) {
-      value = a.substr(7);
-    } else {
-      std::fprintf(stderr, "usage: %s [--port N]   (0, the default, picks a free port)\n", argv[0]);
+    }
+    if (name == "--tls_cert") {
+      tls_cert = value;
+      continue;
+    }
+    if (name == "--tls_key") {
+      tls_key = value;
+      continue;
+    }
+    if (name == "--tls_client_ca") {
+      tls_client_ca = value;
+      continue;
+    }
+    if (name != "--port" || value.empty()) {
+      std::fprintf(stderr,
+                   "usage: %s [--port N] [--tls_cert F --tls_key F [--tls_client_ca F]]   (port "
+                   "0, the default, picks a free port)\n",
+                   argv[0]);
       return 2;
     }
     auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), port);
@@ -253,6 +290,15 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s: bad port '%s'\n", argv[0], std::string(value).c_str());
       return 2;
     }
+  }
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  if (!tls_cert.empty()) {
+    grpc::SslServerCredentialsOptions o(
+        tls_client_ca.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                              : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    o.pem_key_cert_pairs.push_back({ReadFile(argv[0], tls_key), ReadFile(argv[0], tls_cert)});
+    if (!tls_client_ca.empty()) o.pem_root_certs = ReadFile(argv[0], tls_client_ca);
+    creds = grpc::SslServerCredentials(o);
   }
   // Blocked before gRPC starts its threads, so they inherit the mask and only sigwait() below
   // receives the stop signals.
@@ -265,8 +311,7 @@ int main(int argc, char** argv) {
   TestServiceImpl service;
   int bound_port = 0;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:" + std::to_string(port), grpc::InsecureServerCredentials(),
-                           &bound_port);
+  builder.AddListeningPort("127.0.0.1:" + std::to_string(port), creds, &bound_port);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {
