@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -492,6 +493,90 @@ TEST_F(TlsE2eTest, RenegotiationIsRefused) {
   EXPECT_NE(out.find("RENEGOTIATING"), std::string::npos) << out;
   EXPECT_NE(out.find("no renegotiation"), std::string::npos) << out;
   ExpectServing();
+}
+
+// A loopback port free a moment ago (for a peer program that cannot take port 0).
+uint16_t FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// nginx in front of us, speaking TLS to us and verifying our certificate: HTTP through
+// `proxy_pass https://`, gRPC through `grpc_pass grpcs://` (nginx takes h2c from our client).
+TEST_F(TlsE2eTest, NginxProxiesToUsOverTls) {
+  std::string probe;
+  if (RunShell("command -v nginx", &probe) != 0) {
+    TRPC_SKIP_WITHOUT_PEER("nginx not installed (Debian: nginx-light)");
+  }
+  const std::string dir = certs_->dir() + "/nginx";
+  const uint16_t http_port = FreePort();
+  const uint16_t grpc_port = FreePort();
+  std::string out;
+  ASSERT_EQ(RunShell("mkdir -p " + dir + "/tmp", &out), 0) << out;
+  {
+    std::ofstream conf(dir + "/nginx.conf");
+    conf << fmt::format(
+        "worker_processes 1;\nerror_log {0}/error.log;\npid {0}/nginx.pid;\n"
+        "events {{ worker_connections 64; }}\n"
+        "http {{\n  access_log off;\n  client_body_temp_path {0}/tmp;\n"
+        "  proxy_temp_path {0}/tmp;\n  fastcgi_temp_path {0}/tmp;\n  uwsgi_temp_path {0}/tmp;\n"
+        "  scgi_temp_path {0}/tmp;\n"
+        "  server {{\n    listen 127.0.0.1:{1};\n    location / {{\n"
+        "      proxy_pass https://127.0.0.1:{3};\n      proxy_http_version 1.1;\n"
+        "      proxy_ssl_verify on;\n      proxy_ssl_trusted_certificate {5};\n"
+        "      proxy_ssl_name localhost;\n      proxy_ssl_server_name on;\n    }}\n  }}\n"
+        "  server {{\n    listen 127.0.0.1:{2} http2;\n    location / {{\n"
+        "      grpc_pass grpcs://127.0.0.1:{4};\n      grpc_ssl_verify on;\n"
+        "      grpc_ssl_trusted_certificate {5};\n      grpc_ssl_name localhost;\n    }}\n  }}\n"
+        "}}\n",
+        dir, http_port, grpc_port, Addr("tls_http").port(), Addr("tls_grpc").port(),
+        certs_->Pem("ca"));
+  }
+  const std::string nginx = fmt::format("nginx -p {0} -c {0}/nginx.conf", dir);
+  ASSERT_EQ(RunShell(nginx, &out), 0) << out;
+  struct Stop {
+    std::string cmd;
+    ~Stop() {
+      std::string ignored;
+      RunShell(cmd + " -s stop", &ignored);
+    }
+  } stop{nginx};
+  ASSERT_TRUE(trpc::testing::WaitFor(
+      [&] {
+        NetAddress a;
+        NetAddress::FromIpPort("127.0.0.1", http_port, &a);
+        int fd = Dial(a);
+        if (fd >= 0) ::close(fd);
+        return fd >= 0;
+      },
+      5000));
+  out.clear();
+  EXPECT_EQ(
+      RunShell(fmt::format("curl -sS --max-time 10 http://127.0.0.1:{}/hello", http_port), &out), 0)
+      << out;
+  // (nginx 1.22 proxies with TLS 1.2 unless proxy_ssl_protocols says otherwise: the 1.2 path.)
+  EXPECT_EQ(out, "Hello over TLSv1.2");
+
+  ClientServiceConfig c;
+  c.name = "via_nginx";
+  c.target = fmt::format("127.0.0.1:{}", grpc_port);
+  c.protocol = "grpc";
+  c.timeout = 5000;
+  auto p = std::make_shared<GreeterServiceProxy>(c, runtime::GetThreadModel(kClientModel));
+  std::string err;
+  ASSERT_TRUE(p->Init(&err)) << err;
+  proxies_.push_back(p);
+  std::string reply;
+  Status st = Hello(p.get(), "n", &reply);
+  EXPECT_TRUE(st.OK()) << st.ToString();
+  EXPECT_EQ(reply, "n|||TLSv1.2|h2|unverified");
 }
 
 // Rotation: new files for new connections, established ones go on; a bad file keeps the old.

@@ -361,22 +361,27 @@ TEST_F(GrpcInteropTest, H2loadGetsGrpcStatusOk) {
   // EmptyCall's request: an uncompressed message of 0 bytes.
   std::string frame_path = ::testing::TempDir() + "grpc_empty_frame.bin";
   std::ofstream(frame_path, std::ios::binary).write("\0\0\0\0\0", 5);
-  const detail::ServiceAdapter* adapter = server_->GetAdapter("grpc.testing.TestService");
-  ASSERT_NE(adapter, nullptr);
-  const auto before = adapter->stats();
-  std::string out;
-  int rc =
-      RunShell(fmt::format("h2load -n 2000 -c 4 -m 10 -H 'content-type: application/grpc' "
-                           "-H 'te: trailers' -d {} http://{}/grpc.testing.TestService/EmptyCall",
-                           frame_path, grpc_addr_),
-               &out);
-  ASSERT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("2000 succeeded, 0 failed, 0 errored"), std::string::npos) << out;
-  EXPECT_NE(out.find("status codes: 2000 2xx"), std::string::npos) << out;
-  // h2load does not show trailers: the server's counters say every call ended with status 0.
-  const auto after = adapter->stats();
-  EXPECT_EQ(after.requests - before.requests, 2000u);
-  EXPECT_EQ(after.failed_requests, before.failed_requests);
+  // Over h2c, and over TLS (ALPN h2; h2load does not check the certificate).
+  for (const auto& [service, url] :
+       {std::pair{std::string("grpc.testing.TestService"), "http://" + grpc_addr_},
+        std::pair{std::string("interop_tls"), "https://" + tls_addr_}}) {
+    SCOPED_TRACE(url);
+    const detail::ServiceAdapter* adapter = server_->GetAdapter(service);
+    ASSERT_NE(adapter, nullptr);
+    const auto before = adapter->stats();
+    std::string out;
+    int rc = RunShell(fmt::format("h2load -n 2000 -c 4 -m 10 -H 'content-type: application/grpc' "
+                                  "-H 'te: trailers' -d {} {}/grpc.testing.TestService/EmptyCall",
+                                  frame_path, url),
+                      &out);
+    ASSERT_EQ(rc, 0) << out;
+    EXPECT_NE(out.find("2000 succeeded, 0 failed, 0 errored"), std::string::npos) << out;
+    EXPECT_NE(out.find("status codes: 2000 2xx"), std::string::npos) << out;
+    // h2load does not show trailers: the server's counters say every call ended with status 0.
+    const auto after = adapter->stats();
+    EXPECT_EQ(after.requests - before.requests, 2000u);
+    EXPECT_EQ(after.failed_requests, before.failed_requests);
+  }
 }
 
 // FullDuplexCall's ping_pong over a stream, with our client: 4 rounds, then the end.
