@@ -17,6 +17,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "fmt/format.h"
@@ -138,6 +139,7 @@ class TlsE2eTest : public ::testing::Test {
         service("tls_trpc", "trpc", ssl + "        handshake_timeout: 300\n") +
         service("mtls_trpc", "trpc", mtls) + service("tls_grpc", "grpc", ssl) +
         service("tls_http", "http", ssl) + service("plain_trpc", "trpc", "") +
+        service("tls_limited", "trpc", ssl + "        max_handshakes: 1\n") +
         "plugins:\n  log:\n    level: error\n";
     ASSERT_TRUE(trpc::testing::StartRuntime(yaml, "tls_e2e.yaml", config_));
   }
@@ -149,7 +151,7 @@ class TlsE2eTest : public ::testing::Test {
 
   void SetUp() override {
     server_ = std::make_unique<Server>(config_->server);
-    for (const char* name : {"tls_trpc", "mtls_trpc", "tls_grpc", "plain_trpc"}) {
+    for (const char* name : {"tls_trpc", "mtls_trpc", "tls_grpc", "plain_trpc", "tls_limited"}) {
       ASSERT_TRUE(server_->RegisterService(name, std::make_shared<WhoGreeter>()));
     }
     auto http = std::make_shared<HttpService>();
@@ -380,6 +382,28 @@ TEST_F(TlsE2eTest, ASilentClientIsCutAtTheHandshakeTimeout) {
   EXPECT_LT(ms, 3000);
   EXPECT_EQ(Failures(TlsFailure::kTimeout), before + 1);
   ExpectServing();
+}
+
+// max_handshakes: 1 per worker (two workers): of four clients that connect and stay silent, two
+// are refused at once; the others wait for their handshake_timeout. Once they go, the service
+// takes handshakes again.
+TEST_F(TlsE2eTest, HandshakesInProgressAreBoundedPerWorker) {
+  const uint64_t before = Failures(TlsFailure::kLimit);
+  int fds[4];
+  for (int& fd : fds) {
+    fd = Dial(Addr("tls_limited"));
+    ASSERT_GE(fd, 0);
+  }
+  EXPECT_TRUE(
+      trpc::testing::WaitFor([&] { return Failures(TlsFailure::kLimit) == before + 2; }, 5000));
+  int closed = 0;
+  for (int fd : fds) closed += MsUntilClosed(fd, 100) >= 0 ? 1 : 0;
+  EXPECT_EQ(closed, 2);
+  for (int fd : fds) ::close(fd);
+  // (The server sees the silent ones go at their EOF.)
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ExpectServing("tls_limited");
+  EXPECT_EQ(Failures(TlsFailure::kLimit), before + 2);
 }
 
 TEST_F(TlsE2eTest, AClientThatStallsMidHandshakeIsCut) {

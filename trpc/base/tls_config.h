@@ -36,6 +36,10 @@ struct TlsConfig {
   bool insecure = false;
   /// ms from the connection's start to the end of its handshake; 1..600000.
   uint32_t handshake_timeout = 5000;
+  /// Server: handshakes in progress at once on one worker (across its TLS services); a
+  /// connection past it is closed at once (counted as "limit"), so a flood of handshakes holds
+  /// a bounded share of a worker. 1..1000000.
+  uint32_t max_handshakes = 1024;
   /// PEM certificate revocation list checked with the peer's chain ("" = none).
   std::string crl_path;
   /// Client: check the server certificate's name: sni_name if set, else the target's host

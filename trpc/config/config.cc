@@ -30,6 +30,7 @@ constexpr uint64_t kU32Max = UINT32_MAX;
 // Limits, one per key; docs/config.md repeats them.
 constexpr UintRule kPortRule{0, 65535};
 constexpr UintRule kHandshakeTimeoutRule{1, 600000};
+constexpr UintRule kMaxHandshakesRule{1, 1000000};
 constexpr UintRule kIoThreadNumRule{1, 1024};
 constexpr UintRule kConcurrencyHintRule{0, 1024};
 constexpr UintRule kSchedulingGroupSizeRule{0, 64};  // the parked-worker mask is one word
@@ -200,7 +201,7 @@ void ReadTls(MapReader& parent, const std::string& file, TlsConfig* out) {
   MapReader r =
       parent.Map("ssl", {"enable", "cert_path", "private_key_path", "ca_cert_path", "mutual_auth",
                          "ciphers", "protocols", "dh_param_path", "sni_name", "insecure",
-                         "handshake_timeout", "crl_path", "verify_peer_name"});
+                         "handshake_timeout", "crl_path", "verify_peer_name", "max_handshakes"});
   TlsConfig c;
   c.origin = fmt::format("{}:{}", file, r.line());
   auto flag = [&](std::string_view key, bool* v) {
@@ -219,11 +220,13 @@ void ReadTls(MapReader& parent, const std::string& file, TlsConfig* out) {
   r.String("sni_name", &c.sni_name);
   flag("insecure", &c.insecure);
   r.Uint("handshake_timeout", kHandshakeTimeoutRule, &c.handshake_timeout);
+  r.Uint("max_handshakes", kMaxHandshakesRule, &c.max_handshakes);
   r.String("crl_path", &c.crl_path);
   flag("verify_peer_name", &c.verify_peer_name);
-  for (std::string_view key : {"enable", "cert_path", "private_key_path", "ca_cert_path",
-                               "mutual_auth", "ciphers", "protocols", "dh_param_path", "sni_name",
-                               "insecure", "handshake_timeout", "crl_path", "verify_peer_name"}) {
+  for (std::string_view key :
+       {"enable", "cert_path", "private_key_path", "ca_cert_path", "mutual_auth", "ciphers",
+        "protocols", "dh_param_path", "sni_name", "insecure", "handshake_timeout", "crl_path",
+        "verify_peer_name", "max_handshakes"}) {
     if (r.Has(key)) c.key_origin[std::string(key)] = fmt::format("{}:{}", file, r.ValueLine(key));
   }
   if (r.ok()) *out = std::move(c);

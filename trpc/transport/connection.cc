@@ -41,6 +41,9 @@ constexpr size_t kMaxWriteIov = 256;
 // a batch of replies; little enough that a backlog stays plaintext in out_, where it is counted
 // and paused on like any other.
 constexpr size_t kTlsEncryptAhead = 64u << 10;
+// Server TLS handshakes in progress on this thread (a worker: a connection lives on its
+// reactor's thread), against TlsConfig::max_handshakes.
+thread_local uint32_t t_tls_handshakes = 0;
 }  // namespace
 
 Connection::Connection(Reactor* reactor, int fd, const NetAddress& peer, FrameCodec* codec,
@@ -73,6 +76,12 @@ Connection::Connection(Reactor* reactor, int fd, const NetAddress& peer, FrameCo
 const std::shared_ptr<const TlsPeer>& Connection::tls_peer() const {
   static const std::shared_ptr<const TlsPeer> kNone;
   return tls_ != nullptr && !handshaking_ && tls_->handshake_done() ? tls_->peer() : kNone;
+}
+
+void Connection::UncountHandshake() {
+  if (!handshake_counted_) return;
+  handshake_counted_ = false;
+  --t_tls_handshakes;
 }
 
 size_t Connection::OutBytes() const {
@@ -133,6 +142,18 @@ void Connection::Start() {
       Close("TLS: OpenSSL could not make a connection object", CloseCause::kIoError);
       return;
     }
+    if (handshaking_) {  // a server's
+      if (t_tls_handshakes >= options_.tls->config().max_handshakes) {
+        TlsCounters::Get().Fail(TlsFailure::kLimit);
+        detail::LogPerPeer(peer_, fmt::format("TLS: {} handshakes in progress on this worker "
+                                              "(ssl.max_handshakes): closing {}",
+                                              t_tls_handshakes, peer_.ToString()));
+        Close("too many TLS handshakes in progress", CloseCause::kOverLimit);
+        return;
+      }
+      ++t_tls_handshakes;
+      handshake_counted_ = true;
+    }
     // From the start, connect included: a peer that connects and sends nothing, or stalls
     // mid-handshake, holds the connection this long at most.
     std::weak_ptr<Connection> weak = weak_from_this();
@@ -174,6 +195,7 @@ bool Connection::ContinueHandshake() {
     return false;
   }
   handshaking_ = false;
+  UncountHandshake();
   if (handshake_timer_ != 0) {
     reactor_->CancelTimer(handshake_timer_);
     handshake_timer_ = 0;
@@ -768,6 +790,7 @@ void Connection::Close(const std::string& reason, CloseCause cause) {
     reactor_->CancelTimer(handshake_timer_);
     handshake_timer_ = 0;
   }
+  UncountHandshake();
   in_.Clear();
   out_.Clear();
   if (options_.budget != nullptr) {

@@ -374,7 +374,9 @@ class Connection : public EventHandler,
   TimerId read_timer_ = 0;
   TimerId handshake_timer_ = 0;
   std::unique_ptr<detail::TlsChannel> tls_;  // with ConnectionOptions::tls
-  bool handshaking_ = false;  // TLS: the TCP connection is up, the handshake is not done
+  bool handshaking_ = false;        // TLS: the TCP connection is up, the handshake is not done
+  bool handshake_counted_ = false;  // in this worker's handshakes in progress (max_handshakes)
+  void UncountHandshake();
   int64_t read_timer_at_ = 0;
   // LoopTimeNs() of the read that began the partial frame at the front of in_; 0 = none (or
   // frame_read_timeout_ms is 0).
