@@ -132,6 +132,13 @@ benchmark/trpc_bench/README.md.
   --json PATH             write the result as JSON to PATH ("-" = stdout; the human-readable
                           report then goes to stderr)
   --quiet                 no per-second progress lines
+  --tls                   TLS to the server (any protocol; gRPC offers ALPN h2)
+  --tls-ca FILE           with --tls: the CAs (PEM) the server's certificate chains to (default:
+                          the system's); the certificate must name the target's IP or --tls-sni
+  --tls-cert FILE         with --tls: a client certificate (PEM) to present, and
+  --tls-key FILE          its private key
+  --tls-sni NAME          with --tls: the server name sent and checked
+  --tls-insecure          with --tls: do not verify the server's certificate
   --help                  this text
 
 Exit status: 0 if it ran (even with errors), 2 on bad usage, 1 if it could not connect.
@@ -155,6 +162,14 @@ ParseResult ParseOptions(int argc, char** argv, Options* o, std::string* err) {
     }
     if (name == "--stream") {
       o->stream = true;
+      continue;
+    }
+    if (name == "--tls") {
+      o->tls = true;
+      continue;
+    }
+    if (name == "--tls-insecure") {
+      o->tls_insecure = true;
       continue;
     }
     // "--name value" or "--name=value".
@@ -245,6 +260,14 @@ ParseResult ParseOptions(int argc, char** argv, Options* o, std::string* err) {
     } else if (name == "--server-pid") {
       ok = ParseInt(value, 1, INT32_MAX, &n);
       o->server_pid = static_cast<int>(n);
+    } else if (name == "--tls-ca") {
+      o->tls_ca = value;
+    } else if (name == "--tls-cert") {
+      o->tls_cert = value;
+    } else if (name == "--tls-key") {
+      o->tls_key = value;
+    } else if (name == "--tls-sni") {
+      o->tls_sni = value;
     } else if (name == "--json") {
       o->json_path = value;
       ok = !value.empty();
@@ -262,6 +285,13 @@ ParseResult ParseOptions(int argc, char** argv, Options* o, std::string* err) {
     *err = std::move(reason);
     return ParseResult::kBadUsage;
   };
+  if (!o->tls && (!o->tls_ca.empty() || !o->tls_cert.empty() || !o->tls_key.empty() ||
+                  !o->tls_sni.empty() || o->tls_insecure)) {
+    return bad("--tls-ca, --tls-cert, --tls-key, --tls-sni and --tls-insecure need --tls");
+  }
+  if (o->tls_cert.empty() != o->tls_key.empty()) {
+    return bad("--tls-cert and --tls-key go together");
+  }
   if (o->protocol != "trpc" && o->protocol != "http" && o->protocol != "grpc") {
     return bad(fmt::format("--protocol {}: not supported (trpc, grpc or http)", o->protocol));
   }

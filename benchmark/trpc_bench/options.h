@@ -1,9 +1,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+namespace trpc {
+class TlsContext;
+}
 
 namespace trpc::bench {
 
@@ -46,6 +51,15 @@ struct Options {
   int server_pid = 0;
   std::string json_path;  // "" = none, "-" = stdout
   bool quiet = false;
+  // --tls: TLS to the server (any protocol), trusting --tls-ca (else the system's CAs, or
+  // nothing with --tls-insecure), presenting --tls-cert/--tls-key when given.
+  bool tls = false;
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_sni;
+  bool tls_insecure = false;
+  std::shared_ptr<TlsContext> tls_context;  // made from the above (main fills)
 
   bool open_loop() const { return qps > 0; }
   bool http() const { return protocol == "http"; }

@@ -31,6 +31,7 @@
 #include "trpc/base/clock.h"
 #include "trpc/codec/detail/codec.h"
 #include "trpc/transport/socket.h"
+#include "trpc/transport/tls_context.h"
 
 namespace trpc::bench {
 namespace {
@@ -108,6 +109,21 @@ int Main(int argc, char** argv) {
   if (!codec) {
     std::fprintf(stderr, "trpc_bench: protocol %s is not linked in\n", o.protocol.c_str());
     return kExitBadUsage;
+  }
+  if (o.tls) {
+    TlsConfig tls;
+    tls.enable = true;
+    tls.ca_cert_path = o.tls_ca;
+    tls.cert_path = o.tls_cert;
+    tls.private_key_path = o.tls_key;
+    tls.sni_name = o.tls_sni;
+    tls.insecure = o.tls_insecure;
+    tls.origin = "trpc_bench --tls";
+    o.tls_context = TlsContext::Create(tls, TlsRole::kClient, codec->Alpn(), &err);
+    if (o.tls_context == nullptr) {
+      std::fprintf(stderr, "trpc_bench: %s\n", err.c_str());
+      return kExitBadUsage;
+    }
   }
   {
     // Encode one request here: a --func or payload the codec refuses is a usage error.

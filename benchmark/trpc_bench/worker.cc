@@ -163,6 +163,8 @@ bool Worker::Connect(Conn* c) {
   ConnectionOptions copts;
   copts.idle_timeout_ms = 0;  // a paused open-loop run must not lose its connections
   copts.max_packet_size = 0xFFFFFFFFu;
+  copts.tls = o_.tls_context;
+  if (copts.tls != nullptr) copts.tls_host = target_.ip();
   c->client = std::make_shared<ClientConnection>(&reactor_, target_, codec_.get(), copts,
                                                  std::max(o_.timeout_ms, 1000));
   std::string err;

@@ -200,6 +200,7 @@ bool Connection::ContinueHandshake() {
     reactor_->CancelTimer(handshake_timer_);
     handshake_timer_ = 0;
   }
+  NoteTlsTraffic();  // arms the idle release
   TlsCounters& counters = TlsCounters::Get();
   counters.handshakes.fetch_add(1, std::memory_order_relaxed);
   if (tls_->peer()->resumed) counters.resumed.fetch_add(1, std::memory_order_relaxed);
@@ -297,6 +298,7 @@ void Connection::HandleRead(bool to_eof) {
     std::string tls_err;
     ssize_t n;
     if (tls_ != nullptr) {
+      NoteTlsTraffic();
       n = tls_->Read(iov[0].iov_base, std::min(iov[0].iov_len, want), &tls_err);
     } else {
       n = n_iov == 1 ? ::read(fd_, iov[0].iov_base, iov[0].iov_len)
@@ -635,6 +637,7 @@ void Connection::Flush() {
     if (WriteFrom(&out_) == WriteResult::kClosed) return;
   } else {
     // Encrypt a slice ahead of the socket, send it, repeat while the socket takes it.
+    NoteTlsTraffic();
     for (;;) {
       if (tls_->wire().size() < kTlsEncryptAhead && !out_.empty()) {
         std::string err;
@@ -791,6 +794,10 @@ void Connection::Close(const std::string& reason, CloseCause cause) {
     handshake_timer_ = 0;
   }
   UncountHandshake();
+  if (tls_idle_timer_ != 0) {
+    reactor_->CancelTimer(tls_idle_timer_);
+    tls_idle_timer_ = 0;
+  }
   in_.Clear();
   out_.Clear();
   if (options_.budget != nullptr) {

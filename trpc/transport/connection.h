@@ -377,6 +377,19 @@ class Connection : public EventHandler,
   bool handshaking_ = false;        // TLS: the TCP connection is up, the handshake is not done
   bool handshake_counted_ = false;  // in this worker's handshakes in progress (max_handshakes)
   void UncountHandshake();
+  // TLS: OpenSSL's record buffers are released after kTlsIdleReleaseNs without traffic (a lazy
+  // timer, as the idle timer), and the timer is armed again by the next traffic.
+  TimerId tls_idle_timer_ = 0;
+  bool tls_buffers_released_ = true;  // (no timer armed; the handshake's end arms it)
+  void ArmTlsIdleTimer(int64_t deadline_ns);
+  void OnTlsIdleTimer();
+  void NoteTlsTraffic() {
+    if (tls_buffers_released_) [[unlikely]] {
+      tls_buffers_released_ = false;
+      ArmTlsIdleTimer(last_active_ns_ + kTlsIdleReleaseNs);
+    }
+  }
+  static constexpr int64_t kTlsIdleReleaseNs = 2'000'000'000;
   int64_t read_timer_at_ = 0;
   // LoopTimeNs() of the read that began the partial frame at the front of in_; 0 = none (or
   // frame_read_timeout_ms is 0).

@@ -4,6 +4,7 @@
 
 #include "trpc/base/clock.h"
 #include "trpc/transport/connection.h"
+#include "trpc/transport/detail/tls_channel.h"
 
 namespace trpc {
 
@@ -32,6 +33,25 @@ void Connection::OnIdleTimer() {
   } else {
     ArmIdleTimer(deadline);
   }
+}
+
+void Connection::ArmTlsIdleTimer(int64_t deadline_ns) {
+  std::weak_ptr<Connection> weak = weak_from_this();
+  tls_idle_timer_ = reactor_->AddTimer(deadline_ns, [weak] {
+    if (auto self = weak.lock()) self->OnTlsIdleTimer();
+  });
+}
+
+void Connection::OnTlsIdleTimer() {
+  tls_idle_timer_ = 0;
+  if (closed()) return;
+  const int64_t deadline = last_active_ns_ + kTlsIdleReleaseNs;
+  if (reactor_->LoopTimeNs() < deadline) {
+    ArmTlsIdleTimer(deadline);
+    return;
+  }
+  tls_->ReleaseBuffers();
+  tls_buffers_released_ = true;  // the next traffic arms the timer again
 }
 
 void Connection::ArmReadTimer(int64_t deadline_ns) {

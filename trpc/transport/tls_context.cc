@@ -296,10 +296,12 @@ SSL_CTX* TlsContext::Build(std::string* err) const {
   SSL_CTX_set_min_proto_version(ctx, lo);
   SSL_CTX_set_max_proto_version(ctx, hi);
   // No renegotiation (a CPU sink for a peer, and a source of confusion about identity), no
-  // compression (CRIME). Released buffers: an idle connection holds no 34 KiB of OpenSSL's.
+  // compression (CRIME).
   SSL_CTX_set_options(
       ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE);
-  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+  // (Not SSL_MODE_RELEASE_BUFFERS: it frees and reallocates the 16 KiB record buffers around
+  // every record, which doubled the CPU of a TLS request. A connection releases them once it
+  // has been idle a while instead: Connection::OnTlsIdleTimer.)
   // Read whole records (and what follows them) with one read(2), not a header then a body.
   SSL_CTX_set_read_ahead(ctx, 1);
 

@@ -332,6 +332,12 @@ bool TlsChannel::Encrypt(ChainBuffer* plain, size_t max, std::string* err) {
   return true;
 }
 
+void TlsChannel::ReleaseBuffers() {
+  if (SSL_free_buffers(ssl_) != 1) {
+    // In use (a partial record): kept; the next idle check tries again.
+  }
+}
+
 void TlsChannel::Shutdown() {
   if (shut_ || !done_) return;
   shut_ = true;

@@ -50,6 +50,9 @@ class TlsChannel {
   /// Encrypts up to about `max` bytes from the front of `plain` into records in wire().
   /// False with *err when OpenSSL refuses (the connection is then broken).
   bool Encrypt(ChainBuffer* plain, size_t max, std::string* err);
+  /// Frees OpenSSL's record buffers (about 34 KiB) when it holds nothing in them: for an idle
+  /// connection. They come back with the next read or write.
+  void ReleaseBuffers();
   /// Queues close_notify in wire() (once).
   void Shutdown();
 
