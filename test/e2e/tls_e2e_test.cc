@@ -263,6 +263,21 @@ TEST_F(TlsE2eTest, TrpcOverTlsWithoutAClientCertificate) {
   EXPECT_EQ(reply, "anon|||TLSv1.3||unverified");
 }
 
+// An idle connection gives OpenSSL's buffers back after 1 s and takes them again with its next
+// call, on both ends.
+TEST_F(TlsE2eTest, AnIdleConnectionReleasesItsBuffersAndGoesOn) {
+  auto p = Proxy("tls_trpc", "trpc");
+  ASSERT_NE(p, nullptr);
+  std::string reply;
+  ASSERT_TRUE(Hello(p.get(), "before", &reply).OK());
+  const uint64_t before = TlsCounters::Get().idle_releases.load();
+  EXPECT_TRUE(trpc::testing::WaitFor(
+      [&] { return TlsCounters::Get().idle_releases.load() >= before + 2; }, 5000));
+  Status st = Hello(p.get(), "after", &reply);
+  EXPECT_TRUE(st.OK()) << st.ToString();
+  EXPECT_EQ(reply.rfind("after|", 0), 0u) << reply;
+}
+
 TEST_F(TlsE2eTest, LargeMessagesCrossManyRecords) {
   auto p = Proxy("tls_trpc", "trpc");
   ASSERT_NE(p, nullptr);

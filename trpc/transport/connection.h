@@ -389,7 +389,7 @@ class Connection : public EventHandler,
       ArmTlsIdleTimer(last_active_ns_ + kTlsIdleReleaseNs);
     }
   }
-  static constexpr int64_t kTlsIdleReleaseNs = 2'000'000'000;
+  static constexpr int64_t kTlsIdleReleaseNs = 1'000'000'000;
   int64_t read_timer_at_ = 0;
   // LoopTimeNs() of the read that began the partial frame at the front of in_; 0 = none (or
   // frame_read_timeout_ms is 0).

@@ -50,7 +50,11 @@ void Connection::OnTlsIdleTimer() {
     ArmTlsIdleTimer(deadline);
     return;
   }
-  tls_->ReleaseBuffers();
+  if (!tls_->ReleaseBuffers()) {
+    ArmTlsIdleTimer(reactor_->LoopTimeNs() + kTlsIdleReleaseNs);  // a partial record: later
+    return;
+  }
+  TlsCounters::Get().idle_releases.fetch_add(1, std::memory_order_relaxed);
   tls_buffers_released_ = true;  // the next traffic arms the timer again
 }
 

@@ -53,6 +53,7 @@ struct TlsCounters {
   std::atomic<uint64_t> handshakes{0};  // completed
   std::atomic<uint64_t> resumed{0};     // of them, resumed from a session ticket
   std::atomic<uint64_t> failures[static_cast<int>(TlsFailure::kCount)] = {};
+  std::atomic<uint64_t> idle_releases{0};    // idle connections that gave OpenSSL's buffers back
   std::atomic<uint64_t> reloads{0};          // certificate reloads that took
   std::atomic<uint64_t> reload_failures{0};  // ... and that were refused (the old one stays)
 

@@ -281,6 +281,11 @@ std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process
              Label("reason", TlsFailureName(static_cast<TlsFailure>(f))),
              tls.failures[f].load(std::memory_order_relaxed));
   }
+  w.Family("trpc_tls_idle_buffer_releases_total", "counter",
+           "Times an idle TLS connection (1 s without traffic) gave OpenSSL's record buffers "
+           "(about 34 KiB) back.");
+  w.Sample("trpc_tls_idle_buffer_releases_total", "",
+           tls.idle_releases.load(std::memory_order_relaxed));
   w.Family("trpc_tls_certificate_reloads_total", "counter",
            "Certificate reloads (SIGHUP, POST /cmds/reload-tls), by result; a failed one keeps "
            "the previous certificate.");

@@ -332,10 +332,9 @@ bool TlsChannel::Encrypt(ChainBuffer* plain, size_t max, std::string* err) {
   return true;
 }
 
-void TlsChannel::ReleaseBuffers() {
-  if (SSL_free_buffers(ssl_) != 1) {
-    // In use (a partial record): kept; the next idle check tries again.
-  }
+bool TlsChannel::ReleaseBuffers() {
+  // (Refused while a buffer holds a partial record: kept until the next idle check.)
+  return SSL_free_buffers(ssl_) == 1;
 }
 
 void TlsChannel::Shutdown() {

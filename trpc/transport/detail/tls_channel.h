@@ -51,8 +51,8 @@ class TlsChannel {
   /// False with *err when OpenSSL refuses (the connection is then broken).
   bool Encrypt(ChainBuffer* plain, size_t max, std::string* err);
   /// Frees OpenSSL's record buffers (about 34 KiB) when it holds nothing in them: for an idle
-  /// connection. They come back with the next read or write.
-  void ReleaseBuffers();
+  /// connection. They come back with the next read or write. True when freed.
+  bool ReleaseBuffers();
   /// Queues close_notify in wire() (once).
   void Shutdown();
 
