@@ -345,6 +345,65 @@ TEST(ConfigErrorTest, NamingKeys) {
             "t.yaml:5: server.service[0].weight: expected an integer in 1..10000, got '0'");
 }
 
+// `ssl:` on a service and a callee: tRPC-Cpp's keys and ours, each with its line (the files are
+// checked when the service starts, with these lines).
+TEST(ConfigTest, TlsKeys) {
+  Config c = MustLoad(
+      "server:\n"                           // 1
+      "  service:\n"                        // 2
+      "    - name: svc\n"                   // 3
+      "      port: 10000\n"                 // 4
+      "      ssl:\n"                        // 5
+      "        enable: true\n"              // 6
+      "        cert_path: /c.pem\n"         // 7
+      "        private_key_path: /k.pem\n"  // 8
+      "        mutual_auth: true\n"         // 9
+      "        ca_cert_path: /ca.pem\n"     // 10
+      "        protocols: [TLSv1.3]\n"      // 11
+      "        handshake_timeout: 250\n"    // 12
+      "        max_handshakes: 8\n"         // 13
+      "client:\n"                           // 14
+      "  service:\n"                        // 15
+      "    - name: callee\n"                // 16
+      "      target: 127.0.0.1:1\n"         // 17
+      "      ssl: {enable: true, sni_name: api.test, verify_peer_name: false, insecure: true}\n");
+  const TlsConfig& s = c.server.service.at(0).ssl;
+  EXPECT_TRUE(s.enable);
+  EXPECT_EQ(s.cert_path, "/c.pem");
+  EXPECT_EQ(s.private_key_path, "/k.pem");
+  EXPECT_TRUE(s.mutual_auth);
+  EXPECT_EQ(s.ca_cert_path, "/ca.pem");
+  EXPECT_EQ(s.protocols, std::vector<std::string>{"TLSv1.3"});
+  EXPECT_EQ(s.handshake_timeout, 250u);
+  EXPECT_EQ(s.max_handshakes, 8u);
+  EXPECT_EQ(s.origin, "t.yaml:6");
+  EXPECT_EQ(s.OriginOf("cert_path"), "t.yaml:7");
+  EXPECT_EQ(s.OriginOf("max_handshakes"), "t.yaml:13");
+  EXPECT_EQ(s.OriginOf("crl_path"), "t.yaml:6");  // not given: the section's
+  const TlsConfig& k = c.client.service.at(0).ssl;
+  EXPECT_TRUE(k.enable);
+  EXPECT_EQ(k.sni_name, "api.test");
+  EXPECT_FALSE(k.verify_peer_name);
+  EXPECT_TRUE(k.insecure);
+  EXPECT_EQ(k.handshake_timeout, 5000u);  // the default
+  // Without the section: off, with the documented defaults.
+  EXPECT_EQ(MustLoad(OneService("")).server.service.at(0).ssl, TlsConfig{});
+}
+
+TEST(ConfigErrorTest, TlsKeys) {
+  EXPECT_EQ(LoadError(OneService("      ssl: {enable: yes}\n")),
+            "t.yaml:5: server.service[0].ssl.enable: expected one of true|false, got 'yes'");
+  EXPECT_EQ(LoadError(OneService("      ssl: {cert_pth: /c.pem}\n")),
+            "t.yaml:5: unknown key 'cert_pth' in server.service[0].ssl (did you mean "
+            "'cert_path'?)");
+  EXPECT_EQ(LoadError(OneService("      ssl: {handshake_timeout: 0}\n")),
+            "t.yaml:5: server.service[0].ssl.handshake_timeout: expected an integer in "
+            "1..600000, got '0'");
+  EXPECT_EQ(LoadError(OneService("      ssl: {protocols: TLSv1.2}\n")),
+            "t.yaml:5: server.service[0].ssl.protocols: expected a list of strings, got "
+            "'TLSv1.2'");
+}
+
 TEST(ConfigTest, ThreadModelInstanceNames) {
   Config c = MustLoad(
       "global:\n"

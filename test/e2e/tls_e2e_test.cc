@@ -500,6 +500,29 @@ TEST_F(TlsE2eTest, OpensslSClientSeesH2OnGrpcAndNoAlpnIsRefused) {
   EXPECT_EQ(Failures(TlsFailure::kAlpn), before + 1);
 }
 
+// A session ticket from one connection resumes the next ones, whichever of the two workers they
+// land on (the ticket keys are the service's, not a worker's).
+TEST_F(TlsE2eTest, ATicketResumesOnEveryWorker) {
+  if (std::system("openssl version > /dev/null 2>&1") != 0) {
+    TRPC_SKIP_WITHOUT_PEER("openssl not installed");
+  }
+  const std::string session = certs_->dir() + "/session.pem";
+  const std::string connect =
+      fmt::format("timeout 10 openssl s_client -connect 127.0.0.1:{} -CAfile {}", Port("tls_trpc"),
+                  certs_->Pem("ca"));
+  std::string out;
+  // (TLS 1.3 sends the ticket after the handshake: stay a moment to read it.)
+  RunShell("sleep 0.3 | " + connect + " -sess_out " + session, &out);
+  ASSERT_NE(out.find("New, TLSv1.3"), std::string::npos) << out;
+  const uint64_t resumed = TlsCounters::Get().resumed.load();
+  for (int i = 0; i < 4; ++i) {  // round robin over the two workers
+    out.clear();
+    RunShell("sleep 0.1 | " + connect + " -sess_in " + session, &out);
+    EXPECT_NE(out.find("Reused, TLSv1.3"), std::string::npos) << i << ": " << out;
+  }
+  EXPECT_EQ(TlsCounters::Get().resumed.load(), resumed + 4);
+}
+
 TEST_F(TlsE2eTest, Tls11IsRefused) {
   if (std::system("openssl version > /dev/null 2>&1") != 0) {
     TRPC_SKIP_WITHOUT_PEER("openssl not installed");
