@@ -8,7 +8,8 @@
 #
 # Env: DURATION (s, default 5), CONNS (default 16), INFLIGHT (default 4), SERVER_CPU (default 0),
 # CLIENT_CPU (default 1), PAYLOAD (bytes, default 1024), QPS (0 = closed loop, the default; else
-# an open loop at that rate, where both servers see the same batches).
+# an open loop at that rate, where both servers see the same batches), SILENT (N > 0: instead,
+# TLS alone, with and without N clients that connect and never send a byte).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -48,9 +49,11 @@ free_port() {
   /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# run NAME TLS(0|1): starts the server, loads it, prints "NAME req/s us/req p50 p99".
+# run NAME TLS(0|1) [SILENT]: starts the server, loads it, prints "NAME req/s us/req p50 p99".
+# With SILENT > 0, that many clients connect first and never send a byte (a handshake flood that
+# stalls), and stay for the whole run.
 run() {
-  local name=$1 tls=$2 port
+  local name=$1 tls=$2 silent=${3:-0} port
   port=$(free_port)
   {
     printf "global:\n  threadmodel:\n    default:\n      - instance_name: m\n        io_handle_type: merge\n        io_thread_num: 1\n"
@@ -59,6 +62,7 @@ run() {
     if [ "$tls" = 1 ]; then
       printf "      ssl:\n        enable: true\n        cert_path: %s\n        private_key_path: %s\n" \
         "$work/server.pem" "$work/server.key"
+      printf "        handshake_timeout: 60000\n        max_handshakes: 4096\n"
     fi
     printf "plugins:\n  log:\n    level: warn\n"
   } >"$work/$name.yaml"
@@ -69,12 +73,29 @@ run() {
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
     sleep 0.1
   done
+  local silent_pid=""
+  if [ "$silent" -gt 0 ]; then
+    /usr/bin/python3 - "$port" "$silent" "$((duration + 5))" <<'EOF2' &
+import socket, sys, time
+port, n, hold = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+socks = []
+for _ in range(n):
+    s = socket.socket()
+    s.connect(("127.0.0.1", port))
+    socks.append(s)
+time.sleep(hold)
+EOF2
+    silent_pid=$!
+    pids+=("$silent_pid")
+    sleep 1
+  fi
   local tls_args=()
   [ "$tls" = 1 ] && tls_args=(--tls --tls-ca "$work/ca.pem")
   taskset -c "$client_cpu" "$bench" --target "127.0.0.1:$port" --connections "$conns" \
     --inflight "$inflight" --duration "$duration" --warmup 1 --payload-size "$payload" --qps "$qps" \
     --server-pid "$spid" --quiet --json "$work/$name.json" "${tls_args[@]}" >"$work/$name.out" 2>&1 ||
     { cat "$work/$name.out" >&2; exit 1; }
+  [ -n "$silent_pid" ] && kill "$silent_pid" 2>/dev/null
   kill "$spid"
   wait "$spid" 2>/dev/null || true
   /usr/bin/python3 - "$work/$name.json" "$name" <<'EOF'
@@ -86,6 +107,19 @@ print("%s %.0f %.2f %s %s" % (sys.argv[2], r["qps"], r["server"]["cpu_us_per_req
 EOF
 }
 
+if [ "${SILENT:-0}" -gt 0 ]; then
+  # Established TLS clients' latency with and without SILENT silent connections on the worker.
+  quiet=$(run quiet 1)
+  flood=$(run flood 1 "$SILENT")
+  read -r _ q_qps q_cpu q_p50 q_p99 <<<"$quiet"
+  read -r _ f_qps f_cpu f_p50 f_p99 <<<"$flood"
+  echo "| | requests/s | server CPU µs/request | P50 µs | P99 µs |"
+  echo "|---|---|---|---|---|"
+  echo "| trpc over TLS | $q_qps | $q_cpu | $q_p50 | $q_p99 |"
+  echo "| ... with $SILENT silent clients | $f_qps | $f_cpu | $f_p50 | $f_p99 |"
+  /usr/bin/python3 -c "print('\nP99 with / without them: %.2fx' % ($f_p99 / $q_p99))"
+  exit 0
+fi
 plain=$(run plain 0)
 tls=$(run tls 1)
 read -r _ p_qps p_cpu p_p50 p_p99 <<<"$plain"
