@@ -6,12 +6,13 @@
 #   --with-bench       python3 and gnuplot (the seed-table script and its plot), gRPC C++ (the
 #                      table's grpc++ row), wrk and nginx (benchmark/http_bench.sh,
 #                      client_efficiency.sh), valgrind (benchmark/callgrind_per_request.sh)
-#   --with-test-tools  the outside programs some tests drive: curl (HTTP interop), promtool
+#   --with-test-tools  the outside programs some tests drive: curl (HTTP interop, HTTPS),
+#                      openssl (s_client: TLS cases; tls_bench.sh's certificates), promtool
 #                      (checks /metrics), google-pprof (reads the admin CPU profile), gRPC C++
 #                      and its interop protos (the grpc++ interop peers), python3-grpcio and
 #                      h2load (gRPC interop), etcd (the naming tests start their own), and wrk,
-#                      nginx, valgrind and gnuplot (the benchmark scripts' smoke tests,
-#                      test/benchmark); those tests skip, saying so, when one is missing (ctest
+#                      nginx (TLS proxying tests too), valgrind and gnuplot (the benchmark
+#                      scripts' smoke tests, test/benchmark); those tests skip, saying so, when one is missing (ctest
 #                      reports them skipped), and fail under CI=true
 # gRPC C++ is in both sets, and CMake looks for it at every configure (TRPC_BUILD_GRPC_PEER=AUTO),
 # so the two README commands build the same tests in either order.
@@ -26,7 +27,7 @@ for arg in "$@"; do
     --with-clang) pkgs+=(clang-14 libclang-rt-14-dev) ;;
     --with-bench) pkgs+=(python3 gnuplot-nox libgrpc++-dev protobuf-compiler-grpc wrk nginx-light
                           valgrind) ;;
-    --with-test-tools) pkgs+=(curl prometheus google-perftools libgrpc++-dev protobuf-compiler-grpc
+    --with-test-tools) pkgs+=(curl openssl prometheus google-perftools libgrpc++-dev protobuf-compiler-grpc
                               grpc-proto python3-grpcio nghttp2-client etcd-server etcd-client
                               wrk nginx-light valgrind gnuplot-nox) ;;
     *) echo "usage: $0 [--with-clang] [--with-bench] [--with-test-tools]" >&2; exit 2 ;;
