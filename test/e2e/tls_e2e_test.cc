@@ -512,7 +512,7 @@ TEST_F(TlsE2eTest, ATicketResumesOnEveryWorker) {
                   certs_->Pem("ca"));
   std::string out;
   // (TLS 1.3 sends the ticket after the handshake: stay a moment to read it.)
-  RunShell("sleep 0.3 | " + connect + " -sess_out " + session, &out);
+  RunShell("sleep 0.5 | " + connect + " -sess_out " + session, &out);
   ASSERT_NE(out.find("New, TLSv1.3"), std::string::npos) << out;
   const uint64_t resumed = TlsCounters::Get().resumed.load();
   for (int i = 0; i < 4; ++i) {  // round robin over the two workers
