@@ -28,6 +28,7 @@
 #include "test/common/tls_certs.h"
 #include "test/common/wait_for.h"
 #include "trpc/base/clock.h"
+#include "trpc/client/http/http_client.h"
 #include "trpc/config/config.h"
 #include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/http/http_service.h"
@@ -472,6 +473,32 @@ TEST_F(TlsE2eTest, CurlOverHttps) {
   out.clear();
   EXPECT_NE(RunShell("curl -sS --max-time 10 " + base + "/hello", &out), 0);
   EXPECT_NE(out.find("certificate"), std::string::npos) << out;
+}
+
+// Our HTTP/1.1 client over TLS (ALPN http/1.1), keep-alive: two requests, one handshake.
+TEST_F(TlsE2eTest, OurHttpClientOverTls) {
+  ClientServiceConfig c;
+  c.name = "https";
+  c.target = Addr("tls_http").ToString();
+  c.protocol = "http";
+  c.max_conn_num = 1;
+  c.timeout = 3000;
+  c.ssl.enable = true;
+  c.ssl.ca_cert_path = certs_->Pem("ca");
+  auto p = std::make_shared<ServiceProxy>(c, runtime::GetThreadModel(kClientModel));
+  std::string err;
+  ASSERT_TRUE(p->Init(&err)) << err;
+  const uint64_t handshakes = TlsCounters::Get().handshakes.load();
+  for (int i = 0; i < 2; ++i) {
+    http::HttpClientResponse rsp;
+    Status st = http::HttpGet(*p, MakeClientContext(), "/hello", &rsp);
+    ASSERT_TRUE(st.OK()) << st.ToString();
+    EXPECT_EQ(rsp.status, 200);
+    EXPECT_EQ(rsp.body.ToString(), "Hello over TLSv1.3");
+  }
+  // One connection: our client's handshake and the server's.
+  EXPECT_EQ(TlsCounters::Get().handshakes.load(), handshakes + 2);
+  p->Stop();
 }
 
 TEST_F(TlsE2eTest, OpensslSClientSeesH2OnGrpcAndNoAlpnIsRefused) {
