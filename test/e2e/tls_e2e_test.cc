@@ -279,6 +279,26 @@ TEST_F(TlsE2eTest, AnIdleConnectionReleasesItsBuffersAndGoesOn) {
   EXPECT_EQ(reply.rfind("after|", 0), 0u) << reply;
 }
 
+// OpenSSL's record buffers count against server.max_buffered_bytes while a connection holds
+// them (about 34 KiB each), and stop counting once it has been idle a second.
+TEST_F(TlsE2eTest, OpensslBuffersCountAgainstTheBufferBound) {
+  const int64_t idle = server_->GetMetrics().buffers.buffered;
+  std::vector<std::shared_ptr<GreeterServiceProxy>> proxies;
+  for (int i = 0; i < 8; ++i) {  // eight connections, four per worker
+    auto p = Proxy("tls_trpc", "trpc");
+    ASSERT_NE(p, nullptr);
+    std::string reply;
+    ASSERT_TRUE(Hello(p.get(), "x", &reply).OK());
+    proxies.push_back(p);
+  }
+  // (Each worker's share reaches the total once its unreported part passes a batch.)
+  const int64_t held = server_->GetMetrics().buffers.buffered - idle;
+  EXPECT_GE(held, 8 * (34 << 10) - 2 * (64 << 10)) << held;
+  EXPECT_TRUE(trpc::testing::WaitFor(
+      [&] { return server_->GetMetrics().buffers.buffered - idle < 2 * (64 << 10); }, 5000))
+      << server_->GetMetrics().buffers.buffered - idle;
+}
+
 TEST_F(TlsE2eTest, LargeMessagesCrossManyRecords) {
   auto p = Proxy("tls_trpc", "trpc");
   ASSERT_NE(p, nullptr);

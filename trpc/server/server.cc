@@ -194,8 +194,13 @@ void Server::NoteStopped(std::unique_ptr<detail::ServiceAdapter> adapter) {
   stop_outcome_.calls_cut += adapter->calls_cut();
   stop_outcome_.workers_stuck += adapter->workers_stuck();
   // Handlers it gave up on may still return into it, and a stuck worker's connections still
-  // call it whenever that worker comes back: kept.
-  if (adapter->workers_stuck() > 0 || adapter->calls_cut() > 0) Keep(std::move(adapter));
+  // call it whenever that worker comes back: kept. So is one whose stream handlers have not
+  // ended: the stop reset their streams, but each still ends through the adapter's path (its
+  // limiter, counters, filters) when it returns.
+  if (adapter->workers_stuck() > 0 || adapter->calls_cut() > 0 ||
+      adapter->stream_handlers_running() > 0) {
+    Keep(std::move(adapter));
+  }
 }
 
 template <typename T>

@@ -686,7 +686,7 @@ bool Connection::PauseCheck() {
 }
 
 void Connection::AccountBufferedSlow() {
-  size_t now = in_.size() + OutBytes() + StreamHeldBytes();
+  size_t now = in_.size() + OutBytes() + TlsLibraryBytes() + StreamHeldBytes();
   if (session_ != nullptr) now += session_->held_bytes;
   for (size_t i = next_frame_; i < frames_.size(); ++i) now += frames_[i].size();
   BufferBudget::Slot* slot = options_.budget;

@@ -328,7 +328,7 @@ class Connection : public EventHandler,
   // back are counted by the slow path only: while there are some, the sum here falls short of
   // the last report, so it runs.
   void AccountBuffered() {
-    if (options_.budget != nullptr && in_.size() + OutBytes() +
+    if (options_.budget != nullptr && in_.size() + OutBytes() + TlsLibraryBytes() +
                                               (session_ != nullptr ? session_->held_bytes : 0) +
                                               StreamHeldBytes() !=
                                           budget_bytes_) {
@@ -390,6 +390,13 @@ class Connection : public EventHandler,
     }
   }
   static constexpr int64_t kTlsIdleReleaseNs = 1'000'000'000;
+  // OpenSSL's read and write record buffers while a TLS connection holds them (from its
+  // handshake's end until it has been idle kTlsIdleReleaseNs): counted against the buffer
+  // bound like the connection's own buffers, as an estimate (about 2 x 17 KiB).
+  static constexpr size_t kTlsLibraryBytes = 34u << 10;
+  size_t TlsLibraryBytes() const {
+    return tls_ != nullptr && !tls_buffers_released_ ? kTlsLibraryBytes : 0;
+  }
   int64_t read_timer_at_ = 0;
   // LoopTimeNs() of the read that began the partial frame at the front of in_; 0 = none (or
   // frame_read_timeout_ms is 0).

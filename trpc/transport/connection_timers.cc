@@ -56,6 +56,7 @@ void Connection::OnTlsIdleTimer() {
   }
   TlsCounters::Get().idle_releases.fetch_add(1, std::memory_order_relaxed);
   tls_buffers_released_ = true;  // the next traffic arms the timer again
+  AccountBuffered();             // (they no longer count against the buffer bound)
 }
 
 void Connection::ArmReadTimer(int64_t deadline_ns) {

@@ -69,6 +69,8 @@ class ServiceAdapter final : public Connection::Handler {
   /// Calls the last stop answered at its deadline, and workers it took over (or found stuck).
   uint64_t calls_cut() const { return stop_.calls_cut(); }
   uint32_t workers_stuck() const { return stop_.workers_stuck(); }
+  /// Stream handlers that have not ended yet (a stop resets their streams; they end later).
+  int64_t stream_handlers_running() const { return streams_.handlers_running(); }
 
   const ServiceConfig& config() const { return config_; }
   /// The bound address (real port when the config asked for port 0).

@@ -255,6 +255,7 @@ void StreamPath::StartTask::Run() {
 void StreamPath::RunStream(const ServerContextPtr& ctx, StreamRpcMethodHandler* method) {
   ServerCall& call = ServerCall::Of(*ctx);
   std::shared_ptr<StreamCore> core = call.stream();
+  handlers_running_.fetch_add(1, std::memory_order_relaxed);
   auto end = [this, ctx, core](const Status& status) {
     if (!status.OK()) {
       counters_
@@ -269,6 +270,8 @@ void StreamPath::RunStream(const ServerContextPtr& ctx, StreamRpcMethodHandler* 
     // The response metadata (AddRspTransInfo) goes as the stream's trailers.
     core->SetTrailingMetadata(std::move(c.rsp_trans_info()));
     core->Finish(c.GetStatus());
+    // The last touch of this path: release, so a stop that reads 0 may free it.
+    handlers_running_.fetch_sub(1, std::memory_order_release);
   };
   if (!call.RunFilters(FilterPoint::SERVER_PRE_RPC_INVOKE)) {
     end(call.GetStatus());

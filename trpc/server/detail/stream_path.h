@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -41,8 +42,13 @@ class StreamPath final {
 
   /// Streams open on reactor `reactor`'s connections (its loop).
   size_t open_streams(size_t reactor) const;
+  /// Stream handlers started whose end (`done`) has not finished yet: they still use this
+  /// path and the adapter's limiter, counters and filters, so a stopped adapter with some is
+  /// kept (Server::NoteStopped). Acquire: a 0 orders their last use before the caller's.
+  int64_t handlers_running() const { return handlers_running_.load(std::memory_order_acquire); }
 
  private:
+  std::atomic<int64_t> handlers_running_{0};
   class ConnStreams;
   friend class ConnStreams;
   // Starts a stream's handler where the thread model runs it.

@@ -155,18 +155,30 @@ Status StreamCore::WriteRefusalLocked() const {
   return kSuccStatus;
 }
 
+void StreamCore::InOrderOnLoop(std::function<void()> fn) {
+  Reactor* r = conn_->reactor();
+  if (r->InLoopThread() && posted_.load(std::memory_order_relaxed) == 0) {
+    fn();
+    return;
+  }
+  posted_.fetch_add(1, std::memory_order_relaxed);
+  r->Post([self = shared_from_this(), fn = std::move(fn)] {
+    self->posted_.fetch_sub(1, std::memory_order_relaxed);
+    fn();
+  });
+}
+
 void StreamCore::PostSend(ChainBuffer&& msg) {
-  // On the loop already (a merge worker's handler, a continuation): send now, as RunInLoop would,
-  // without boxing the message into a task.
-  if (conn_->reactor()->InLoopThread()) {
+  // On the loop already (a merge worker's handler, a continuation) with nothing of this stream
+  // queued there: send now, without boxing the message into a task.
+  if (conn_->reactor()->InLoopThread() && posted_.load(std::memory_order_relaxed) == 0) {
     const std::shared_ptr<StreamCore> keep = shared_from_this();  // (as in OnWritable)
     SendOrPark(std::move(msg));
     return;
   }
-  conn_->reactor()->Post(
-      [self = shared_from_this(), m = std::make_shared<ChainBuffer>(std::move(msg))] {
-        self->SendOrPark(std::move(*m));
-      });
+  InOrderOnLoop([self = shared_from_this(), m = std::make_shared<ChainBuffer>(std::move(msg))] {
+    self->SendOrPark(std::move(*m));
+  });
 }
 
 Status StreamCore::Write(ChainBuffer&& msg) {
@@ -260,7 +272,7 @@ void StreamCore::Finish(const Status& status) {
     if (finished_) return;
     finished_ = true;
   }
-  conn_->reactor()->RunInLoop([self = shared_from_this(), status] {
+  InOrderOnLoop([self = shared_from_this(), status] {
     if (self->link_ == nullptr) return;
     if (!self->parked_.empty()) {
       self->finish_pending_ = true;  // after what waits for window
@@ -276,7 +288,7 @@ void StreamCore::Reset(const Status& status) {
     std::lock_guard<fiber::Mutex> lock(mu_);
     finished_ = true;
   }
-  conn_->reactor()->RunInLoop([self = shared_from_this(), status] {
+  InOrderOnLoop([self = shared_from_this(), status] {
     self->parked_.clear();
     self->finish_pending_ = false;
     if (self->link_ != nullptr) self->link_->Finish(self.get(), status);

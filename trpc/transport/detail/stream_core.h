@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -174,6 +175,12 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   bool WriteRoomLocked() const { return !blocked_ && queued_bytes_ < kMaxQueuedBytes; }
   void ReportConsumed(size_t n);
   void PostSend(ChainBuffer&& msg);
+  // Runs `fn` (what puts this stream's frames on the wire: a message, the finish, a reset) on
+  // the loop, in the order of the calls: at once when called on the loop with none of this
+  // stream's earlier ones still queued there, else queued behind them. A fiber that posted
+  // from another worker (it was stolen) and then runs on the loop's own worker would
+  // otherwise overtake what it posted: its CLOSE before its last messages.
+  void InOrderOnLoop(std::function<void()> fn);
   // Loop: async writes waiting for the bound to allow them go, in order, while it does.
   void ServeWriteWaiters();
   // Resolves the waiting async reader with the next message or the inbox's end, if it can.
@@ -189,6 +196,12 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   const size_t max_message_bytes_;
   const uint32_t window_;
 
+  // InOrderOnLoop's tasks queued on the loop and not yet run. Incremented by the caller
+  // before it posts, decremented by the task on the loop; read on the loop. Relaxed: a caller
+  // that reads it on the loop after posting from elsewhere got there through the scheduler's
+  // hand-over of its fiber (or thread), which orders its own increment before the read; a
+  // decrement is the loop's own write.
+  std::atomic<uint32_t> posted_{0};
   fiber::Mutex mu_;
   fiber::ConditionVariable cv_;
   // Guarded by mu_.
