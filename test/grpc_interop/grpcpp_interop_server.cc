@@ -291,6 +291,14 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // Blocked before gRPC starts its threads, so they inherit the mask and only sigwait() below
+  // receives the stop signals.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  // (After the mask: making credentials starts gRPC, and its threads.)
   std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
   if (!tls_cert.empty()) {
     grpc::SslServerCredentialsOptions o(
@@ -300,13 +308,6 @@ int main(int argc, char** argv) {
     if (!tls_client_ca.empty()) o.pem_root_certs = ReadFile(argv[0], tls_client_ca);
     creds = grpc::SslServerCredentials(o);
   }
-  // Blocked before gRPC starts its threads, so they inherit the mask and only sigwait() below
-  // receives the stop signals.
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
   TestServiceImpl service;
   int bound_port = 0;
