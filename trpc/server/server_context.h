@@ -10,9 +10,9 @@
 #include "trpc/base/net_address.h"
 #include "trpc/base/ref_ptr.h"
 #include "trpc/base/status.h"
+#include "trpc/base/tls_peer.h"
 #include "trpc/codec/rpc_message.h"
 #include "trpc/runtime/task.h"
-#include "trpc/base/tls_peer.h"
 
 namespace google::protobuf {
 class MessageLite;
