@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# HTTPS keep-alive: our HTTP server (examples/http_hello, merged model, one worker) against nginx
+# (one worker process), each pinned to one CPU, on the same ECDSA P-256 certificate, under wrk
+# (100 connections, on another CPU) asking for "/" ({}). Prints each server's requests/s and its
+# CPU time per request (utime+stime of its processes from /proc, before and after the run).
+#
+#   benchmark/https_vs_nginx.sh [BUILD_DIR]     Env: DURATION (s, default 5), CONNS (100),
+#                                               SERVER_CPU (0), CLIENT_CPU (1)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+duration=${DURATION:-5}
+conns=${CONNS:-100}
+server_cpu=${SERVER_CPU:-0}
+client_cpu=${CLIENT_CPU:-1}
+server=$build/examples/http_hello/http_hello_server
+for p in wrk nginx openssl; do
+  command -v "$p" >/dev/null || { echo "https_vs_nginx: $p not installed" >&2; exit 1; }
+done
+[ -x "$server" ] || { echo "https_vs_nginx: $server not built" >&2; exit 1; }
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+  -subj "/CN=127.0.0.1" -addext "subjectAltName=IP:127.0.0.1" \
+  -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
+
+free_port() {
+  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+# CPU ticks (utime+stime) of a process and its children's threads: /proc/PID/stat fields 14, 15.
+ticks() {
+  local sum=0 p
+  for p in "$@"; do
+    read -r -a f <"/proc/$p/stat"
+    sum=$((sum + f[13] + f[14]))
+  done
+  echo "$sum"
+}
+wait_port() {
+  for _ in $(seq 1 50); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# measure NAME PORT PID...: wrk warm-up 1 s, then DURATION s; prints "NAME req/s us/req".
+measure() {
+  local name=$1 port=$2
+  shift 2
+  taskset -c "$client_cpu" wrk -t1 -c"$conns" -d1s "https://127.0.0.1:$port/" >/dev/null
+  local before after out
+  before=$(ticks "$@")
+  out=$(taskset -c "$client_cpu" wrk -t1 -c"$conns" -d"${duration}s" "https://127.0.0.1:$port/")
+  after=$(ticks "$@")
+  local total
+  total=$(awk '/requests in/ {print $1}' <<<"$out")
+  /usr/bin/python3 -c "
+t = $total; ticks = $after - $before; hz = $(getconf CLK_TCK)
+print('%s %.0f %.2f' % ('$name', t / $duration, ticks / hz * 1e6 / t))"
+}
+
+port=$(free_port)
+cat >"$work/trpc.yaml" <<EOF
+global:
+  threadmodel:
+    default:
+      - instance_name: m
+        io_handle_type: merge
+        io_thread_num: 1
+server:
+  app: bench
+  server: https
+  service:
+    - name: trpc.test.http_hello.Http
+      protocol: http
+      ip: 127.0.0.1
+      port: $port
+      max_conn_num: 20000
+      ssl:
+        enable: true
+        cert_path: $work/cert.pem
+        private_key_path: $work/key.pem
+plugins:
+  log:
+    level: warn
+EOF
+taskset -c "$server_cpu" "$server" --config "$work/trpc.yaml" >"$work/trpc.log" 2>&1 &
+tpid=$!
+pids+=("$tpid")
+wait_port "$port"
+ours=$(measure ours "$port" "$tpid")
+kill "$tpid"
+
+nport=$(free_port)
+mkdir -p "$work/nginx"
+cat >"$work/nginx/nginx.conf" <<EOF
+daemon off;
+master_process on;
+worker_processes 1;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log warn;
+events { worker_connections 4096; use epoll; }
+http {
+  access_log off;
+  server_tokens off;
+  keepalive_requests 100000000;
+  keepalive_timeout 600s;
+  client_body_temp_path $work/nginx;
+  proxy_temp_path $work/nginx;
+  fastcgi_temp_path $work/nginx;
+  uwsgi_temp_path $work/nginx;
+  scgi_temp_path $work/nginx;
+  server {
+    listen 127.0.0.1:$nport ssl;
+    ssl_certificate $work/cert.pem;
+    ssl_certificate_key $work/key.pem;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    location / { default_type application/json; return 200 '{}'; }
+  }
+}
+EOF
+taskset -c "$server_cpu" nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" &
+npid=$!
+pids+=("$npid")
+wait_port "$nport"
+workers=$(pgrep -P "$npid" | tr '\n' ' ')
+# shellcheck disable=SC2086
+theirs=$(measure nginx "$nport" "$npid" $workers)
+
+read -r _ o_qps o_cpu <<<"$ours"
+read -r _ n_qps n_cpu <<<"$theirs"
+echo "| server | requests/s | server CPU µs/request |"
+echo "|---|---|---|"
+echo "| ours (http, merged, 1 worker) | $o_qps | $o_cpu |"
+echo "| nginx 1 worker | $n_qps | $n_cpu |"
+/usr/bin/python3 -c "print('\nours / nginx, CPU per request: %.2fx' % ($o_cpu / $n_cpu))"
