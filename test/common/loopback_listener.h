@@ -26,4 +26,14 @@ inline int ListenOnLoopback(uint16_t* port, int backlog = 64) {
   return fd;
 }
 
+/// A loopback port nobody listened on a moment ago: for a peer program that cannot take port 0,
+/// or a target that refuses connections. 0 when no socket could be set up.
+inline uint16_t FreeLoopbackPort() {
+  uint16_t port = 0;
+  const int fd = ListenOnLoopback(&port);
+  if (fd < 0) return 0;
+  ::close(fd);
+  return port;
+}
+
 }  // namespace trpc::testing

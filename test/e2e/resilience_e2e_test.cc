@@ -22,6 +22,7 @@
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "test/common/hedging_check.h"
+#include "test/common/loopback_listener.h"
 #include "test/common/test_runtime.h"
 #include "test/common/thread_model_yaml.h"
 #include "trpc/app/detail/naming_plugins.h"
@@ -76,17 +77,7 @@ class CountingGreeter final : public Greeter {
 };
 
 // A loopback port nobody listens on: connecting to it is refused at once.
-uint16_t DeadPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
+uint16_t DeadPort() { return trpc::testing::FreeLoopbackPort(); }
 
 class ResilienceE2eTest : public ::testing::Test {
  protected:

@@ -21,6 +21,7 @@
 
 #include "examples/helloworld/helloworld.trpc.pb.h"
 #include "fmt/format.h"
+#include "test/common/loopback_listener.h"
 #include "test/common/peer.h"
 #include "test/common/shell.h"
 #include "test/common/test_runtime.h"
@@ -604,19 +605,6 @@ TEST_F(TlsE2eTest, RenegotiationIsRefused) {
   ExpectServing();
 }
 
-// A loopback port free a moment ago (for a peer program that cannot take port 0).
-uint16_t FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 // nginx in front of us, speaking TLS to us and verifying our certificate: HTTP through
 // `proxy_pass https://`, gRPC through `grpc_pass grpcs://` (nginx takes h2c from our client).
 TEST_F(TlsE2eTest, NginxProxiesToUsOverTls) {
@@ -625,8 +613,8 @@ TEST_F(TlsE2eTest, NginxProxiesToUsOverTls) {
     TRPC_SKIP_WITHOUT_PEER("nginx not installed (Debian: nginx-light)");
   }
   const std::string dir = certs_->dir() + "/nginx";
-  const uint16_t http_port = FreePort();
-  const uint16_t grpc_port = FreePort();
+  const uint16_t http_port = trpc::testing::FreeLoopbackPort();
+  const uint16_t grpc_port = trpc::testing::FreeLoopbackPort();
   std::string out;
   ASSERT_EQ(RunShell("mkdir -p " + dir + "/tmp", &out), 0) << out;
   {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "grpc/testing/test.grpc.pb.h"
+#include "test/grpc_interop/read_file.h"
 
 // Exported by libgrpc but declared only in its private src/core/lib/surface/call_test_only.h:
 // the flags of the last message the call received. gRPC C++ 1.51 has no public way to tell
@@ -648,13 +649,8 @@ int Usage(const char* argv0, const std::string& why) {
 
 // A whole file's bytes ("" when it cannot be read: the handshake then fails, and says so).
 std::string ReadFile(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return "";
   std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-  std::fclose(f);
+  trpc::test::interop::ReadWholeFile(path, &out);
   return out;
 }
 

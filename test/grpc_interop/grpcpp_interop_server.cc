@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "grpc/testing/test.grpc.pb.h"
+#include "test/grpc_interop/read_file.h"
 
 // Exported by libgrpc but declared only in its private src/core/lib/surface/call_test_only.h:
 // the flags of the last message the call received. gRPC C++ 1.51 has no public way to tell
@@ -237,16 +238,10 @@ class TestServiceImpl final : public TestService::Service {
 
 // A whole file's bytes; "" (and a message) when it cannot be read.
 std::string ReadFile(const char* argv0, const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    std::fprintf(stderr, "%s: cannot read '%s'\n", argv0, path.c_str());
-    return "";
-  }
   std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-  std::fclose(f);
+  if (!trpc::test::interop::ReadWholeFile(path, &out)) {
+    std::fprintf(stderr, "%s: cannot read '%s'\n", argv0, path.c_str());
+  }
   return out;
 }
 

@@ -64,13 +64,11 @@ struct TicketKeys {
 };
 
 int g_ticket_index = -1;
-int g_context_index = -1;
 std::once_flag g_index_once;
 
 void InitIndexes() {
   std::call_once(g_index_once, [] {
     g_ticket_index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
-    g_context_index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
   });
 }
 
@@ -406,7 +404,6 @@ SSL_CTX* TlsContext::Build(std::string* err) const {
                               static_cast<unsigned int>(alpn_wire_.size()));
     }
   }
-  SSL_CTX_set_ex_data(ctx, g_context_index, const_cast<TlsContext*>(this));
   return ctx;
 }
 

@@ -27,8 +27,8 @@ class TlsChannel {
     kFailed,    // *err says why, *failure counts it
   };
 
-  /// Takes ownership of `ssl` (from TlsContext::NewSsl) and does its IO on `fd`. `classify`:
-  /// a server's first read looks at the first bytes and names a plaintext peer.
+  /// Takes ownership of `ssl` (from TlsContext::NewSsl) and does its IO on `fd`. The first
+  /// read looks at the peer's first bytes and names a peer that does not speak TLS.
   TlsChannel(SSL* ssl, int fd, const TlsContext* context);
   ~TlsChannel();
   TlsChannel(const TlsChannel&) = delete;
