@@ -249,15 +249,22 @@ TEST(FiberThreadModelTest, IdleSiblingTakesPartOfTheChain) {
 // A few short tasks are not worth a wake-up: with the sibling parked (not spinning), a chain
 // of four quick tasks runs in its one fiber on the reading worker, and nobody is woken. (A
 // split would wake the sibling and hand each of its replies back across threads.)
+//
+// The hand-off is steered by the tasks' measured wall time, so a worker preempted in the middle
+// of a timed task (a loaded 2-CPU CI machine) sees a slow task and rightly splits. Noise can only
+// cause a split, never prevent one: of a few tries, one must stay whole.
 TEST(FiberThreadModelTest, AFewShortTasksDoNotWakeAParkedSibling) {
 #if defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "TSan slows a task past what is worth a wake-up";
 #endif
-  ChainOnParkedWorkers r = RunOnParkedWorkers(4);
-  ASSERT_TRUE(r.done);
-  EXPECT_EQ(r.threads.size(), 1u);
-  EXPECT_EQ(r.fibers.size(), 1u);
-  EXPECT_EQ(r.wakeups, 0u);
+  constexpr int kTries = 8;
+  int whole = 0;
+  for (int i = 0; i < kTries && whole == 0; ++i) {
+    ChainOnParkedWorkers r = RunOnParkedWorkers(4);
+    ASSERT_TRUE(r.done);
+    if (r.threads.size() == 1 && r.fibers.size() == 1 && r.wakeups == 0) ++whole;
+  }
+  EXPECT_EQ(whole, 1) << "every one of " << kTries << " chains of four quick tasks was split";
 }
 
 // A long run of short tasks (a busy connection's pipeline) is worth it: the chain hands its
