@@ -404,6 +404,50 @@ TEST(ConfigErrorTest, TlsKeys) {
             "'TLSv1.2'");
 }
 
+TEST(ConfigTest, AdminAuthKeys) {
+  Config c = MustLoad(
+      "server:\n"                                 // 1
+      "  admin_port: 9999\n"                      // 2
+      "  admin_ip: 0.0.0.0\n"                     // 3
+      "  admin_token_file: /run/secrets/admin\n"  // 4
+      "  admin_ssl: {enable: true, cert_path: /c, private_key_path: /k}\n");
+  EXPECT_EQ(c.server.admin_token_file, "/run/secrets/admin");
+  EXPECT_EQ(c.server.admin_token_file_origin, "t.yaml:4");
+  EXPECT_TRUE(c.server.admin_ssl.enable);
+  EXPECT_EQ(c.server.admin_ssl.cert_path, "/c");
+  EXPECT_EQ(c.server.admin_ssl.origin, "t.yaml:5");
+  EXPECT_FALSE(c.server.admin_allow_unauthenticated);
+  // Either TLS, a token or the explicit key lets the admin out of loopback.
+  MustLoad("server: {admin_port: 1, admin_ip: '::', admin_token: abcdefghijklmnop}\n");
+  MustLoad("server: {admin_port: 1, admin_ip: 10.0.0.1, admin_ssl: {enable: true}}\n");
+  EXPECT_TRUE(MustLoad("server: {admin_port: 1, admin_ip: 10.0.0.1, "
+                       "admin_allow_unauthenticated: true}\n")
+                  .server.admin_allow_unauthenticated);
+  // On loopback nothing is needed.
+  MustLoad("server: {admin_port: 1, admin_ip: 127.0.0.2}\n");
+  MustLoad("server: {admin_port: 1, admin_ip: '::1'}\n");
+}
+
+TEST(ConfigErrorTest, AdminAuthKeys) {
+  EXPECT_EQ(LoadError("server:\n  admin_port: 9000\n  admin_ip: 0.0.0.0\n"),
+            "t.yaml:3: server.admin_ip: the admin service on 0.0.0.0 would be reachable beyond "
+            "loopback with no authentication (anyone reaching it could read metrics, change the "
+            "log level and take CPU profiles): set server.admin_ssl (with mutual_auth to check "
+            "clients), server.admin_token or server.admin_token_file, or say "
+            "server.admin_allow_unauthenticated: true");
+  EXPECT_EQ(LoadError("server:\n  admin_token: short\n"),
+            "t.yaml:2: server.admin_token: expected a token of at least 16 characters, got 5");
+  EXPECT_EQ(LoadError("server:\n  admin_token: 'has space in it, sixteen+'\n"),
+            "t.yaml:2: server.admin_token: expected a token of letters, digits and -._~+/= (a "
+            "bearer token's characters)");
+  EXPECT_EQ(LoadError("server:\n  admin_token: abcdefghijklmnop\n  admin_token_file: /t\n"),
+            "t.yaml:3: server.admin_token_file: set admin_token or admin_token_file, not both");
+  EXPECT_EQ(LoadError("server:\n  admin_ssl: {enable: on}\n"),
+            "t.yaml:2: server.admin_ssl.enable: expected one of true|false, got 'on'");
+  EXPECT_EQ(LoadError("server:\n  admin_allow_unauthenticated: yes\n"),
+            "t.yaml:2: server.admin_allow_unauthenticated: expected one of true|false, got 'yes'");
+}
+
 TEST(ConfigTest, ThreadModelInstanceNames) {
   Config c = MustLoad(
       "global:\n"

@@ -117,27 +117,6 @@ TEST_F(AdminE2eTest, ASilentConnectionIsClosedAtTheHeaderTimeout) {
   EXPECT_GE(elapsed, 9'000) << "closed before the header timeout";
 }
 
-// An admin_ip beyond loopback is served, with a warning: it has no authentication.
-TEST_F(AdminE2eTest, AnAdminIpBeyondLoopbackIsWarnedAbout) {
-  ServerConfig sc = config_->server;
-  for (const char* ip : {"0.0.0.0", "::", "192.0.2.1"}) {
-    Server other(sc);
-    ::testing::internal::CaptureStderr();
-    ASSERT_TRUE(admin::EnableAdmin(&other, ip, 0));
-    const std::string logged = ::testing::internal::GetCapturedStderr();
-    EXPECT_NE(logged.find(std::string("admin service on ") + ip + ": beyond loopback"),
-              std::string::npos)
-        << ip << ": " << logged;
-    EXPECT_NE(logged.find("no authentication"), std::string::npos) << logged;
-  }
-  for (const char* ip : {"127.0.0.1", "127.1.2.3", "::1"}) {
-    Server other(sc);
-    ::testing::internal::CaptureStderr();
-    ASSERT_TRUE(admin::EnableAdmin(&other, ip, 0));
-    EXPECT_EQ(::testing::internal::GetCapturedStderr(), "") << ip;
-  }
-}
-
 // server.admin_port from the config (rather than EnableAdmin); 0 there means no admin service,
 // `auto` one on a port the kernel picks.
 TEST_F(AdminE2eTest, AdminPortFromConfig) {

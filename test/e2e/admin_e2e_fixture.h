@@ -6,7 +6,8 @@
 // fiber; ctest runs both). The tests, by topic: admin_e2e_metrics_test.cc (/metrics,
 // /cmds/stats, /version, /health, /cmds/loglevel), admin_e2e_profile_test.cc (CPU profiles),
 // admin_e2e_workers_test.cc (answers while every worker is blocked; fiber steals),
-// admin_e2e_access_test.cc (allowed hosts, connection table, admin address and port).
+// admin_e2e_access_test.cc (allowed hosts, connection table, admin address and port),
+// admin_e2e_auth_test.cc (bearer token, TLS, the refusal to serve beyond loopback without them).
 
 #include <errno.h>
 #include <gtest/gtest.h>
@@ -148,15 +149,16 @@ inline int Connect(const NetAddress& addr) {
 
 // One request with the Host header `host` on a fresh connection ("Connection: close"), read to
 // EOF. Status 0 when there was no complete answer within `timeout_ms`.
+// `headers` are extra header lines, each ending in "\r\n".
 inline HttpReply HttpAs(const NetAddress& addr, std::string_view host, std::string_view method,
                         std::string_view target, std::string_view body = {},
-                        int64_t timeout_ms = kIoTimeoutMs) {
+                        int64_t timeout_ms = kIoTimeoutMs, std::string_view headers = {}) {
   HttpReply r;
   int fd = Connect(addr);
   if (fd < 0) return r;
   std::string req = std::string(method) + " " + std::string(target) +
-                    " HTTP/1.1\r\nHost: " + std::string(host) +
-                    "\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) +
+                    " HTTP/1.1\r\nHost: " + std::string(host) + "\r\nConnection: close\r\n" +
+                    std::string(headers) + "Content-Length: " + std::to_string(body.size()) +
                     "\r\n\r\n" + std::string(body);
   std::string in;
   bool ok = ::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size());
@@ -185,8 +187,9 @@ inline HttpReply HttpAs(const NetAddress& addr, std::string_view host, std::stri
 
 // HttpAs with the admin's own address as Host, as curl and Prometheus send it.
 inline HttpReply Http(const NetAddress& addr, std::string_view method, std::string_view target,
-                      std::string_view body = {}, int64_t timeout_ms = kIoTimeoutMs) {
-  return HttpAs(addr, addr.ToString(), method, target, body, timeout_ms);
+                      std::string_view body = {}, int64_t timeout_ms = kIoTimeoutMs,
+                      std::string_view headers = {}) {
+  return HttpAs(addr, addr.ToString(), method, target, body, timeout_ms, headers);
 }
 
 // The value of the sample line `series` ("name{labels}") in a Prometheus text, or -1.

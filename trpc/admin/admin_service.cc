@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "trpc/admin/admin.h"
+#include "trpc/admin/detail/admin_token.h"
 #include "trpc/admin/detail/process_metrics.h"
 #include "trpc/admin/detail/prometheus_text.h"
 #include "trpc/admin/detail/stats_json.h"
@@ -84,12 +85,8 @@ bool IsNumericAddress(const std::string& name) {
 }
 
 bool IsLoopbackAddress(const std::string& ip) {
-  in6_addr a6;
-  in_addr a4;
-  if (::inet_pton(AF_INET, ip.c_str(), &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
-  if (::inet_pton(AF_INET6, ip.c_str(), &a6) != 1) return false;
-  if (IN6_IS_ADDR_LOOPBACK(&a6)) return true;
-  return IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127;
+  NetAddress a;
+  return NetAddress::FromIpPort(ip, 0, &a) && a.IsLoopback();
 }
 
 }  // namespace
@@ -113,13 +110,20 @@ bool HostAllowed(std::string_view host, const std::vector<std::string>& allowed)
                      [&](const std::string& a) { return a == "*" || a == name; });
 }
 
-AdminService::AdminService(const Server* server, std::vector<std::string> allowed_hosts)
-    : server_(server) {
+AdminService::AdminService(const Server* server, std::vector<std::string> allowed_hosts,
+                           std::shared_ptr<AdminToken> token)
+    : server_(server), token_(std::move(token)) {
   using http::HttpRequest;
   using http::HttpResponse;
   CheckHost([allowed = std::move(allowed_hosts)](std::string_view host) {
     return HostAllowed(host, allowed);
   });
+  // /health stays open: load balancers' health checks often cannot send a header, and it
+  // tells no more than whether the port answers.
+  if (token_) {
+    RequireBearerToken([t = token_](std::string_view token) { return t->Accept(token); },
+                       {"/health"});
+  }
   Get("/", [](const ServerContextPtr&, const HttpRequest&, HttpResponse* rsp) {
     rsp->SetBody(std::string(kIndex), "text/plain; charset=utf-8");
   });
@@ -174,8 +178,15 @@ void AdminService::Stop() { profiler_.Stop(); }
 void AdminService::Metrics(http::HttpResponse* rsp) const {
   ProcessMetrics process;
   bool have_process = ReadProcessMetrics(&process);
-  rsp->SetBody(PrometheusText(server_->GetMetrics(), have_process ? &process : nullptr),
-               std::string(kPrometheusContentType));
+  std::string text = PrometheusText(server_->GetMetrics(), have_process ? &process : nullptr);
+  if (token_) {
+    text += fmt::format(
+        "# HELP trpc_admin_auth_failures_total Admin requests refused for a missing or wrong "
+        "bearer token.\n# TYPE trpc_admin_auth_failures_total counter\n"
+        "trpc_admin_auth_failures_total {}\n",
+        token_->failures());
+  }
+  rsp->SetBody(std::move(text), std::string(kPrometheusContentType));
 }
 
 void AdminService::Stats(http::HttpResponse* rsp) const {
@@ -251,27 +262,55 @@ void AdminService::Profile(const ServerContextPtr& ctx, const http::HttpRequest&
 
 namespace trpc::admin {
 
-bool EnableAdmin(Server* server) {
+bool EnableAdmin(Server* server, std::string* err) {
   const ServerConfig& c = server->config();
   if (!c.admin_enabled()) return true;
-  return EnableAdmin(server, c.admin_ip, c.admin_port_auto ? 0 : c.admin_port);
+  return EnableAdmin(server, c.admin_ip, c.admin_port_auto ? 0 : c.admin_port, err);
 }
 
-bool EnableAdmin(Server* server, std::string ip, uint16_t port) {
-  if (!IsLoopbackAddress(ip)) {
+bool EnableAdmin(Server* server, std::string ip, uint16_t port, std::string* err) {
+  std::string ignored;
+  if (err == nullptr) err = &ignored;
+  const ServerConfig& c = server->config();
+  const std::string at = c.origin.empty() ? "" : c.origin + ": ";
+  ServerConfig bound = c;  // the config's authentication on the address asked for
+  bound.admin_ip = ip;
+  bound.admin_port = port == 0 ? 1 : port;  // enabled, whatever the config's port
+  if (bound.admin_unauthenticated_beyond_loopback()) {
+    *err = at + "server.admin_ip: " + AdminUnauthenticatedRefusal(ip);
+    TRPC_LOG_ERROR("{}", *err);
+    return false;
+  }
+  if (!IsLoopbackAddress(ip) && c.admin_allow_unauthenticated && !c.admin_ssl.enable &&
+      c.admin_token.empty() && c.admin_token_file.empty()) {
     TRPC_LOG_WARN(
-        "admin service on {}: beyond loopback, and it has no authentication: anyone who can "
-        "reach this address can read the metrics, change the log level and take CPU "
-        "profiles. Keep server.admin_ip on 127.0.0.1 (the default) or a private network.",
+        "admin service on {}: beyond loopback with no authentication, as "
+        "server.admin_allow_unauthenticated says: anyone who can reach this address can read "
+        "the metrics, change the log level and take CPU profiles",
         ip);
   }
-  auto svc = std::make_shared<AdminService>(server, server->config().admin_allowed_hosts);
+  std::shared_ptr<AdminToken> token;
+  if (!c.admin_token.empty()) {
+    token = std::make_shared<AdminToken>(c.admin_token);
+  } else if (!c.admin_token_file.empty()) {
+    std::string why;
+    token = AdminToken::FromFile(
+        c.admin_token_file,
+        c.admin_token_file_origin.empty() ? c.origin : c.admin_token_file_origin, &why);
+    if (!token) {
+      *err = why;
+      TRPC_LOG_ERROR("{}", *err);
+      return false;
+    }
+  }
+  auto svc = std::make_shared<AdminService>(server, c.admin_allowed_hosts, token);
   SideService side;
   side.config.name = kAdminServiceName;
   side.config.threadmodel_instance_name = "trpc_admin";
   side.config.protocol = std::string(http::kHttpCodecName);
   side.config.ip = std::move(ip);
   side.config.port = port;
+  side.config.ssl = c.admin_ssl;
   // A few operators and scrapers, small requests; no timeout: a CPU profile takes seconds.
   side.config.max_conn_num = kMaxConnections;
   side.config.max_packet_size = kMaxPacketSize;
@@ -282,7 +321,11 @@ bool EnableAdmin(Server* server, std::string ip, uint16_t port) {
   side.evict_idle_when_full = true;
   side.service = svc;
   side.before_stop = [svc] { svc->Stop(); };
-  return server->AddSideService(std::move(side));
+  if (!server->AddSideService(std::move(side))) {
+    *err = "the server has an admin service already";
+    return false;
+  }
+  return true;
 }
 
 bool GetAdminAddress(const Server& server, NetAddress* out) {

@@ -151,7 +151,10 @@ bool TrpcApp::StartFromConfig(std::string* err) {
     server_config.origin = config_.path + ":1";
   }
   server_ = std::make_unique<Server>(std::move(server_config));
-  admin::EnableAdmin(server_.get());  // when server.admin_port asks for it
+  if (!admin::EnableAdmin(server_.get(), err)) {  // when server.admin_port asks for it
+    StopAll();
+    return false;
+  }
   if (int rc = Initialize(); rc != 0) {
     *err = config_.path + ": Initialize() failed with " + std::to_string(rc);
     StopAll();

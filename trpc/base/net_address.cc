@@ -69,8 +69,7 @@ NetAddress NetAddress::FromSockaddr(const sockaddr* sa, socklen_t len) {
   return a;
 }
 
-bool NetAddress::ParseList(std::string_view list, std::vector<NetAddress>* out,
-                           std::string* bad) {
+bool NetAddress::ParseList(std::string_view list, std::vector<NetAddress>* out, std::string* bad) {
   auto trim = [](std::string_view v) {
     while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
     while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
@@ -99,6 +98,17 @@ bool NetAddress::IsUnspecified() const {
   }
   if (family() == AF_INET6) {
     return IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6*>(&addr_)->sin6_addr);
+  }
+  return false;
+}
+
+bool NetAddress::IsLoopback() const {
+  if (family() == AF_INET) {
+    return (ntohl(reinterpret_cast<const sockaddr_in*>(&addr_)->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (family() == AF_INET6) {
+    const in6_addr& a6 = reinterpret_cast<const sockaddr_in6*>(&addr_)->sin6_addr;
+    return IN6_IS_ADDR_LOOPBACK(&a6) || (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
   }
   return false;
 }

@@ -25,6 +25,8 @@ class NetAddress {
 
   /// True for the wildcard address (0.0.0.0 or ::).
   bool IsUnspecified() const;
+  /// True for a loopback address: 127.0.0.0/8, ::1, or ::ffff:127.x.y.z.
+  bool IsLoopback() const;
   /// Same family and address bytes (ports ignored).
   bool SameIp(const NetAddress& other) const;
 

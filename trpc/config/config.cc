@@ -196,12 +196,13 @@ void ReadUintOrAuto(MapReader& r, std::string_view key, const UintRule& rule, T*
 // `ssl:` of a service or a callee (docs/tls.md). Every key is accepted on both sides, as
 // tRPC-Cpp's are, so its YAML moves over unchanged; the files are loaded (and their errors
 // reported with these origins) when the service or proxy starts.
-void ReadTls(MapReader& parent, const std::string& file, TlsConfig* out) {
-  if (!parent.Has("ssl")) return;
+void ReadTls(MapReader& parent, const std::string& file, TlsConfig* out,
+             std::string_view key = "ssl") {
+  if (!parent.Has(key)) return;
   MapReader r =
-      parent.Map("ssl", {"enable", "cert_path", "private_key_path", "ca_cert_path", "mutual_auth",
-                         "ciphers", "protocols", "dh_param_path", "sni_name", "insecure",
-                         "handshake_timeout", "crl_path", "verify_peer_name", "max_handshakes"});
+      parent.Map(key, {"enable", "cert_path", "private_key_path", "ca_cert_path", "mutual_auth",
+                       "ciphers", "protocols", "dh_param_path", "sni_name", "insecure",
+                       "handshake_timeout", "crl_path", "verify_peer_name", "max_handshakes"});
   TlsConfig c;
   c.origin = fmt::format("{}:{}", file, r.line());
   auto flag = [&](std::string_view key, bool* v) {
@@ -232,6 +233,29 @@ void ReadTls(MapReader& parent, const std::string& file, TlsConfig* out) {
   if (r.ok()) *out = std::move(c);
 }
 
+// The admin service's TLS and token, and the refusal to serve it unauthenticated beyond
+// loopback (docs/admin.md).
+void ReadAdminAuth(MapReader& r, const std::string& file, ServerConfig* server) {
+  ReadTls(r, file, &server->admin_ssl, "admin_ssl");
+  r.String("admin_token", &server->admin_token);
+  r.String("admin_token_file", &server->admin_token_file);
+  std::string unauth = server->admin_allow_unauthenticated ? "true" : "false";
+  r.OneOf("admin_allow_unauthenticated", {"true", "false"}, &unauth);
+  server->admin_allow_unauthenticated = unauth == "true";
+  if (!r.ok()) return;
+  if (r.Has("admin_token_file")) {
+    server->admin_token_file_origin = fmt::format("{}:{}", file, r.ValueLine("admin_token_file"));
+  }
+  if (!server->admin_token.empty() && !server->admin_token_file.empty()) {
+    r.FailValue("admin_token_file", "set admin_token or admin_token_file, not both");
+  } else if (std::string why = AdminTokenProblem(server->admin_token);
+             r.Has("admin_token") && !why.empty()) {
+    r.FailValue("admin_token", why);
+  } else if (server->admin_unauthenticated_beyond_loopback()) {
+    r.FailValue("admin_ip", AdminUnauthenticatedRefusal(server->admin_ip));
+  }
+}
+
 // server.listen_file: a path the server writes at start-up; whether it can be written is
 // found out then (the file system may differ between loading and starting).
 void ReadListenFile(MapReader& r, const std::string& file, ServerConfig* server) {
@@ -251,9 +275,10 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
                 ServerConfig* out) {
   MapReader r =
       root.Map("server", {"app", "server", "admin_port", "admin_ip", "admin_allowed_hosts",
-                          "stop_max_wait_time", "max_buffered_bytes", "buffered_bytes_timeout",
-                          "filter", "service", "registry_name", "deregister_wait",
-                          "max_parked_requests", "listen_file"});
+                          "admin_ssl", "admin_token", "admin_token_file",
+                          "admin_allow_unauthenticated", "stop_max_wait_time", "max_buffered_bytes",
+                          "buffered_bytes_timeout", "filter", "service", "registry_name",
+                          "deregister_wait", "max_parked_requests", "listen_file"});
   ServerConfig server;
   if (!r.empty()) server.origin = fmt::format("{}:{}", file, r.line());
   if (r.Has("filter")) server.filter_origin = fmt::format("{}:{}", file, r.ValueLine("filter"));
@@ -276,6 +301,7 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
                               host));
     }
   }
+  ReadAdminAuth(r, file, &server);
   r.Uint("stop_max_wait_time", kStopMaxWaitTimeRule, &server.stop_max_wait_time);
   ReadBufferBound(r, &server.max_buffered_bytes, &server.buffered_bytes_timeout);
   r.Uint("max_parked_requests", kMaxParkedRequestsRule, &server.max_parked_requests);

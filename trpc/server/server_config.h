@@ -3,8 +3,10 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "trpc/base/net_address.h"
 #include "trpc/base/tls_config.h"
 
 /// The server and its services (`server`). Part of the framework's YAML configuration
@@ -67,6 +69,17 @@ struct ServerConfig {
   /// Host names the admin service answers besides localhost and numeric addresses (lower
   /// case; "*" = any); other Host headers get 403 (docs/admin.md).
   std::vector<std::string> admin_allowed_hosts;
+  /// TLS for the admin service (`admin_ssl:`, the keys of a service's `ssl:`); off by default.
+  TlsConfig admin_ssl;
+  /// A bearer token every admin request but GET /health must carry (docs/admin.md); "" = none.
+  /// `admin_token_file` names a file holding it instead (read at start-up and at a TLS
+  /// reload); at most one of the two is set.
+  std::string admin_token;
+  std::string admin_token_file;
+  std::string admin_token_file_origin;  // "file:line" of admin_token_file, for start-up errors.
+  /// The admin service refuses to start on an address beyond loopback with neither TLS nor a
+  /// token, unless this says so.
+  bool admin_allow_unauthenticated = false;
   uint32_t stop_max_wait_time = 3000;  // ms a graceful stop waits for in-flight calls, 0..600000.
   /// Bytes all connections together may hold buffered (input not yet handled, replies not yet
   /// written); 0 = a quarter of the memory this process may use, 64 MiB..4 GiB. Else >= 1 MiB.
@@ -94,9 +107,24 @@ struct ServerConfig {
   /// program registered services the section does not list); "" when there is none.
   std::string origin;
 
-  /// Whether an admin service is asked for (a port, or `auto`).
+  /// Whether the admin service, bound to `admin_ip`, would serve beyond loopback with neither
+  /// TLS nor a token and without `admin_allow_unauthenticated`: start-up refuses that.
+  bool admin_unauthenticated_beyond_loopback() const {
+    NetAddress a;
+    return admin_enabled() && !(NetAddress::FromIpPort(admin_ip, 0, &a) && a.IsLoopback()) &&
+           !admin_ssl.enable && admin_token.empty() && admin_token_file.empty() &&
+           !admin_allow_unauthenticated;
+  }
+  /// Whether the admin service is asked for (a port, or `auto`).
   bool admin_enabled() const { return admin_port != 0 || admin_port_auto; }
   bool operator==(const ServerConfig&) const = default;
 };
+
+/// Why `token` cannot be an admin bearer token ("" when it can): at least 16 characters, all
+/// of them a bearer token's (letters, digits, -._~+/=).
+std::string AdminTokenProblem(std::string_view token);
+/// The start-up error for an admin service on `ip`, beyond loopback, with neither TLS nor a
+/// token (ServerConfig::admin_unauthenticated_beyond_loopback()).
+std::string AdminUnauthenticatedRefusal(std::string_view ip);
 
 }  // namespace trpc

@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "trpc/admin/detail/admin_token.h"
 #include "trpc/admin/detail/cpu_profiler.h"
 #include "trpc/server/http/http_service.h"
 
@@ -41,7 +42,9 @@ bool HostAllowed(std::string_view host, const std::vector<std::string>& allowed)
 class AdminService final : public http::HttpService {
  public:
   /// `server` must outlive the service's handlers (the server stops its admin service first).
-  AdminService(const Server* server, std::vector<std::string> allowed_hosts);
+  /// With `token`, every request but GET /health must carry it (HttpService::RequireBearerToken).
+  AdminService(const Server* server, std::vector<std::string> allowed_hosts,
+               std::shared_ptr<AdminToken> token = nullptr);
   ~AdminService() override;
 
   /// Ends a CPU profile in progress (its caller gets 503) and waits for its thread.
@@ -54,6 +57,7 @@ class AdminService final : public http::HttpService {
   void Profile(const ServerContextPtr& ctx, const http::HttpRequest& req, http::HttpResponse* rsp);
 
   const Server* server_;
+  std::shared_ptr<AdminToken> token_;  // null: no token asked for
   CpuProfiler profiler_;
 };
 

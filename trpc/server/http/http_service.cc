@@ -1,6 +1,7 @@
 #include "trpc/server/http/http_service.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "trpc/base/logging.h"
 #include "trpc/codec/detail/codec.h"
@@ -41,6 +42,8 @@ class FixedAnswer final : public RpcMethodHandler {
       : status_(status), ret_(ret), message_(std::move(message)) {
     if (!allow.empty()) headers_.emplace_back("Allow", std::move(allow));
   }
+  FixedAnswer(int status, int32_t ret, std::string message, HttpHeaders headers)
+      : status_(status), ret_(ret), message_(std::move(message)), headers_(std::move(headers)) {}
 
   void Handle(const ServerContextPtr& ctx) override {
     auto* req = static_cast<HttpRequest*>(Request(ctx).protocol.get());
@@ -178,6 +181,31 @@ void HttpService::CheckHost(std::function<bool(std::string_view host)> allowed) 
                                                 "this server does not answer that Host name");
 }
 
+void HttpService::RequireBearerToken(std::function<bool(std::string_view token)> accept,
+                                     std::vector<std::string> open_paths) {
+  token_accepted_ = std::move(accept);
+  token_open_paths_ = std::move(open_paths);
+  token_refused_ = std::make_unique<FixedAnswer>(
+      401, kServerAuthErr, "this path needs an 'Authorization: Bearer <token>' header",
+      HttpHeaders{{"WWW-Authenticate", "Bearer"}});
+}
+
+std::string_view BearerToken(const HttpRequest& req) {
+  const std::string* auth = req.Header("Authorization");
+  if (auth == nullptr) return {};
+  std::string_view v = *auth;
+  // The scheme is case-insensitive (RFC 9110, 11.1); one or more spaces follow it.
+  constexpr std::string_view kScheme = "bearer";
+  if (v.size() <= kScheme.size() || v[kScheme.size()] != ' ') return {};
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(v[i])) != kScheme[i]) return {};
+  }
+  v.remove_prefix(kScheme.size());
+  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  return v;
+}
+
 RpcMethodHandler* HttpService::Route(ServerContext& ctx) const {
   auto* req = static_cast<HttpRequest*>(Request(ctx).protocol.get());
   if (req == nullptr) return Service::Route(ctx);  // configured with another protocol
@@ -186,6 +214,12 @@ RpcMethodHandler* HttpService::Route(ServerContext& ctx) const {
     if (host != nullptr && !host_allowed_(*host)) return host_refused_.get();
   }
   const std::string& path = req->path();
+  if (token_accepted_ &&
+      std::find(token_open_paths_.begin(), token_open_paths_.end(), path) ==
+          token_open_paths_.end() &&
+      !token_accepted_(BearerToken(*req))) {
+    return token_refused_.get();
+  }
   if (auto it = literal_.find(path); it != literal_.end()) return Pick(*it->second, req->method());
   for (const auto& p : patterns_) {
     if (Match(*p, path, req)) return Pick(*p, req->method());

@@ -43,6 +43,10 @@ using HttpHandler =
 ///
 /// Thread contract: register routes before the server starts; Route() is then safe from any
 /// thread.
+/// The token of the request's `Authorization: Bearer <token>` header (scheme matched without
+/// regard to case, surrounding spaces dropped); "" when there is none.
+std::string_view BearerToken(const HttpRequest& req);
+
 class HttpService : public Service {
  public:
   HttpService();
@@ -66,6 +70,14 @@ class HttpService : public Service {
   /// browser page of another site that resolves its name to this server sends that name.
   /// Before the server starts.
   void CheckHost(std::function<bool(std::string_view host)> allowed);
+  /// Requires `Authorization: Bearer <token>` on each request, after the Host check, except on
+  /// the literal paths in `open_paths`. `accept` gets the token as sent ("" when the header is
+  /// missing or not a bearer token) and says whether it is good; a refused request gets 401
+  /// with `WWW-Authenticate: Bearer`, a JSON error, ret 41 (auth), and runs no handler.
+  /// `accept` runs on the service's threads and must compare in constant time. Before the
+  /// server starts.
+  void RequireBearerToken(std::function<bool(std::string_view token)> accept,
+                          std::vector<std::string> open_paths = {});
   RpcMethodHandler* Route(ServerContext& ctx) const override;
   /// Routes as "GET /users/{id}", then the mapped RPC methods by wire name.
   void ForEachMethod(const MethodVisitor& fn) const override;
@@ -89,6 +101,9 @@ class HttpService : public Service {
   std::unique_ptr<RpcMethodHandler> rpc_bad_media_;
   std::function<bool(std::string_view)> host_allowed_;  // null: every Host
   std::unique_ptr<RpcMethodHandler> host_refused_;
+  std::function<bool(std::string_view)> token_accepted_;  // null: no token asked for
+  std::vector<std::string> token_open_paths_;
+  std::unique_ptr<RpcMethodHandler> token_refused_;
 };
 
 }  // namespace trpc::http
