@@ -317,6 +317,21 @@ TEST(ConfigTest, NamingKeys) {
   EXPECT_EQ(c.plugins.selector.at("etcd").values.at("endpoints"), "127.0.0.1:2379");
   EXPECT_EQ(c.plugins.selector.at("etcd").At("endpoints"), "t.yaml:23: ");
   EXPECT_EQ(c.plugins.registry.at("etcd").values.at("ttl"), "5");
+  // A nested mapping (the plug-in's `ssl:`) gives dotted keys with their lines; a list of
+  // scalars one value joined with ','.
+  Config t = MustLoad(
+      "plugins:\n"                                 // 1
+      "  registry:\n"                              // 2
+      "    etcd:\n"                                // 3
+      "      ssl:\n"                               // 4
+      "        enable: true\n"                     // 5
+      "        protocols: [TLSv1.2, TLSv1.3]\n");  // 6
+  const PluginOptions& etcd = t.plugins.registry.at("etcd");
+  EXPECT_EQ(etcd.values.at("ssl.enable"), "true");
+  EXPECT_EQ(etcd.values.at("ssl.protocols"), "TLSv1.2,TLSv1.3");
+  EXPECT_EQ(etcd.At("ssl"), "t.yaml:4: ");
+  EXPECT_EQ(etcd.At("ssl.protocols"), "t.yaml:6: ");
+  EXPECT_EQ(etcd.values.count("ssl"), 0u);
 }
 
 TEST(ConfigErrorTest, NamingKeys) {
@@ -341,6 +356,9 @@ TEST(ConfigErrorTest, NamingKeys) {
             "t.yaml:5: unknown key 'dealy' in client.service[0].hedging (did you mean 'delay'?)");
   EXPECT_EQ(LoadError("plugins:\n  selector:\n    etcd: [1]\n"),
             "t.yaml:3: plugins.selector.etcd: expected a mapping of settings, got a list");
+  EXPECT_EQ(LoadError("plugins:\n  selector:\n    etcd:\n      ssl: {a: {b: c}}\n"),
+            "t.yaml:4: plugins.selector.etcd: expected 'name: value' pairs of scalars (or lists "
+            "of them, or one level of such mappings)");
   EXPECT_EQ(LoadError(OneService("      weight: 0\n")),
             "t.yaml:5: server.service[0].weight: expected an integer in 1..10000, got '0'");
 }

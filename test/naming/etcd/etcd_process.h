@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -25,6 +26,7 @@
 
 #include "trpc/base/net_address.h"
 #include "trpc/client/http/http_stream.h"
+#include "trpc/transport/tls_context.h"
 
 namespace trpc::testing {
 
@@ -44,7 +46,16 @@ class EtcdProcess {
   static constexpr const char* kBinary = "/usr/bin/etcd";
   static bool Installed() { return ::access(kBinary, X_OK) == 0; }
 
-  EtcdProcess() {
+  /// TLS on the client port: etcd's certificate and key, and, with `client_ca`, client
+  /// certificates from that CA required (--client-cert-auth). `client` is how this class's own
+  /// calls (Post, the start-up check) reach it.
+  struct Tls {
+    std::string cert, key, client_ca;
+    std::shared_ptr<const TlsContext> client;
+  };
+
+  EtcdProcess() : EtcdProcess(Tls{}) {}
+  explicit EtcdProcess(Tls tls) : tls_(std::move(tls)) {
     char tmpl[] = "/tmp/trpc_etcd_test_XXXXXX";
     dir_ = ::mkdtemp(tmpl) ? tmpl : "";
     PickPorts();
@@ -103,6 +114,7 @@ class EtcdProcess {
     req.body = json;
     http::HttpStreamOptions opts;
     opts.connect_timeout_ms = opts.read_timeout_ms = opts.total_timeout_ms = 2000;
+    opts.tls = tls_.client;
     int status = 0;
     std::string b, err;
     if (!http::HttpFetch(address(), req, opts, 1 << 20, &status, &b, &err)) return -1;
@@ -115,7 +127,8 @@ class EtcdProcess {
   enum class StartResult { kAnswers, kPortTaken, kFailed };
 
   StartResult StartOnce(int wait_ms) {
-    const std::string client = "http://127.0.0.1:" + std::to_string(client_port_);
+    const std::string client = (tls_.cert.empty() ? "http" : "https") +
+                               std::string("://127.0.0.1:") + std::to_string(client_port_);
     const std::string peer = "http://127.0.0.1:" + std::to_string(peer_port_);
     const std::string data = dir_ + "/data";
     const std::string log = dir_ + "/etcd.log";
@@ -125,6 +138,24 @@ class EtcdProcess {
         std::filesystem::exists(log, ec) ? std::filesystem::file_size(log, ec) : 0;
     // Everything the child needs is ready before fork: between fork and exec it only makes
     // async-signal-safe calls (this process has threads).
+    std::vector<std::string> args = {kBinary,   "--name",
+                                     "default", "--data-dir",
+                                     data,      "--listen-client-urls",
+                                     client,    "--advertise-client-urls",
+                                     client,    "--listen-peer-urls",
+                                     peer,      "--initial-advertise-peer-urls",
+                                     peer,      "--initial-cluster",
+                                     cluster,   "--log-level",
+                                     "warn"};
+    if (!tls_.cert.empty()) {
+      args.insert(args.end(), {"--cert-file", tls_.cert, "--key-file", tls_.key});
+    }
+    if (!tls_.client_ca.empty()) {
+      args.insert(args.end(), {"--client-cert-auth", "--trusted-ca-file", tls_.client_ca});
+    }
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
     pid_ = ::fork();
     if (pid_ == 0) {
       const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -132,11 +163,7 @@ class EtcdProcess {
         ::dup2(fd, 1);
         ::dup2(fd, 2);
       }
-      ::execl(kBinary, kBinary, "--name", "default", "--data-dir", data.c_str(),
-              "--listen-client-urls", client.c_str(), "--advertise-client-urls", client.c_str(),
-              "--listen-peer-urls", peer.c_str(), "--initial-advertise-peer-urls", peer.c_str(),
-              "--initial-cluster", cluster.c_str(), "--log-level", "warn",
-              static_cast<char*>(nullptr));
+      ::execv(kBinary, argv.data());
       ::_exit(127);
     }
     if (pid_ < 0) return StartResult::kFailed;
@@ -196,6 +223,7 @@ class EtcdProcess {
     return 0;
   }
 
+  Tls tls_;
   std::string dir_;
   uint16_t client_port_ = 0;
   uint16_t peer_port_ = 0;

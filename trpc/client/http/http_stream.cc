@@ -3,6 +3,10 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -84,6 +88,204 @@ HttpStream::Wait HttpStream::WaitFor(int fd, short events, int64_t deadline_ns) 
   }
 }
 
+// The connected socket as Run uses it: plain, or through an OpenSSL client object. With TLS,
+// OpenSSL reads and writes memory BIOs and this class moves their bytes to and from the
+// socket itself (send with MSG_NOSIGNAL: a peer's reset must not raise SIGPIPE in a process
+// that has not started the runtime, which ignores it). Every call blocks until it is done,
+// `deadline` passes or the stream is cancelled; a wait that ends otherwise leaves its outcome in
+// wait_failure() and returns a failure.
+class HttpStream::Io {
+ public:
+  Io(HttpStream* owner, int fd) : owner_(owner), fd_(fd) {}
+  ~Io() {
+    if (ssl_ == nullptr) return;
+    if (handshaken_) {
+      // close_notify, best effort: what the socket takes now, no waiting.
+      SSL_shutdown(ssl_);
+      char buf[512];
+      for (int n; (n = BIO_read(wbio_, buf, sizeof(buf))) > 0;) {
+        if (::send(fd_, buf, static_cast<size_t>(n), MSG_NOSIGNAL | MSG_DONTWAIT) != n) break;
+      }
+    }
+    SSL_free(ssl_);  // frees the BIOs too
+  }
+  Io(const Io&) = delete;
+  Io& operator=(const Io&) = delete;
+
+  Wait wait_failure() const { return wait_failure_; }
+
+  bool Handshake(const TlsContext& ctx, const std::string& host, int64_t deadline,
+                 std::string* err) {
+    ssl_ = ctx.NewSsl(host);
+    BIO* rbio = BIO_new(BIO_s_mem());
+    BIO* wbio = BIO_new(BIO_s_mem());
+    if (ssl_ == nullptr || rbio == nullptr || wbio == nullptr) {
+      BIO_free(rbio);
+      BIO_free(wbio);
+      *err = "TLS: OpenSSL could not make a connection object: " + TakeOpenSslErrors();
+      return false;
+    }
+    SSL_set_bio(ssl_, rbio, wbio);
+    rbio_ = rbio;
+    wbio_ = wbio;
+    // ALPN, if the context offers it, is the context's; the response framing does not depend on
+    // it (HTTP/1.1 either way).
+    const int r = Drive([this] { return SSL_do_handshake(ssl_); }, deadline, err);
+    if (r == 1) {
+      handshaken_ = true;
+      return true;
+    }
+    if (r == 0 && err->empty()) *err = "the peer closed the connection during the TLS handshake";
+    if (const long v = SSL_get_verify_result(ssl_);
+        v != X509_V_OK && wait_failure_ == Wait::kReady) {
+      *err += std::string(" (certificate: ") + X509_verify_cert_error_string(v) + ")";
+    }
+    return false;
+  }
+
+  bool SendAll(std::string_view data, int64_t deadline, std::string* err) {
+    if (ssl_ == nullptr) return SendRaw(data, deadline, err);
+    while (!data.empty()) {
+      const int chunk = static_cast<int>(std::min<size_t>(data.size(), 1 << 20));
+      const int r = Drive([&] { return SSL_write(ssl_, data.data(), chunk); }, deadline, err);
+      if (r <= 0) {
+        if (r == 0 && err->empty()) *err = "connection closed";
+        return false;
+      }
+      data.remove_prefix(static_cast<size_t>(r));
+    }
+    return true;
+  }
+
+  // Bytes (> 0), 0 at the end of the stream, or -1 (*err, or wait_failure()).
+  ssize_t Recv(char* buf, size_t len, int64_t deadline, std::string* err) {
+    if (ssl_ == nullptr) {
+      for (;;) {
+        const ssize_t n = ::recv(fd_, buf, len, 0);
+        if (n >= 0) return n;
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN) {
+          *err = std::string("read: ") + std::strerror(errno);
+          return -1;
+        }
+        if (!WaitFd(POLLIN, deadline)) return -1;
+      }
+    }
+    const int want = static_cast<int>(std::min<size_t>(len, INT32_MAX));
+    return Drive([&] { return SSL_read(ssl_, buf, want); }, deadline, err);
+  }
+
+ private:
+  bool WaitFd(short events, int64_t deadline) {
+    wait_failure_ = owner_->WaitFor(fd_, events, deadline);
+    return wait_failure_ == Wait::kReady;
+  }
+
+  bool SendRaw(std::string_view data, int64_t deadline, std::string* err) {
+    while (!data.empty()) {
+      const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+      if (n > 0) {
+        data.remove_prefix(static_cast<size_t>(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno != EAGAIN) {
+        *err = std::string("send: ") + std::strerror(errno);
+        return false;
+      }
+      if (!WaitFd(POLLOUT, deadline)) return false;
+    }
+    return true;
+  }
+
+  // Sends everything OpenSSL has written into wbio_.
+  bool Flush(int64_t deadline, std::string* err) {
+    char buf[16 * 1024];
+    for (int n; (n = BIO_read(wbio_, buf, sizeof(buf))) > 0;) {
+      if (!SendRaw(std::string_view(buf, static_cast<size_t>(n)), deadline, err)) return false;
+    }
+    return true;
+  }
+
+  // Reads what the socket has (waiting for some) into rbio_; at the end of the stream, makes
+  // rbio_ report it to OpenSSL.
+  bool Fill(int64_t deadline, std::string* err) {
+    char buf[16 * 1024];
+    for (;;) {
+      const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+      if (n > 0) {
+        BIO_write(rbio_, buf, static_cast<int>(n));
+        return true;
+      }
+      if (n == 0) {
+        eof_ = true;
+        BIO_set_mem_eof_return(rbio_, 0);
+        return true;
+      }
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN) {
+        *err = std::string("read: ") + std::strerror(errno);
+        return false;
+      }
+      if (!WaitFd(POLLIN, deadline)) return false;
+    }
+  }
+
+  // Runs an OpenSSL call until it completes, moving bytes between the BIOs and the socket: its
+  // result (> 0), 0 at a clean or unclean end of the peer's stream, -1 on failure.
+  template <typename Op>
+  int Drive(const Op& op, int64_t deadline, std::string* err) {
+    for (;;) {
+      ERR_clear_error();
+      const int r = op();
+      const int e = r > 0 ? SSL_ERROR_NONE : SSL_get_error(ssl_, r);
+      std::string why = e == SSL_ERROR_SSL ? TakeOpenSslErrors() : std::string();
+      if (!Flush(deadline, err)) return -1;  // handshake messages, records, alerts
+      switch (e) {
+        case SSL_ERROR_NONE:
+          return r;
+        case SSL_ERROR_WANT_READ:
+          if (eof_) return 0;
+          if (!Fill(deadline, err)) return -1;
+          continue;
+        case SSL_ERROR_WANT_WRITE:  // memory BIOs take everything: not expected
+          continue;
+        case SSL_ERROR_ZERO_RETURN:
+          return 0;
+        default:
+          // The peer's end of stream without close_notify reads as an end: the HTTP framing
+          // (Content-Length, chunked) tells whether the response was whole.
+          if (eof_ && handshaken_) return 0;
+          *err = "TLS: " + (why.empty() ? std::string("the connection failed") : why);
+          return -1;
+      }
+    }
+  }
+
+  HttpStream* owner_;
+  int fd_;
+  SSL* ssl_ = nullptr;
+  BIO* rbio_ = nullptr;  // owned by ssl_
+  BIO* wbio_ = nullptr;  // owned by ssl_
+  bool handshaken_ = false;
+  bool eof_ = false;
+  Wait wait_failure_ = Wait::kReady;
+};
+
+namespace {
+// The text of a wait that did not end in readiness.
+std::string WaitError(HttpStream::Wait w, const std::string& timeout_text) {
+  switch (w) {
+    case HttpStream::Wait::kCancelled:
+      return "cancelled";
+    case HttpStream::Wait::kTimeout:
+      return timeout_text;
+    default:
+      return Errno("poll");
+  }
+}
+}  // namespace
+
 bool HttpStream::Run(const NetAddress& addr, const HttpStreamRequest& req, const OnHead& on_head,
                      const OnBody& on_body, std::string* err) {
   if (cancelled()) {
@@ -122,24 +324,29 @@ bool HttpStream::Run(const NetAddress& addr, const HttpStreamRequest& req, const
       return false;
     }
     const int64_t deadline = std::min(total_deadline, DeadlineAfter(options_.connect_timeout_ms));
-    switch (WaitFor(sock.fd, POLLOUT, deadline)) {
-      case Wait::kReady:
-        break;
-      case Wait::kCancelled:
-        *err = "cancelled";
-        return false;
-      case Wait::kTimeout:
-        *err = "connect " + where + ": timed out";
-        return false;
-      case Wait::kError:
-        *err = Errno("poll");
-        return false;
+    if (const Wait w = WaitFor(sock.fd, POLLOUT, deadline); w != Wait::kReady) {
+      *err = WaitError(w, "connect " + where + ": timed out");
+      return false;
     }
     int so_error = 0;
     socklen_t len = sizeof(so_error);
     ::getsockopt(sock.fd, SOL_SOCKET, SO_ERROR, &so_error, &len);
     if (so_error != 0) {
       *err = "connect " + where + ": " + std::strerror(so_error);
+      return false;
+    }
+  }
+  Io io(this, sock.fd);  // (declared after sock: its close_notify goes out before the close)
+  if (options_.tls) {
+    const int64_t deadline =
+        std::min(total_deadline, DeadlineAfter(static_cast<uint32_t>(
+                                     std::max<int64_t>(options_.tls->handshake_timeout_ms(), 1))));
+    std::string why;
+    if (!io.Handshake(*options_.tls, options_.tls_host.empty() ? addr.ip() : options_.tls_host,
+                      deadline, &why)) {
+      *err = io.wait_failure() != Wait::kReady
+                 ? WaitError(io.wait_failure(), "TLS handshake with " + where + ": timed out")
+                 : "TLS handshake with " + where + ": " + why;
       return false;
     }
   }
@@ -155,26 +362,13 @@ bool HttpStream::Run(const NetAddress& addr, const HttpStreamRequest& req, const
   }
   out += "Content-Length: " + std::to_string(req.body.size()) + "\r\n\r\n";
   out += req.body;
-  const int64_t io_deadline_base = options_.read_timeout_ms;
-  for (size_t sent = 0; sent < out.size();) {
-    const ssize_t n = ::send(sock.fd, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
-    if (n > 0) {
-      sent += static_cast<size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno != EAGAIN) {
-      *err = "send to " + where + ": " + std::strerror(errno);
-      return false;
-    }
-    const int64_t deadline = std::min(total_deadline, DeadlineAfter(io_deadline_base));
-    const Wait w = WaitFor(sock.fd, POLLOUT, deadline);
-    if (w == Wait::kCancelled) {
-      *err = "cancelled";
-      return false;
-    }
-    if (w != Wait::kReady) {
-      *err = "send to " + where + ": timed out";
+  {
+    const int64_t deadline = std::min(total_deadline, DeadlineAfter(options_.read_timeout_ms));
+    std::string why;
+    if (!io.SendAll(out, deadline, &why)) {
+      *err = io.wait_failure() != Wait::kReady
+                 ? WaitError(io.wait_failure(), "send to " + where + ": timed out")
+                 : "send to " + where + ": " + why;
       return false;
     }
   }
@@ -191,23 +385,13 @@ bool HttpStream::Run(const NetAddress& addr, const HttpStreamRequest& req, const
   bool head_given = false;
   for (;;) {
     const int64_t deadline = std::min(total_deadline, DeadlineAfter(options_.read_timeout_ms));
-    switch (WaitFor(sock.fd, POLLIN, deadline)) {
-      case Wait::kReady:
-        break;
-      case Wait::kCancelled:
-        *err = "cancelled";
-        return false;
-      case Wait::kTimeout:
-        *err = total_deadline <= MonotonicNanos() ? "timed out" : "read timeout";
-        return false;
-      case Wait::kError:
-        *err = Errno("poll");
-        return false;
-    }
-    const ssize_t n = ::recv(sock.fd, buf.data(), buf.size(), 0);
+    std::string why;
+    const ssize_t n = io.Recv(buf.data(), buf.size(), deadline, &why);
     if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
-      *err = "read from " + where + ": " + std::strerror(errno);
+      *err = io.wait_failure() != Wait::kReady
+                 ? WaitError(io.wait_failure(),
+                             total_deadline <= MonotonicNanos() ? "timed out" : "read timeout")
+                 : "read from " + where + ": " + why;
       return false;
     }
     const bool eof = n == 0;

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "trpc/base/net_address.h"
+#include "trpc/transport/tls_context.h"
 
 namespace trpc::http {
 
@@ -33,6 +35,12 @@ struct HttpStreamOptions {
   uint32_t total_timeout_ms = 0;
   size_t max_head_bytes = 64 * 1024;   // status line + header section
   size_t max_piece_bytes = 64 * 1024;  // bytes read at once: a body piece is at most this
+  /// TLS (a client context, e.g. from `ssl:` of the etcd plug-in); null = plaintext. The
+  /// handshake counts against connect_timeout_ms (and total_timeout_ms).
+  std::shared_ptr<const TlsContext> tls;
+  /// The host name (or IP) the server's certificate must name, and the SNI sent, unless the
+  /// context's config names sni_name; "" = the address's IP.
+  std::string tls_host;
 };
 
 struct HttpStreamRequest {
@@ -72,10 +80,11 @@ class HttpStream {
   HttpStream(const HttpStream&) = delete;
   HttpStream& operator=(const HttpStream&) = delete;
 
-  /// Connects to `addr`, sends `req` and reads the response. True when the response was read
-  /// to its end; false with `*err` otherwise: "cancelled", "stopped" (a callback returned
-  /// false), "connect ...: <reason>", "read timeout", "connection closed ...", "malformed
-  /// response: <reason>", ...
+  /// Connects to `addr` (with a TLS handshake when options.tls is set), sends `req` and reads
+  /// the response. True when the response was read to its end; false with `*err` otherwise:
+  /// "cancelled", "stopped" (a callback returned false), "connect ...: <reason>", "TLS
+  /// handshake with ...: <OpenSSL's reason>", "read timeout", "connection closed ...",
+  /// "malformed response: <reason>", ...
   bool Run(const NetAddress& addr, const HttpStreamRequest& req, const OnHead& on_head,
            const OnBody& on_body, std::string* err);
 
@@ -87,9 +96,12 @@ class HttpStream {
   void Cancel();
   bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
 
- private:
+  /// How a wait for the socket ended (internal; public for the implementation's helpers).
   enum class Wait { kReady, kTimeout, kCancelled, kError };
+
+ private:
   Wait WaitFor(int fd, short events, int64_t deadline_ns);
+  class Io;  // the socket, plain or through OpenSSL
 
   const HttpStreamOptions options_;
   // Written once by Cancel (release), read by Run (acquire); the eventfd wakes a blocked poll.

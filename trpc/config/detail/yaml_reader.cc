@@ -243,19 +243,49 @@ void MapReader::NamedScalarMaps(
                                 DescribeNode(kv.second)));
         return;
       }
+      // One value: a scalar, or a list of scalars (joined with ','); false after a failure.
+      auto add = [&](const std::string& k, const YAML::Node& v, int line) {
+        std::string text;
+        bool scalars = v.IsScalar() || v.IsSequence();
+        if (v.IsScalar()) {
+          text = v.Scalar();
+        } else if (v.IsSequence()) {
+          for (const auto& element : v) {
+            scalars = scalars && element.IsScalar();
+            if (scalars) text += (text.empty() ? "" : ",") + element.Scalar();
+          }
+        }
+        if (k.empty() || !scalars) {
+          sink_->Fail(line, fmt::format("{}.{}: expected 'name: value' pairs of scalars (or "
+                                        "lists of them, or one level of such mappings)",
+                                        PathOf(key), name));
+          return false;
+        }
+        if (!values.emplace(k, text).second) {
+          sink_->Fail(line, fmt::format("{}.{}.{}: given twice", PathOf(key), name, k));
+          return false;
+        }
+        lines[k] = line;
+        return true;
+      };
       for (const auto& item : kv.second) {
         int line = LineOf(item.second, LineOf(item.first, name_line));
         std::string k = item.first.IsScalar() ? item.first.Scalar() : "";
-        if (k.empty() || !item.second.IsScalar()) {
-          sink_->Fail(line, fmt::format("{}.{}: expected 'name: value' pairs of scalars",
-                                        PathOf(key), name));
-          return;
+        if (!item.second.IsMap()) {
+          if (!add(k, item.second, line)) return;
+          continue;
         }
-        if (!values.emplace(k, item.second.Scalar()).second) {
-          sink_->Fail(line, fmt::format("{}.{}.{}: given twice", PathOf(key), name, k));
-          return;
+        // A nested mapping (`ssl: {enable: true}`) gives dotted keys ("ssl.enable"); the map's
+        // own line is kept under its key, for messages about it as a whole.
+        lines[k] = LineOf(item.first, name_line);  // the key's line (a block map's values
+                                                   // start on the next)
+        for (const auto& sub : item.second) {
+          const std::string sk = sub.first.IsScalar() ? sub.first.Scalar() : "";
+          if (!add(sk.empty() ? sk : k + "." + sk, sub.second,
+                   LineOf(sub.second, LineOf(sub.first, line)))) {
+            return;
+          }
         }
-        lines[k] = line;
       }
     }
     fn(name, name_line, values, lines);

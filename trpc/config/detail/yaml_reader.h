@@ -99,7 +99,9 @@ class MapReader {
   void ScalarMap(std::string_view key, std::map<std::string, std::string>* out,
                  std::map<std::string, int>* lines = nullptr);
   /// A mapping of free names to mappings of scalars (`plugins.selector: {etcd: {k: v}}`):
-  /// `fn(name, line of name, values, lines of values)` for each, in order.
+  /// `fn(name, line of name, values, lines of values)` for each, in order. A list of scalars
+  /// is one value, joined with ','; a nested mapping (`ssl: {enable: true}`) gives dotted keys
+  /// ("ssl.enable"), and `lines` also holds the mapping's own key ("ssl").
   void NamedScalarMaps(
       std::string_view key,
       const std::function<void(const std::string&, int, const std::map<std::string, std::string>&,

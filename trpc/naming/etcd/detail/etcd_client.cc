@@ -42,6 +42,57 @@ std::string ErrorOf(int status, std::string_view body) {
   return "HTTP status " + std::to_string(status);
 }
 
+// One key of `ssl:` (the keys of a callee's ssl, docs/tls.md); false with the reason.
+bool SetTlsKey(std::string_view key, const std::string& value, TlsConfig* c, std::string* why) {
+  auto flag = [&](bool* v) {
+    if (value != "true" && value != "false") {
+      *why = "expected one of true|false, got '" + value + "'";
+      return false;
+    }
+    *v = value == "true";
+    return true;
+  };
+  if (key == "enable") return flag(&c->enable);
+  if (key == "insecure") return flag(&c->insecure);
+  if (key == "verify_peer_name") return flag(&c->verify_peer_name);
+  if (key == "cert_path")
+    c->cert_path = value;
+  else if (key == "private_key_path")
+    c->private_key_path = value;
+  else if (key == "ca_cert_path")
+    c->ca_cert_path = value;
+  else if (key == "crl_path")
+    c->crl_path = value;
+  else if (key == "ciphers")
+    c->ciphers = value;
+  else if (key == "sni_name")
+    c->sni_name = value;
+  else if (key == "protocols") {
+    c->protocols.clear();
+    for (size_t b = 0; b <= value.size();) {
+      size_t e = value.find(',', b);
+      if (e == std::string::npos) e = value.size();
+      if (std::string v = Trim(std::string_view(value).substr(b, e - b)); !v.empty()) {
+        c->protocols.push_back(v);
+      }
+      b = e + 1;
+    }
+  } else if (key == "handshake_timeout") {
+    uint64_t v = 0;
+    if (!ParseUint(Trim(value), 1, 600000, &v)) {
+      *why = "expected an integer in 1..600000 (ms), got '" + value + "'";
+      return false;
+    }
+    c->handshake_timeout = static_cast<uint32_t>(v);
+  } else {
+    *why =
+        "unknown setting (known: enable, cert_path, private_key_path, ca_cert_path, sni_name, "
+        "insecure, verify_peer_name, ciphers, protocols, crl_path, handshake_timeout)";
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool ParseEtcdOptions(const PluginOptions& options, std::string_view kind, EtcdOptions* out,
@@ -86,10 +137,36 @@ bool ParseEtcdOptions(const PluginOptions& options, std::string_view kind, EtcdO
         return false;
       }
       o.update_interval_ms = static_cast<uint32_t>(v);
+    } else if (key.starts_with("ssl.")) {
+      std::string why;
+      if (!SetTlsKey(std::string_view(key).substr(4), value, &o.ssl, &why)) {
+        *err = where + why;
+        return false;
+      }
+      o.ssl.key_origin[key.substr(4)] = options.At(key).substr(0, options.At(key).size() - 2);
     } else {
       *err = where +
              "unknown setting (known: endpoints, prefix, ttl, request_timeout, backoff_max, "
-             "update_interval)";
+             "update_interval, ssl)";
+      return false;
+    }
+  }
+  if (o.ssl.enable) {
+    // A client context, made now so that its files' errors stop start-up with their lines. No
+    // ALPN: etcd's port also serves gRPC, and a client that offers none gets HTTP/1.1 there.
+    const std::string at = options.At("ssl");
+    o.ssl.origin = at.size() >= 2 ? at.substr(0, at.size() - 2) : std::string();
+    std::string why;
+    o.tls = TlsContext::Create(o.ssl, TlsRole::kClient, TlsAlpn{}, &why);
+    if (o.tls == nullptr) {
+      // "file:line: ssl.key: why", with the key's full path.
+      const std::string full = "plugins." + std::string(kind) + ".etcd.ssl";
+      if (const size_t at_key = why.find(": ssl"); at_key != std::string::npos) {
+        why.replace(at_key + 2, 3, full);
+      } else {
+        why = full + ": " + why;
+      }
+      *err = std::move(why);
       return false;
     }
   }
@@ -180,6 +257,7 @@ EtcdClient::Result EtcdClient::Call(std::string_view path, const google::protobu
     http::HttpStreamOptions hopts;
     hopts.connect_timeout_ms = hopts.read_timeout_ms = hopts.total_timeout_ms =
         static_cast<uint32_t>(left_ms);
+    hopts.tls = options_.tls;
     http::HttpStream stream(hopts);
     if (!Enter(&stream)) {
       *err = "cancelled";
@@ -223,6 +301,7 @@ EtcdClient::Result EtcdClient::Stream(std::string_view path, const google::proto
   http::HttpStreamOptions hopts;
   hopts.connect_timeout_ms = options_.request_timeout_ms;
   hopts.read_timeout_ms = 0;  // a watch may stay silent for as long as nothing changes
+  hopts.tls = options_.tls;
   http::HttpStream stream(hopts);
   if (!Enter(&stream)) {
     *err = "cancelled";

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "trpc/base/net_address.h"
+#include "trpc/base/tls_config.h"
 #include "trpc/client/http/http_stream.h"
 #include "trpc/naming/plugin_options.h"
 
@@ -25,6 +27,10 @@ struct EtcdOptions {
   uint32_t request_timeout_ms = 3000;  // `request_timeout`: one unary call, all endpoints
   uint32_t backoff_max_ms = 2000;      // `backoff_max`: cap of the reconnect back-off
   uint32_t update_interval_ms = 100;   // `update_interval`: least time between two lists
+  /// `ssl:`: TLS to etcd (a callee's keys, docs/tls.md); the endpoints' certificates must name
+  /// their IPs unless `sni_name` says otherwise.
+  TlsConfig ssl;
+  std::shared_ptr<const TlsContext> tls;  // made from `ssl` when enabled
 };
 
 /// Reads `options` (`kind` is "selector" or "registry", for messages). False with
