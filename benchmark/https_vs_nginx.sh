@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# HTTPS keep-alive: our HTTP server (examples/http_hello, merged model, one worker) against nginx
-# (one worker process), each pinned to one CPU, on the same ECDSA P-256 certificate, under wrk
-# (100 connections, on another CPU) asking for "/" ({}). Prints each server's requests/s and its
-# CPU time per request (utime+stime of its processes from /proc, before and after the run).
+# HTTPS: our HTTP server (examples/http_hello, merged model, one worker) against nginx (one
+# worker process), each pinned to one CPU, on the same ECDSA P-256 certificate, TLS 1.3. CPU is
+# the server's processes' utime+stime from /proc, before and after the run. MODE picks the load:
+#   keepalive  wrk (100 connections, on another CPU) asking for "/" ({}): requests/s and
+#              server CPU per request (the default)
+#   new        `openssl s_time -new`: one connection after another, each a full handshake and
+#              one request: connections/s and server CPU per connection
+#   resumed    `openssl s_time -reuse`: the same, each resuming the first one's session (a
+#              TLS 1.3 ticket); the script checks that every one was resumed
 #
-#   benchmark/https_vs_nginx.sh [BUILD_DIR]     Env: DURATION (s, default 5), CONNS (100),
-#                                               SERVER_CPU (0), CLIENT_CPU (1)
+#   benchmark/https_vs_nginx.sh [BUILD_DIR]     Env: MODE (keepalive), DURATION (s, default 5),
+#                                               CONNS (100), SERVER_CPU (0), CLIENT_CPU (1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
+mode=${MODE:-keepalive}
 duration=${DURATION:-5}
 conns=${CONNS:-100}
 server_cpu=${SERVER_CPU:-0}
@@ -51,17 +57,37 @@ wait_port() {
   return 1
 }
 
-# measure NAME PORT PID...: wrk warm-up 1 s, then DURATION s; prints "NAME req/s us/req".
+# load PORT SECONDS: runs MODE's client; prints how many requests (connections) it made.
+load() {
+  local port=$1 secs=$2 out
+  if [ "$mode" = keepalive ]; then
+    out=$(taskset -c "$client_cpu" wrk -t1 -c"$conns" -d"${secs}s" "https://127.0.0.1:$port/")
+    awk '/requests in/ {print $1}' <<<"$out"
+    return
+  fi
+  local flag=-new
+  [ "$mode" = resumed ] && flag=-reuse
+  # s_time prints a '*' per full handshake and an 'r' per resumed one.
+  out=$(taskset -c "$client_cpu" openssl s_time -connect "127.0.0.1:$port" "$flag" \
+    -time "$secs" -www / -CAfile "$work/cert.pem" -verify 1 2>&1)
+  if [ "$mode" = resumed ]; then
+    local full
+    full=$(tr -cd '*' <<<"$out" | wc -c)
+    # (one full handshake first, whose session the others resume)
+    [ "$full" -le 1 ] || { echo "https_vs_nginx: $full connections were not resumed" >&2; exit 1; }
+  fi
+  awk '/connections in .* real seconds/ {print $1}' <<<"$out"
+}
+
+# measure NAME PORT PID...: warm-up 1 s, then DURATION s; prints "NAME per-second us-each".
 measure() {
   local name=$1 port=$2
   shift 2
-  taskset -c "$client_cpu" wrk -t1 -c"$conns" -d1s "https://127.0.0.1:$port/" >/dev/null
-  local before after out
+  load "$port" 1 >/dev/null
+  local before after total
   before=$(ticks "$@")
-  out=$(taskset -c "$client_cpu" wrk -t1 -c"$conns" -d"${duration}s" "https://127.0.0.1:$port/")
+  total=$(load "$port" "$duration")
   after=$(ticks "$@")
-  local total
-  total=$(awk '/requests in/ {print $1}' <<<"$out")
   /usr/bin/python3 -c "
 t = $total; ticks = $after - $before; hz = $(getconf CLK_TCK)
 print('%s %.0f %.2f' % ('$name', t / $duration, ticks / hz * 1e6 / t))"
@@ -137,8 +163,13 @@ theirs=$(measure nginx "$nport" "$npid" $workers)
 
 read -r _ o_qps o_cpu <<<"$ours"
 read -r _ n_qps n_cpu <<<"$theirs"
-echo "| server | requests/s | server CPU µs/request |"
-echo "|---|---|---|"
-echo "| ours (http, merged, 1 worker) | $o_qps | $o_cpu |"
-echo "| nginx 1 worker | $n_qps | $n_cpu |"
-/usr/bin/python3 -c "print('\nours / nginx, CPU per request: %.2fx' % ($o_cpu / $n_cpu))"
+unit=request
+[ "$mode" = keepalive ] || unit=connection
+echo "MODE=$mode"
+echo "| server | ${unit}s/s | server CPU µs/$unit | ${unit}s per server CPU second |"
+echo "|---|---|---|---|"
+/usr/bin/python3 -c "
+print('| ours (http, merged, 1 worker) | $o_qps | $o_cpu | %.0f |' % (1e6 / $o_cpu))
+print('| nginx 1 worker | $n_qps | $n_cpu | %.0f |' % (1e6 / $n_cpu))
+print('\nours / nginx, CPU per $unit: %.2fx; ${unit}s per CPU second: %.2fx' %
+      ($o_cpu / $n_cpu, $n_cpu / $o_cpu))"
