@@ -11,9 +11,13 @@ the median over rounds of the server's CPU time per request (from /proc, read by
 wake-up and its own syscalls, which all servers pay alike; one closed-loop run per server then
 gives its ceiling and its CPU per request at saturation, where the protocol work dominates.
 
+With --tls, every server serves TLS 1.3 (ECDSA P-256 certificate made here with openssl;
+ours with `ssl:`, grpc++ with SslServerCredentials) and the client speaks TLS to it (gRPC with
+ALPN h2): the TLS comparison (benchmark/results/tls.md).
+
 Usage: benchmark/grpc_bench.py [--build DIR] [--rounds N] [--qps R] [--duration S] [--out DIR]
-                               [--smoke]
-Writes grpc.md and grpc.json into --out (default build/results). --smoke runs every step on a
+                               [--smoke] [--tls]
+Writes grpc.md and grpc.json (grpc_tls.* with --tls) into --out (default build/results). --smoke runs every step on a
 tiny budget (one round of 0.2 s runs at 2000/s) to check the script works; its figures mean
 nothing.
 """
@@ -22,6 +26,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 
@@ -43,6 +48,13 @@ SERVERS = [
 def run(args):
     tmp = tempfile.mkdtemp(prefix="grpc_bench_")
     bench = Bench(args.build, quick=False, tmp=tmp, smoke=args.smoke)
+    if args.tls:
+        cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                        "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert],
+                       check=True, capture_output=True)
+        bench.tls = (cert, key)
     if not args.smoke:
         bench.duration = args.duration
     servers = [s for s in SERVERS if s[1]["kind"] != "grpc" or os.path.exists(bench.bin["grpc"])]
@@ -74,7 +86,7 @@ def run(args):
             srv.stop()
         ceilings[label] = {"qps": r["qps"], "cpu_us_per_request": r["server"]["cpu_us_per_request"]}
     return {"machine": machine_info(), "qps": args.qps, "rounds": args.rounds,
-            "duration_s": bench.duration, "smoke": args.smoke, "cpu_us_per_request": cpu, "latency_us": lat,
+            "duration_s": bench.duration, "smoke": args.smoke, "tls": args.tls, "cpu_us_per_request": cpu, "latency_us": lat,
             "closed_loop": ceilings, "runs": bench.runs}
 
 
@@ -82,10 +94,11 @@ def markdown(res):
     med = {k: statistics.median(v) for k, v in res["cpu_us_per_request"].items()}
     m = res["machine"]
     lines = [
-        "# gRPC server cost",
+        "# gRPC server cost" + (" over TLS" if res.get("tls") else ""),
         "",
         f"{m['cpu']} ({m['cpus']} CPUs), kernel {m['kernel']}, commit {m['commit']}, "
-        f"{m['date']}. Unary SayHello echo, 10-byte payload, 10 connections x 10 "
+        f"{m['date']}. " + ("Every connection TLS 1.3 (ECDSA P-256). " if res.get("tls") else "") +
+        "Unary SayHello echo, 10-byte payload, 10 connections x 10 "
         f"concurrent streams, open loop at {res['qps']}/s, server pinned to CPU {SERVER_CPU}, "
         f"client (trpc_bench) to CPU {CLIENT_CPU}; {res['rounds']} alternating rounds of "
         f"{res['duration_s']} s. Server CPU per request: median (range) over the rounds.",
@@ -129,6 +142,7 @@ def main():
     ap.add_argument("--qps", type=int, default=20000)
     ap.add_argument("--duration", type=float, default=3)
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "results"))
+    ap.add_argument("--tls", action="store_true", help="every server and the client over TLS")
     ap.add_argument("--smoke", action="store_true",
                     help="every step on a tiny budget (1 round of 0.2 s runs at 2000/s): checks "
                          "the script works; the figures mean nothing")
@@ -137,13 +151,14 @@ def main():
         args.rounds, args.qps = 1, 2000
     res = run(args)
     os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "grpc.json"), "w") as f:
+    name = "grpc_tls" if args.tls else "grpc"
+    with open(os.path.join(args.out, f"{name}.json"), "w") as f:
         json.dump(res, f, indent=1)
     md = markdown(res)
-    with open(os.path.join(args.out, "grpc.md"), "w") as f:
+    with open(os.path.join(args.out, f"{name}.md"), "w") as f:
         f.write(md)
     print(md)
-    log(f"wrote {args.out}/grpc.md and grpc.json")
+    log(f"wrote {args.out}/{name}.md and {name}.json")
 
 
 if __name__ == "__main__":

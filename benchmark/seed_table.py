@@ -192,8 +192,10 @@ def thread_model_yaml(model, workers):
             f"        io_handle_type: merge\n        io_thread_num: {workers}\n")
 
 
-def echo_yaml(model, workers, listen_file, protocol="trpc", admin=False):
+def echo_yaml(model, workers, listen_file, protocol="trpc", admin=False, tls=None):
     admin_port = "  admin_port: auto\n" if admin else ""
+    ssl = (f"      ssl: {{enable: true, cert_path: {tls[0]}, private_key_path: {tls[1]}}}\n"
+           if tls else "")
     return thread_model_yaml(model, workers) + f"""server:
   app: bench
   server: echo
@@ -205,7 +207,7 @@ def echo_yaml(model, workers, listen_file, protocol="trpc", admin=False):
       port: 0
       timeout: 60000
       max_conn_num: 100000
-plugins:
+{ssl}plugins:
   log: {{level: warn}}
 """
 
@@ -296,6 +298,9 @@ class Bench:
         self.warmup = 0.05 if smoke else 1
         self.runs = []  # every trpc_bench run, for the JSON
         self.started = 0  # servers started (names their YAML and listen files)
+        # (certificate, key) PEM files: echo and grpc++ servers serve TLS, the client checks
+        # the certificate (its own CA); None = plaintext.
+        self.tls = None
 
     def write(self, name, text):
         path = os.path.join(self.tmp, name)
@@ -312,8 +317,10 @@ class Bench:
             argv = [self.bin["baseline"], "--port", "0", "--threads", str(workers)]
         elif kind == "grpc":
             argv = [self.bin["grpc"], "--port", "0", "--threads", str(workers)] + list(extra)
+            if self.tls:
+                argv += ["--tls-cert", self.tls[0], "--tls-key", self.tls[1]]
         elif kind == "echo":
-            yaml = echo_yaml(model, workers, listen_file, protocol, admin)
+            yaml = echo_yaml(model, workers, listen_file, protocol, admin, self.tls)
             argv = [self.bin["echo"], "--config",
                     self.write(f"echo_{model}_{self.started}.yaml", yaml)]
         else:
@@ -352,6 +359,8 @@ class Bench:
                 cmd += ["--tail-ratio", str(tail_ratio), "--tail-delay", tail_delay,
                         "--tail-kind", tail_kind]
             cmd += list(extra)
+            if self.tls:
+                cmd += ["--tls", "--tls-ca", self.tls[0]]
             cmd += ["--server-pid", str(pid or server.pid)]
             if self.record is not None:
                 self.record.append({"load": label, "cmd": cmd})

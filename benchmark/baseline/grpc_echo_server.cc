@@ -1,4 +1,5 @@
-// grpc_echo_server [--port P] [--mode callback|cq] [--threads N]: the peer users pick instead,
+// grpc_echo_server [--port P] [--mode callback|cq] [--threads N] [--tls-cert F --tls-key F]:
+// the peer users pick instead,
 // serving the same Greeter (examples/helloworld/helloworld.proto) over gRPC with Debian's gRPC C++:
 // SayHello replies with the request's msg unchanged, like examples/echo's echo_server. Two ways to
 // serve it:
@@ -25,6 +26,9 @@
 // as in a release build of gRPC; TRPC_GRPC_PEER_DEADLOCK_DETECTION=1 in the environment keeps it
 // (docs/benchmark.md, "The grpc++ baseline", for what it costs).
 //
+// `--tls-cert` and `--tls-key` (PEM files) serve over TLS (grpc::SslServerCredentials, ALPN h2)
+// instead of h2c, for the TLS benchmark (benchmark/grpc_bench.py --tls).
+//
 // `--port` and `--threads` are the start-up flags every benchmark server takes (the benchmark
 // scripts pass both, whatever the mode). Listens on 127.0.0.1:P (default 50051; 0 picks a free
 // port), prints "grpc_echo_server ready on 127.0.0.1:PORT", and on SIGINT or SIGTERM shuts down
@@ -39,6 +43,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -170,12 +176,20 @@ void Poll(grpc::ServerCompletionQueue* cq) {
   while (cq->Next(&tag, &ok)) static_cast<CallData*>(tag)->Proceed(ok);
 }
 
+bool ReadFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int port = 50051;
   std::string_view mode = "callback";
   int threads = 0;  // 0: not given
+  std::string tls_cert, tls_key;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     if (a == "--port" && i + 1 < argc) {
@@ -185,10 +199,23 @@ int main(int argc, char** argv) {
     } else if (a == "--threads" && i + 1 < argc) {
       threads = std::atoi(argv[++i]);
       if (threads < 1) threads = -1;
+    } else if (a == "--tls-cert" && i + 1 < argc) {
+      tls_cert = argv[++i];
+    } else if (a == "--tls-key" && i + 1 < argc) {
+      tls_key = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--port P] [--mode callback|cq] [--threads N]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--port P] [--mode callback|cq] [--threads N] [--tls-cert F "
+                   "--tls-key F]\n",
+                   argv[0]);
       return 2;
     }
+  }
+  std::string cert_pem, key_pem;
+  if (tls_cert.empty() != tls_key.empty() ||
+      (!tls_cert.empty() && (!ReadFile(tls_cert, &cert_pem) || !ReadFile(tls_key, &key_pem)))) {
+    std::fprintf(stderr, "%s: --tls-cert and --tls-key name two readable PEM files\n", argv[0]);
+    return 2;
   }
   if (port < 0 || port > 65535 || (mode != "callback" && mode != "cq") || threads < 0 ||
       threads > 256) {
@@ -219,8 +246,13 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> cqs;  // outlive the server
   int bound_port = 0;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:" + std::to_string(port), grpc::InsecureServerCredentials(),
-                           &bound_port);
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  if (!cert_pem.empty()) {
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({key_pem, cert_pem});
+    creds = grpc::SslServerCredentials(ssl);
+  }
+  builder.AddListeningPort("127.0.0.1:" + std::to_string(port), creds, &bound_port);
   if (mode == "cq") {
     builder.RegisterService(&async_service);
     for (int i = 0; i < threads; ++i) cqs.push_back(builder.AddCompletionQueue());
