@@ -9,7 +9,9 @@
 # Env: DURATION (s, default 5), CONNS (default 16), INFLIGHT (default 4), SERVER_CPU (default 0),
 # CLIENT_CPU (default 1), PAYLOAD (bytes, default 1024), QPS (0 = closed loop, the default; else
 # an open loop at that rate, where both servers see the same batches), SILENT (N > 0: instead,
-# TLS alone, with and without N clients that connect and never send a byte).
+# TLS alone, with and without N clients that connect and never send a byte), HANDSHAKES (N > 0:
+# instead, TLS alone, with and without N `openssl s_time -new` clients on the client CPU that
+# make full handshakes back to back with the same worker, a handshake flood that completes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -74,6 +76,13 @@ run() {
     sleep 0.1
   done
   local silent_pid=""
+  local shakers=()
+  for i in $(seq 1 "${4:-0}"); do
+    chrt -i 0 taskset -c "$client_cpu" openssl s_time -connect "127.0.0.1:$port" -new \
+      -time "$((duration + 3))" >"$work/$name.shaker$i" 2>&1 &
+    shakers+=($!)
+    pids+=($!)
+  done
   if [ "$silent" -gt 0 ]; then
     /usr/bin/python3 - "$port" "$silent" "$((duration + 5))" <<'EOF2' &
 import socket, sys, time
@@ -96,6 +105,13 @@ EOF2
     --server-pid "$spid" --quiet --json "$work/$name.json" "${tls_args[@]}" >"$work/$name.out" 2>&1 ||
     { cat "$work/$name.out" >&2; exit 1; }
   [ -n "$silent_pid" ] && kill "$silent_pid" 2>/dev/null
+  local shakes=0
+  for i in "${!shakers[@]}"; do
+    wait "${shakers[$i]}" 2>/dev/null || true
+    n=$(awk '/connections in .* real seconds/ {print $1}' "$work/$name.shaker$((i + 1))")
+    shakes=$((shakes + ${n:-0}))
+  done
+  [ "${#shakers[@]}" -gt 0 ] && echo "$shakes" >"$work/$name.handshakes"
   kill "$spid"
   wait "$spid" 2>/dev/null || true
   /usr/bin/python3 - "$work/$name.json" "$name" <<'EOF'
@@ -107,6 +123,20 @@ print("%s %.0f %.2f %s %s" % (sys.argv[2], r["qps"], r["server"]["cpu_us_per_req
 EOF
 }
 
+if [ "${HANDSHAKES:-0}" -gt 0 ]; then
+  # Established TLS clients' latency with and without HANDSHAKES clients handshaking back to back.
+  quiet=$(run quiet 1)
+  flood=$(run shaken 1 0 "$HANDSHAKES")
+  read -r _ q_qps q_cpu q_p50 q_p99 <<<"$quiet"
+  read -r _ f_qps f_cpu f_p50 f_p99 <<<"$flood"
+  echo "| | requests/s | server CPU µs/request | P50 µs | P99 µs |"
+  echo "|---|---|---|---|---|"
+  echo "| trpc over TLS | $q_qps | $q_cpu | $q_p50 | $q_p99 |"
+  echo "| ... beside $HANDSHAKES clients handshaking back to back | $f_qps | $f_cpu | $f_p50 | $f_p99 |"
+  /usr/bin/python3 -c "print('\nfull handshakes meanwhile: %.0f/s; P99 with / without them: %.2fx' % (
+    $(cat "$work/shaken.handshakes") / ($duration + 3), $f_p99 / $q_p99))"
+  exit 0
+fi
 if [ "${SILENT:-0}" -gt 0 ]; then
   # Established TLS clients' latency with and without SILENT silent connections on the worker.
   quiet=$(run quiet 1)

@@ -82,7 +82,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool handshake_first = data[0] & 1;
   ++data;
   --size;
-  TlsChannel ch(f->server->NewSsl(""), sv[0], f->server.get());
+  std::unique_ptr<TlsChannel> channel =
+      TlsChannel::Create(f->server->NewSsl(""), sv[0], f->server.get());
+  if (channel == nullptr) abort();
+  TlsChannel& ch = *channel;
   std::string err;
   trpc::TlsFailure failure;
   if (handshake_first) {

@@ -66,7 +66,7 @@ Connection::Connection(Reactor* reactor, int fd, const NetAddress& peer, FrameCo
   if (options_.tls != nullptr) {
     // (A null SSL, OpenSSL out of memory, is found at Start() and closes the connection.)
     if (SSL* ssl = options_.tls->NewSsl(options_.tls_host)) {
-      tls_ = std::make_unique<detail::TlsChannel>(ssl, fd_, options_.tls.get());
+      tls_ = detail::TlsChannel::Create(ssl, fd_, options_.tls.get());
     }
     // A server's handshake starts with the first bytes; a client's once connected.
     handshaking_ = options_.tls->role() == TlsRole::kServer;

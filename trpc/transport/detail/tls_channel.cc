@@ -143,9 +143,17 @@ std::string DescribePlaintext(const char* data, size_t n) {
   return fmt::format("a peer without TLS (first byte 0x{:02x})", static_cast<uint8_t>(data[0]));
 }
 
-TlsChannel::TlsChannel(SSL* ssl, int fd, const TlsContext* context)
-    : ssl_(ssl), fd_(fd), context_(context) {
+std::unique_ptr<TlsChannel> TlsChannel::Create(SSL* ssl, int fd, const TlsContext* context) {
   BIO* bio = BIO_new(Method());
+  if (bio == nullptr) {
+    SSL_free(ssl);
+    return nullptr;
+  }
+  return std::unique_ptr<TlsChannel>(new TlsChannel(ssl, bio, fd, context));
+}
+
+TlsChannel::TlsChannel(SSL* ssl, BIO* bio, int fd, const TlsContext* context)
+    : ssl_(ssl), fd_(fd), context_(context) {
   BIO_set_data(bio, this);
   SSL_set_bio(ssl_, bio, bio);  // one BIO both ways: the SSL takes over its one reference
   // A peer that closes without close_notify ends the stream like an EOF (curl and h2load do):

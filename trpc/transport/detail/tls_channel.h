@@ -1,5 +1,6 @@
 #pragma once
 
+#include <openssl/bio.h>
 #include <sys/types.h>
 
 #include <cstddef>
@@ -27,9 +28,10 @@ class TlsChannel {
     kFailed,    // *err says why, *failure counts it
   };
 
-  /// Takes ownership of `ssl` (from TlsContext::NewSsl) and does its IO on `fd`. The first
-  /// read looks at the peer's first bytes and names a peer that does not speak TLS.
-  TlsChannel(SSL* ssl, int fd, const TlsContext* context);
+  /// Takes ownership of `ssl` (from TlsContext::NewSsl) and does its IO on `fd`; null (and
+  /// `ssl` freed) when OpenSSL cannot make the channel's BIO (out of memory). The first read
+  /// looks at the peer's first bytes and names a peer that does not speak TLS.
+  static std::unique_ptr<TlsChannel> Create(SSL* ssl, int fd, const TlsContext* context);
   ~TlsChannel();
   TlsChannel(const TlsChannel&) = delete;
   TlsChannel& operator=(const TlsChannel&) = delete;
@@ -73,6 +75,7 @@ class TlsChannel {
   void WireWrite(const char* data, size_t len) { wire_.Append(data, len); }
 
  private:
+  TlsChannel(SSL* ssl, BIO* bio, int fd, const TlsContext* context);
   // The failure a handshake error stands for, from OpenSSL's error queue and the verify result.
   TlsFailure Classify(int ssl_error, std::string* err);
   void FillPeer();
