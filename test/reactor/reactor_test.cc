@@ -200,6 +200,33 @@ TEST(ReactorIterationEndTest, RunPendingRunsQueuedWorkWithoutWaiting) {
   r.Detach();
 }
 
+// Background work runs after an iteration's events and tasks, kBackgroundPerIteration per
+// iteration, in order; while some waits, the loop does not sleep; at exit what is left runs.
+TEST(ReactorBackgroundTest, OnePerIterationAfterTheEventsAndNoSleepWhileSomeWait) {
+  static_assert(Reactor::kBackgroundPerIteration == 1);
+  Reactor r;
+  r.Attach();
+  std::vector<std::string> order;
+  for (int i = 0; i < 3; ++i) {
+    r.PostBackground([&order, i] { order.push_back("background " + std::to_string(i)); });
+  }
+  r.Post([&] { order.push_back("task"); });
+  int64_t start = MonotonicMillis();
+  r.RunOnce(MonotonicNanos() + 3 * kNanosPerSecond);  // would sleep 3 s with nothing queued
+  EXPECT_EQ(order, (std::vector<std::string>{"task", "background 0"}));
+  r.RunOnce(MonotonicNanos() + 3 * kNanosPerSecond);
+  EXPECT_EQ(order.back(), "background 1");
+  EXPECT_LT(MonotonicMillis() - start, 1000) << "slept with background work waiting";
+  // Background work that queues more: the new one waits for a later iteration.
+  r.PostBackground([&] {
+    order.push_back("background 3");
+    r.PostBackground([&] { order.push_back("background 4"); });
+  });
+  r.Detach();  // drains: the rest runs, in order
+  EXPECT_EQ(order, (std::vector<std::string>{"task", "background 0", "background 1", "background 2",
+                                             "background 3", "background 4"}));
+}
+
 TEST(ReactorOrderTest, TasksFromOneThreadRunInPostOrderThroughOverflow) {
   constexpr int kTasks = 100'000;
   Reactor reactor(1024);

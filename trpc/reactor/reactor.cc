@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdint>
 #include <utility>
 
 #include "trpc/base/clock.h"
@@ -142,12 +143,29 @@ void Reactor::RunOnce(int64_t deadline_ns, const std::atomic<uint32_t>* epoch, u
 }
 
 bool Reactor::RunPending() {
-  if (end_fn_ == nullptr && tasks_.Empty()) return false;
+  if (end_fn_ == nullptr && tasks_.Empty() && background_.empty()) return false;
   loop_time_ns_ = MonotonicNanos();
   recent_ns_ = loop_time_ns_;
   RunTasks();
+  RunBackground(kBackgroundPerIteration);
   RunIterationEnd();
   return true;
+}
+
+void Reactor::PostBackground(Task task) {
+  AssertInLoopThread();
+  background_.push_back(std::move(task));
+}
+
+bool Reactor::RunBackground(size_t max) {
+  size_t ran = 0;
+  while (ran < max && !background_.empty()) {
+    Task t = std::move(background_.front());
+    background_.pop_front();
+    t();  // may post more background work: it waits for a later iteration
+    ++ran;
+  }
+  return ran != 0;
 }
 
 void Reactor::Detach() {
@@ -157,7 +175,7 @@ void Reactor::Detach() {
 
 void Reactor::DrainAndExit() {
   // Drain what was posted before the loop ended so no task (and the resources it owns) is lost.
-  while (RunTasks() || !tasks_.Empty()) {
+  while (RunTasks() || !tasks_.Empty() || RunBackground(SIZE_MAX)) {
     // !Empty() with nothing run: a push in progress; it completes in a moment.
   }
   RunIterationEnd();
@@ -188,8 +206,8 @@ void Reactor::Iterate(int64_t deadline_ns, const std::atomic<uint32_t>* epoch, u
     std::atomic_thread_fence(std::memory_order_seq_cst);
     // An armed end-of-iteration call (work submitted from outside an iteration, e.g. by a
     // fiber on this worker) must run now, not after the next event.
-    if (end_fn_ != nullptr || !tasks_.Empty() || has_overflow_.load(std::memory_order_relaxed) ||
-        stop_.load(std::memory_order_relaxed) ||
+    if (end_fn_ != nullptr || !tasks_.Empty() || !background_.empty() ||
+        has_overflow_.load(std::memory_order_relaxed) || stop_.load(std::memory_order_relaxed) ||
         (epoch != nullptr && epoch->load(std::memory_order_relaxed) != token)) {
       timeout = 0;
     }
@@ -204,6 +222,7 @@ void Reactor::Iterate(int64_t deadline_ns, const std::atomic<uint32_t>* epoch, u
   }
   timers_.RunExpired(loop_time_ns_);
   RunTasks();
+  RunBackground(kBackgroundPerIteration);
   RunIterationEnd();
 }
 

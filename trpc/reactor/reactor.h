@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -64,6 +65,13 @@ class Reactor {
   /// a locked overflow list. Tasks from one thread run in the order they were posted. A task
   /// posted after the loop has exited never runs (and is logged).
   void Post(Task task);
+  /// Queues `task` as background work of this loop (loop thread only): it runs after an
+  /// iteration's events, timers and tasks, and at most kBackgroundPerIteration background tasks
+  /// run per iteration; while some wait, the loop polls without sleeping. For costly work that
+  /// arrives in bursts (a server's TLS handshakes): the events of established connections then
+  /// wait for at most that many of them, not for a whole burst read in one poll. In order.
+  void PostBackground(Task task);
+  static constexpr size_t kBackgroundPerIteration = 1;
   /// Runs `task` now if called on the loop thread, else posts it.
   void RunInLoop(Task task) {
     if (InLoopThread()) {
@@ -140,6 +148,7 @@ class Reactor {
   class Waker;
   bool RunTasks();  // true if it ran any task
   void RunIterationEnd();
+  bool RunBackground(size_t max);  // true if it ran any
   void Wake();
   void Iterate(int64_t deadline_ns, const std::atomic<uint32_t>* epoch, uint32_t token);
   void DrainAndExit();
@@ -156,6 +165,7 @@ class Reactor {
   std::atomic<std::thread::id> loop_thread_{};
   int64_t loop_time_ns_ = 0;
   int64_t recent_ns_ = 0;            // >= loop_time_ns_
+  std::deque<Task> background_;      // PostBackground(); loop thread only
   void (*end_fn_)(void*) = nullptr;  // AtIterationEnd()
   void* end_arg_ = nullptr;
   const void* owner_ = nullptr;

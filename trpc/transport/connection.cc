@@ -217,6 +217,27 @@ void Connection::HandleEvents(uint32_t events) {
   ConnectionPtr self = shared_from_this();  // a handler may drop the owner's reference
   if (closed()) return;
   if (handshaking_) {
+    if (options_.tls->role() == TlsRole::kServer) {
+      // A server's handshake step (its first is a key exchange and a signature, hundreds of
+      // microseconds) runs as background work of the loop: after this poll's other events, one
+      // per iteration, so a burst of new connections delays established ones by one step, not
+      // by the whole burst. The step reads and writes the socket itself.
+      // The events wait with it: a hang-up seen now must still make the first read go on to
+      // the EOF (edge-triggered, no second edge comes).
+      handshake_events_ |= events;
+      if (!handshake_step_queued_) {
+        handshake_step_queued_ = true;
+        reactor_->PostBackground([self] {
+          self->handshake_step_queued_ = false;
+          const uint32_t seen = std::exchange(self->handshake_events_, 0);
+          if (self->closed() || !self->handshaking_) return;
+          if (!self->ContinueHandshake()) return;
+          // Application data may have come with the handshake's last flight: OpenSSL holds it.
+          self->HandleEvents(seen | EPOLLIN);
+        });
+      }
+      return;
+    }
     if (!ContinueHandshake()) return;
     // Application data may have come with the handshake's last flight: OpenSSL holds it.
     events |= EPOLLIN;

@@ -374,8 +374,10 @@ class Connection : public EventHandler,
   TimerId read_timer_ = 0;
   TimerId handshake_timer_ = 0;
   std::unique_ptr<detail::TlsChannel> tls_;  // with ConnectionOptions::tls
-  bool handshaking_ = false;        // TLS: the TCP connection is up, the handshake is not done
-  bool handshake_counted_ = false;  // in this worker's handshakes in progress (max_handshakes)
+  bool handshaking_ = false;            // TLS: the TCP connection is up, the handshake is not done
+  bool handshake_counted_ = false;      // in this worker's handshakes in progress (max_handshakes)
+  bool handshake_step_queued_ = false;  // a server handshake step waits as background work
+  uint32_t handshake_events_ = 0;       // the epoll events seen while it waits
   void UncountHandshake();
   // TLS: OpenSSL's record buffers are released after kTlsIdleReleaseNs without traffic (a lazy
   // timer, as the idle timer), and the timer is armed again by the next traffic.
