@@ -181,12 +181,18 @@ bool Connection::ContinueHandshake() {
   TlsFailure failure = TlsFailure::kOther;
   detail::TlsChannel::Step step = tls_->Handshake(&err, &failure);
   const uint64_t raw = tls_->TakeBytesRead();
+  // From the peer's first bytes OpenSSL holds its buffers (a silent peer costs none). A client
+  // sends first: its buffers exist from its first step.
+  if (raw != 0 || options_.tls->role() == TlsRole::kClient) handshake_began_ = true;
   stats_.bytes_in += raw;
   if (options_.traffic != nullptr) TrafficCounters::Add(options_.traffic->bytes_in, raw);
   if (raw != 0) last_active_ns_ = reactor_->LoopTimeNs();
   // Our handshake records (sent whatever the state: a client is still "connecting").
   if (WriteFrom(&tls_->wire()) == WriteResult::kClosed) return false;
-  if (step == detail::TlsChannel::Step::kWantRead) return false;
+  if (step == detail::TlsChannel::Step::kWantRead) {
+    AccountBuffered();  // OpenSSL's buffers, now held (the bound counts them from here)
+    return false;
+  }
   if (step == detail::TlsChannel::Step::kFailed) {
     TlsCounters::Get().Fail(failure);
     detail::LogPerPeer(
@@ -273,7 +279,13 @@ void Connection::HandleEvents(uint32_t events) {
 }
 
 void Connection::HandleRead(bool to_eof) {
-  if (handshaking_) return;  // (a posted read: the handshake reads for itself until done)
+  if (handshaking_) {
+    // A posted read (a resume after the buffer bound paused the connection, a yield): the
+    // handshake reads for itself; let it look at what arrived meanwhile (edge-triggered: no new
+    // event would come for it).
+    HandleEvents(EPOLLIN);
+    return;
+  }
   in_batch_ = true;
   DeliverFrames();  // frames held back while the write queue was over its limit
   size_t read_this_event = 0;

@@ -377,6 +377,7 @@ class Connection : public EventHandler,
   bool handshaking_ = false;            // TLS: the TCP connection is up, the handshake is not done
   bool handshake_counted_ = false;      // in this worker's handshakes in progress (max_handshakes)
   bool handshake_step_queued_ = false;  // a server handshake step waits as background work
+  bool handshake_began_ = false;        // a handshake step has run (OpenSSL holds buffers)
   uint32_t handshake_events_ = 0;       // the epoll events seen while it waits
   void UncountHandshake();
   // TLS: OpenSSL's record buffers are released after kTlsIdleReleaseNs without traffic (a lazy
@@ -392,12 +393,15 @@ class Connection : public EventHandler,
     }
   }
   static constexpr int64_t kTlsIdleReleaseNs = 1'000'000'000;
-  // OpenSSL's read and write record buffers while a TLS connection holds them (from its
-  // handshake's end until it has been idle kTlsIdleReleaseNs): counted against the buffer
-  // bound like the connection's own buffers, as an estimate (about 2 x 17 KiB).
+  // OpenSSL's read and write record buffers and handshake state while a TLS connection holds
+  // them (from its handshake's first step until it has been idle kTlsIdleReleaseNs after the
+  // handshake): counted against the buffer bound like the connection's own buffers, as an
+  // estimate (about 2 x 17 KiB). A connection that has sent nothing yet holds none.
   static constexpr size_t kTlsLibraryBytes = 34u << 10;
   size_t TlsLibraryBytes() const {
-    return tls_ != nullptr && !tls_buffers_released_ ? kTlsLibraryBytes : 0;
+    return tls_ != nullptr && ((handshaking_ && handshake_began_) || !tls_buffers_released_)
+               ? kTlsLibraryBytes
+               : 0;
   }
   int64_t read_timer_at_ = 0;
   // LoopTimeNs() of the read that began the partial frame at the front of in_; 0 = none (or
