@@ -142,6 +142,7 @@ class TlsE2eTest : public ::testing::Test {
         service("mtls_trpc", "trpc", mtls) + service("tls_grpc", "grpc", ssl) +
         service("tls_http", "http", ssl) + service("plain_trpc", "trpc", "") +
         service("tls_limited", "trpc", ssl + "        max_handshakes: 1\n") +
+        service("tls_idle", "trpc", ssl + "      idle_time: 200\n") +
         "plugins:\n  log:\n    level: error\n";
     ASSERT_TRUE(trpc::testing::StartRuntime(yaml, "tls_e2e.yaml", config_));
   }
@@ -153,7 +154,8 @@ class TlsE2eTest : public ::testing::Test {
 
   void SetUp() override {
     server_ = std::make_unique<Server>(config_->server);
-    for (const char* name : {"tls_trpc", "mtls_trpc", "tls_grpc", "plain_trpc", "tls_limited"}) {
+    for (const char* name :
+         {"tls_trpc", "mtls_trpc", "tls_grpc", "plain_trpc", "tls_limited", "tls_idle"}) {
       ASSERT_TRUE(server_->RegisterService(name, std::make_shared<WhoGreeter>()));
     }
     auto http = std::make_shared<HttpService>();
@@ -178,6 +180,13 @@ class TlsE2eTest : public ::testing::Test {
     return a;
   }
   std::string Port(const std::string& service) { return std::to_string(Addr(service).port()); }
+  // The service's open connections (server side).
+  uint32_t Connections(const std::string& service) {
+    for (const auto& m : server_->GetMetrics().services) {
+      if (m.name == service) return m.connections;
+    }
+    return 0;
+  }
 
   // A proxy to `service` over `protocol`, with TLS as `tweak` sets it (the CA trusted, the
   // client certificate presented).
@@ -600,6 +609,27 @@ TEST_F(TlsE2eTest, ATicketResumesOnEveryWorker) {
     RunShell("sleep 0.1 | " + connect + " -sess_in " + session, &out);
     EXPECT_NE(out.find("Reused, TLSv1.3"), std::string::npos) << i << ": " << out;
   }
+  EXPECT_EQ(TlsCounters::Get().resumed.load(), resumed + 4);
+}
+
+// Our client resumes: the server closes an idle connection, and the next call's connection
+// resumes the session of the one before (its ticket), on both ends; the identity is the same.
+TEST_F(TlsE2eTest, OurClientResumesItsLastSession) {
+  auto p = Proxy("tls_idle", "trpc");
+  ASSERT_NE(p, nullptr);
+  std::string first, reply;
+  const uint64_t handshakes = TlsCounters::Get().handshakes.load();
+  const uint64_t resumed = TlsCounters::Get().resumed.load();
+  ASSERT_TRUE(Hello(p.get(), "one", &first).OK());
+  EXPECT_EQ(TlsCounters::Get().resumed.load(), resumed);  // a full handshake
+  for (int i = 0; i < 2; ++i) {
+    // (The server's idle_time is 200 ms: the connection goes, the client connects again.)
+    ASSERT_TRUE(trpc::testing::WaitFor([&] { return Connections("tls_idle") == 0; }, 3000));
+    ASSERT_TRUE(Hello(p.get(), "one", &reply).OK());
+    EXPECT_EQ(reply, first);  // the same subject and SANs from the resumed session
+  }
+  // Client and server each counted three handshakes, two of them resumed.
+  EXPECT_EQ(TlsCounters::Get().handshakes.load(), handshakes + 6);
   EXPECT_EQ(TlsCounters::Get().resumed.load(), resumed + 4);
 }
 

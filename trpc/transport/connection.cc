@@ -65,7 +65,8 @@ Connection::Connection(Reactor* reactor, int fd, const NetAddress& peer, FrameCo
   }
   if (options_.tls != nullptr) {
     // (A null SSL, OpenSSL out of memory, is found at Start() and closes the connection.)
-    if (SSL* ssl = options_.tls->NewSsl(options_.tls_host)) {
+    // (A client resumes the session of its last connection to this address, if any.)
+    if (SSL* ssl = options_.tls->NewSsl(options_.tls_host, peer_.ToString())) {
       tls_ = detail::TlsChannel::Create(ssl, fd_, options_.tls.get());
     }
     // A server's handshake starts with the first bytes; a client's once connected.

@@ -12,11 +12,63 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
+#include <mutex>
+#include <unordered_map>
 
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
 
 namespace trpc {
+
+namespace detail {
+
+// A client's sessions to resume, by peer (its host name and address): one per peer, taken
+// out when used (a TLS 1.3 ticket is meant for one resumption; the new connection gets a fresh
+// one), the oldest dropped past kMaxSessions. Shared by every OpenSSL context of a TlsContext,
+// so a reload keeps them (the server decides whether they still resume).
+class TlsClientSessions {
+ public:
+  static constexpr size_t kMaxSessions = 4096;
+  ~TlsClientSessions() {
+    for (auto& [key, s] : by_key_) SSL_SESSION_free(s);
+  }
+  // Keeps `s` (taking its reference) for `key`.
+  void Put(const std::string& key, SSL_SESSION* s) {
+    std::lock_guard lock(mu_);
+    auto [it, fresh] = by_key_.try_emplace(key, s);
+    if (!fresh) {
+      SSL_SESSION_free(it->second);
+      it->second = s;
+      return;
+    }
+    order_.push_back(key);
+    while (by_key_.size() > kMaxSessions && !order_.empty()) {
+      auto old = by_key_.find(order_.front());
+      order_.pop_front();
+      if (old != by_key_.end()) {
+        SSL_SESSION_free(old->second);
+        by_key_.erase(old);
+      }
+    }
+  }
+  // The session for `key` (the caller's reference), or null.
+  SSL_SESSION* Take(const std::string& key) {
+    std::lock_guard lock(mu_);
+    auto it = by_key_.find(key);
+    if (it == by_key_.end()) return nullptr;
+    SSL_SESSION* s = it->second;
+    by_key_.erase(it);  // (its key stays in order_ until it comes round: harmless)
+    return s;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, SSL_SESSION*> by_key_;
+  std::deque<std::string> order_;
+};
+
+}  // namespace detail
 
 namespace {
 
@@ -64,12 +116,33 @@ struct TicketKeys {
 };
 
 int g_ticket_index = -1;
+int g_client_sessions_index = -1;  // SSL_CTX -> ClientSessions
+int g_session_key_index = -1;      // SSL -> its peer's key (a std::string it owns)
 std::once_flag g_index_once;
+
+void FreeSessionKey(void*, void* ptr, CRYPTO_EX_DATA*, int, long, void*) {
+  delete static_cast<std::string*>(ptr);
+}
 
 void InitIndexes() {
   std::call_once(g_index_once, [] {
     g_ticket_index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+    g_client_sessions_index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+    g_session_key_index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, &FreeSessionKey);
   });
+}
+
+// OpenSSL's new-session callback on a client: a ticket arrived. A copy is kept: the session
+// itself stays the connection's, and OpenSSL marks it not resumable if that connection ends
+// without our close_notify (the server closed it first, say), which says nothing about the
+// ticket. 0 = OpenSSL keeps its reference.
+int OnNewClientSession(SSL* ssl, SSL_SESSION* session) {
+  auto* key = static_cast<std::string*>(SSL_get_ex_data(ssl, g_session_key_index));
+  auto* sessions = static_cast<detail::TlsClientSessions*>(
+      SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), g_client_sessions_index));
+  if (key == nullptr || sessions == nullptr || !SSL_SESSION_is_resumable(session)) return 0;
+  if (SSL_SESSION* copy = SSL_SESSION_dup(session)) sessions->Put(*key, copy);
+  return 0;
 }
 
 bool InitTicketCrypto(const TicketKey& k, unsigned char* iv, EVP_CIPHER_CTX* cctx,
@@ -84,8 +157,10 @@ bool InitTicketCrypto(const TicketKey& k, unsigned char* iv, EVP_CIPHER_CTX* cct
              : EVP_DecryptInit_ex(cctx, EVP_aes_256_cbc(), nullptr, k.aes, iv) == 1;
 }
 
-// OpenSSL's ticket callback: 1 = use this key, 2 = use it and issue a fresh ticket (an old
-// key), 0 = unknown key (a full handshake), -1 = error.
+// OpenSSL's ticket callback: 1 = use this key, 2 = use it and issue a fresh ticket, 0 =
+// unknown key (a full handshake), -1 = error. A TLS 1.3 resumption always gets a fresh ticket
+// (one ticket encryption): clients use a ticket once (RFC 8446, C.4), ours too, so without a
+// new one every other reconnection would be a full handshake.
 int TicketKeyCallback(SSL* ssl, unsigned char* key_name, unsigned char* iv, EVP_CIPHER_CTX* cctx,
                       EVP_MAC_CTX* hctx, int enc) {
   auto* keys = static_cast<TicketKeys*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), g_ticket_index));
@@ -98,7 +173,8 @@ int TicketKeyCallback(SSL* ssl, unsigned char* key_name, unsigned char* iv, EVP_
     return InitTicketCrypto(keys->current, iv, cctx, hctx, true) ? 1 : -1;
   }
   if (memcmp(key_name, keys->current.name, sizeof(keys->current.name)) == 0) {
-    return InitTicketCrypto(keys->current, iv, cctx, hctx, false) ? 1 : -1;
+    const int use = SSL_version(ssl) >= TLS1_3_VERSION ? 2 : 1;
+    return InitTicketCrypto(keys->current, iv, cctx, hctx, false) ? use : -1;
   }
   if (keys->has_previous &&
       memcmp(key_name, keys->previous.name, sizeof(keys->previous.name)) == 0 &&
@@ -246,6 +322,8 @@ std::shared_ptr<TlsContext> TlsContext::Create(const TlsConfig& config, TlsRole 
   InitIndexes();
   std::shared_ptr<TlsContext> self(new TlsContext(config, role, alpn));
   if (role == TlsRole::kServer) self->ticket_keys_ = std::make_shared<TicketKeys>();
+  if (role == TlsRole::kClient)
+    self->client_sessions_ = std::make_shared<detail::TlsClientSessions>();
   ERR_clear_error();
   self->ctx_ = self->Build(err);
   if (self->ctx_ == nullptr) return nullptr;
@@ -399,6 +477,11 @@ SSL_CTX* TlsContext::Build(std::string* err) const {
     SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, &TicketKeyCallback);
   } else {
     SSL_CTX_set_verify(ctx, c.insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, nullptr);
+    // Resumption: the sessions (tickets) the servers send are kept per peer, in our cache, not
+    // OpenSSL's (which a client's context does not look up by itself).
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+    SSL_CTX_set_ex_data(ctx, g_client_sessions_index, client_sessions_.get());
+    SSL_CTX_sess_set_new_cb(ctx, &OnNewClientSession);
     if (!alpn_wire_.empty()) {
       SSL_CTX_set_alpn_protos(ctx, reinterpret_cast<const unsigned char*>(alpn_wire_.data()),
                               static_cast<unsigned int>(alpn_wire_.size()));
@@ -407,7 +490,7 @@ SSL_CTX* TlsContext::Build(std::string* err) const {
   return ctx;
 }
 
-SSL* TlsContext::NewSsl(const std::string& host) const {
+SSL* TlsContext::NewSsl(const std::string& host, const std::string& session_key) const {
   SSL_CTX* ctx;
   {
     std::lock_guard lock(mu_);
@@ -435,6 +518,16 @@ SSL* TlsContext::NewSsl(const std::string& host) const {
       SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
       SSL_set1_host(ssl, name.c_str());
     }
+  }
+  if (!session_key.empty() && client_sessions_ != nullptr) {
+    // (The name is part of the key: a session is offered only to the server it was made with,
+    // under the name it was verified for.)
+    std::string key = name + "|" + session_key;
+    if (SSL_SESSION* s = client_sessions_->Take(key)) {
+      SSL_set_session(ssl, s);  // (takes a reference of its own)
+      SSL_SESSION_free(s);
+    }
+    SSL_set_ex_data(ssl, g_session_key_index, new std::string(std::move(key)));
   }
   return ssl;
 }

@@ -17,6 +17,10 @@ namespace trpc {
 
 enum class TlsRole : uint8_t { kServer, kClient };
 
+namespace detail {
+class TlsClientSessions;
+}
+
 /// The application protocols (ALPN) a protocol's connections offer or accept.
 struct TlsAlpn {
   /// In preference order, e.g. {"h2"}; empty = the protocol has no ALPN id (trpc).
@@ -80,8 +84,11 @@ class TlsContext {
 
   /// A new connection's OpenSSL object, in the role's state (accept or connect), or null when
   /// OpenSSL cannot make one. Client side: `host` is the target's host name or IP ("" =
-  /// unknown), used for SNI and name verification unless the config names sni_name.
-  SSL* NewSsl(const std::string& host) const;
+  /// unknown), used for SNI and name verification unless the config names sni_name; with a
+  /// `session_key` (the peer's address), the connection offers the session (ticket) the last
+  /// connection to that peer under that name received, if any, and keeps the one it receives
+  /// for the next ("" = no resumption).
+  SSL* NewSsl(const std::string& host, const std::string& session_key = {}) const;
 
   /// Loads the certificate, key and CA files again. On success new connections use them; on
   /// failure (*err says why) the current ones stay. Counted in TlsCounters either way.
@@ -111,6 +118,8 @@ class TlsContext {
   // The session-ticket keys every OpenSSL context of this TlsContext shares, so a ticket
   // issued before a reload still resumes after it, on whichever worker.
   std::shared_ptr<void> ticket_keys_;
+  // Client: the sessions to resume, by peer (shared by the reloads' contexts as well).
+  std::shared_ptr<detail::TlsClientSessions> client_sessions_;
 };
 
 }  // namespace trpc
