@@ -52,6 +52,30 @@ TEST_F(AdminE2eTest, AnAdminIpBeyondLoopbackNeedsTlsOrAToken) {
         << logged;
   }
   {
+    // TLS without client certificates passes, with a warning: it encrypts, it checks nobody.
+    ServerConfig tls_only = sc;
+    tls_only.admin_ssl.enable = true;
+    Server other(tls_only);
+    ::testing::internal::CaptureStderr();
+    ASSERT_TRUE(admin::EnableAdmin(&other, "0.0.0.0", 0));
+    const std::string logged = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(logged.find("neither client certificates (admin_ssl.mutual_auth) nor a token"),
+              std::string::npos)
+        << logged;
+  }
+  {
+    // A program's own config gets the loader's checks.
+    ServerConfig weak = sc;
+    weak.admin_token = "short";
+    Server other(weak);
+    std::string err;
+    ::testing::internal::CaptureStderr();
+    EXPECT_FALSE(admin::EnableAdmin(&other, "127.0.0.1", 0, &err));
+    ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(err,
+              "app.yaml:3: server.admin_token: expected a token of at least 16 characters, got 5");
+  }
+  {
     ServerConfig with_token = sc;
     with_token.admin_token = kToken;
     Server other(with_token);

@@ -631,6 +631,13 @@ TEST_F(TlsE2eTest, OurClientResumesItsLastSession) {
   // Client and server each counted three handshakes, two of them resumed.
   EXPECT_EQ(TlsCounters::Get().handshakes.load(), handshakes + 6);
   EXPECT_EQ(TlsCounters::Get().resumed.load(), resumed + 4);
+  // A reload (SIGHUP) forgets the client's sessions: none outlives the files it was checked
+  // with, so the next connection makes a full handshake.
+  EXPECT_EQ(TlsContext::ReloadAll(), 0u);
+  ASSERT_TRUE(trpc::testing::WaitFor([&] { return Connections("tls_idle") == 0; }, 3000));
+  ASSERT_TRUE(Hello(p.get(), "one", &reply).OK());
+  EXPECT_EQ(TlsCounters::Get().handshakes.load(), handshakes + 8);
+  EXPECT_EQ(TlsCounters::Get().resumed.load(), resumed + 4);
 }
 
 TEST_F(TlsE2eTest, Tls11IsRefused) {

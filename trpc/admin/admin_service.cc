@@ -289,6 +289,26 @@ bool EnableAdmin(Server* server, std::string ip, uint16_t port, std::string* err
         "the metrics, change the log level and take CPU profiles",
         ip);
   }
+  // (The config loader checks these with their lines; a program's own ServerConfig gets the
+  // same checks here.)
+  if (!c.admin_token.empty() && !c.admin_token_file.empty()) {
+    *err = at + "server.admin_token_file: set admin_token or admin_token_file, not both";
+    TRPC_LOG_ERROR("{}", *err);
+    return false;
+  }
+  if (std::string why = AdminTokenProblem(c.admin_token); !c.admin_token.empty() && !why.empty()) {
+    *err = at + "server.admin_token: " + why;
+    TRPC_LOG_ERROR("{}", *err);
+    return false;
+  }
+  if (!IsLoopbackAddress(ip) && c.admin_ssl.enable && !c.admin_ssl.mutual_auth &&
+      c.admin_token.empty() && c.admin_token_file.empty()) {
+    TRPC_LOG_WARN(
+        "admin service on {}: beyond loopback with TLS but neither client certificates "
+        "(admin_ssl.mutual_auth) nor a token: the traffic is encrypted, but anyone who can "
+        "reach this address can still use it",
+        ip);
+  }
   std::shared_ptr<AdminToken> token;
   if (!c.admin_token.empty()) {
     token = std::make_shared<AdminToken>(c.admin_token);

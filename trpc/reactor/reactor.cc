@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <cstdint>
 #include <utility>
 
 #include "trpc/base/clock.h"
@@ -175,9 +174,12 @@ void Reactor::Detach() {
 
 void Reactor::DrainAndExit() {
   // Drain what was posted before the loop ended so no task (and the resources it owns) is lost.
-  while (RunTasks() || !tasks_.Empty() || RunBackground(SIZE_MAX)) {
+  while (RunTasks() || !tasks_.Empty()) {
     // !Empty() with nothing run: a push in progress; it completes in a moment.
   }
+  // Background work is dropped, not run (what it holds is released): a handshake finished
+  // now would hand a new connection's requests to a server that is stopping.
+  background_.clear();
   RunIterationEnd();
   exited_.store(true, std::memory_order_release);
 }

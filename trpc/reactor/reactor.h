@@ -70,6 +70,7 @@ class Reactor {
   /// run per iteration; while some wait, the loop polls without sleeping. For costly work that
   /// arrives in bursts (a server's TLS handshakes): the events of established connections then
   /// wait for at most that many of them, not for a whole burst read in one poll. In order.
+  /// When the loop exits, background work still queued is dropped (destroyed, not run).
   void PostBackground(Task task);
   static constexpr size_t kBackgroundPerIteration = 1;
   /// Runs `task` now if called on the loop thread, else posts it.

@@ -12,7 +12,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
+#include <iterator>
+#include <list>
 #include <mutex>
 #include <unordered_map>
 
@@ -23,49 +24,67 @@ namespace trpc {
 
 namespace detail {
 
-// A client's sessions to resume, by peer (its host name and address): one per peer, taken
-// out when used (a TLS 1.3 ticket is meant for one resumption; the new connection gets a fresh
-// one), the oldest dropped past kMaxSessions. Shared by every OpenSSL context of a TlsContext,
-// so a reload keeps them (the server decides whether they still resume).
+// A client's sessions to resume, by peer (its host name and address): one per peer, the
+// least recently stored dropped past kMaxSessions. A TLS 1.3 session is taken out when used (a
+// ticket is meant for one resumption; the new connection gets a fresh one); a TLS 1.2 one
+// stays (its server sends no new ticket on resumption). Shared by every OpenSSL context of a
+// TlsContext; a reload empties it, so that no session outlives the CA or certificate it was
+// verified with.
 class TlsClientSessions {
  public:
   static constexpr size_t kMaxSessions = 4096;
-  ~TlsClientSessions() {
-    for (auto& [key, s] : by_key_) SSL_SESSION_free(s);
-  }
+  ~TlsClientSessions() { Clear(); }
   // Keeps `s` (taking its reference) for `key`.
   void Put(const std::string& key, SSL_SESSION* s) {
     std::lock_guard lock(mu_);
-    auto [it, fresh] = by_key_.try_emplace(key, s);
-    if (!fresh) {
-      SSL_SESSION_free(it->second);
-      it->second = s;
-      return;
+    auto it = by_key_.find(key);
+    if (it != by_key_.end()) {
+      SSL_SESSION_free(it->second.session);
+      order_.erase(it->second.age);
+      by_key_.erase(it);
     }
     order_.push_back(key);
-    while (by_key_.size() > kMaxSessions && !order_.empty()) {
+    by_key_.emplace(key, Entry{s, std::prev(order_.end())});
+    while (by_key_.size() > kMaxSessions) {
       auto old = by_key_.find(order_.front());
+      SSL_SESSION_free(old->second.session);
+      by_key_.erase(old);
       order_.pop_front();
-      if (old != by_key_.end()) {
-        SSL_SESSION_free(old->second);
-        by_key_.erase(old);
-      }
     }
   }
-  // The session for `key` (the caller's reference), or null.
+  // The session for `key` (a reference of the caller's), or null.
   SSL_SESSION* Take(const std::string& key) {
     std::lock_guard lock(mu_);
     auto it = by_key_.find(key);
     if (it == by_key_.end()) return nullptr;
-    SSL_SESSION* s = it->second;
-    by_key_.erase(it);  // (its key stays in order_ until it comes round: harmless)
+    SSL_SESSION* s = it->second.session;
+    if (SSL_SESSION_get_protocol_version(s) < TLS1_3_VERSION) {
+      SSL_SESSION_up_ref(s);
+      return s;
+    }
+    order_.erase(it->second.age);
+    by_key_.erase(it);
     return s;
+  }
+  void Clear() {
+    std::lock_guard lock(mu_);
+    for (auto& [key, e] : by_key_) SSL_SESSION_free(e.session);
+    by_key_.clear();
+    order_.clear();
+  }
+  size_t size() {
+    std::lock_guard lock(mu_);
+    return by_key_.size();
   }
 
  private:
+  struct Entry {
+    SSL_SESSION* session;
+    std::list<std::string>::iterator age;  // its place in order_
+  };
   std::mutex mu_;
-  std::unordered_map<std::string, SSL_SESSION*> by_key_;
-  std::deque<std::string> order_;
+  std::unordered_map<std::string, Entry> by_key_;
+  std::list<std::string> order_;  // keys, least recently stored first
 };
 
 }  // namespace detail
@@ -546,6 +565,9 @@ bool TlsContext::Reload(std::string* err) {
     ctx_ = fresh;
   }
   SSL_CTX_free(old);  // connections made from it keep their own references
+  // A resumed session is not verified again: none may outlive the CA, CRL or certificate it
+  // was made with.
+  if (client_sessions_ != nullptr) client_sessions_->Clear();
   TlsCounters::Get().reloads.fetch_add(1, std::memory_order_relaxed);
   return true;
 }

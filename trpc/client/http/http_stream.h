@@ -36,7 +36,7 @@ struct HttpStreamOptions {
   size_t max_head_bytes = 64 * 1024;   // status line + header section
   size_t max_piece_bytes = 64 * 1024;  // bytes read at once: a body piece is at most this
   /// TLS (a client context, e.g. from `ssl:` of the etcd plug-in); null = plaintext. The
-  /// handshake counts against connect_timeout_ms (and total_timeout_ms).
+  /// handshake is bounded by the context's handshake_timeout (and total_timeout_ms).
   std::shared_ptr<const TlsContext> tls;
   /// The host name (or IP) the server's certificate must name, and the SNI sent, unless the
   /// context's config names sni_name; "" = the address's IP.

@@ -52,6 +52,9 @@ bool SetTlsKey(std::string_view key, const std::string& value, TlsConfig* c, std
     *v = value == "true";
     return true;
   };
+  // (A server's keys, accepted as a callee's ssl: accepts them, so that a block copied from
+  // one moves over; they mean nothing to a client.)
+  if (key == "mutual_auth" || key == "dh_param_path" || key == "max_handshakes") return true;
   if (key == "enable") return flag(&c->enable);
   if (key == "insecure") return flag(&c->insecure);
   if (key == "verify_peer_name") return flag(&c->verify_peer_name);
