@@ -26,68 +26,63 @@ void WriteFileAtomically(const std::string& path, const std::string& text) {
   ASSERT_EQ(std::rename(tmp.c_str(), path.c_str()), 0);
 }
 
+// What EnableAdmin on `ip` did with config `sc`: whether it succeeded, its error and what it
+// logged.
+struct EnableResult {
+  bool ok = false;
+  std::string err, logged;
+};
+EnableResult EnableOn(const ServerConfig& sc, const char* ip) {
+  Server other(sc);
+  EnableResult r;
+  ::testing::internal::CaptureStderr();
+  r.ok = admin::EnableAdmin(&other, ip, 0, &r.err);
+  r.logged = ::testing::internal::GetCapturedStderr();
+  return r;
+}
+
 // Beyond loopback, start-up wants TLS or a token, unless told otherwise; on loopback nothing.
 TEST_F(AdminE2eTest, AnAdminIpBeyondLoopbackNeedsTlsOrAToken) {
   ServerConfig sc = config_->server;
   sc.origin = "app.yaml:3";
   for (const char* ip : {"0.0.0.0", "::", "192.0.2.1"}) {
-    Server other(sc);
-    std::string err;
-    ::testing::internal::CaptureStderr();
-    EXPECT_FALSE(admin::EnableAdmin(&other, ip, 0, &err)) << ip;
-    ::testing::internal::GetCapturedStderr();
-    EXPECT_TRUE(err.starts_with("app.yaml:3: server.admin_ip: the admin service on ")) << err;
-    EXPECT_NE(err.find("beyond loopback with no authentication"), std::string::npos) << err;
-    EXPECT_NE(err.find("server.admin_token"), std::string::npos) << err;
+    EnableResult r = EnableOn(sc, ip);
+    EXPECT_FALSE(r.ok) << ip;
+    EXPECT_TRUE(r.err.starts_with("app.yaml:3: server.admin_ip: the admin service on ")) << r.err;
+    EXPECT_NE(r.err.find("beyond loopback with no authentication"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("server.admin_token"), std::string::npos) << r.err;
   }
-  {
-    ServerConfig open = sc;
-    open.admin_allow_unauthenticated = true;
-    Server other(open);
-    ::testing::internal::CaptureStderr();
-    ASSERT_TRUE(admin::EnableAdmin(&other, "0.0.0.0", 0));
-    const std::string logged = ::testing::internal::GetCapturedStderr();
-    EXPECT_NE(logged.find("admin service on 0.0.0.0: beyond loopback with no authentication"),
-              std::string::npos)
-        << logged;
-  }
-  {
-    // TLS without client certificates passes, with a warning: it encrypts, it checks nobody.
-    ServerConfig tls_only = sc;
-    tls_only.admin_ssl.enable = true;
-    Server other(tls_only);
-    ::testing::internal::CaptureStderr();
-    ASSERT_TRUE(admin::EnableAdmin(&other, "0.0.0.0", 0));
-    const std::string logged = ::testing::internal::GetCapturedStderr();
-    EXPECT_NE(logged.find("neither client certificates (admin_ssl.mutual_auth) nor a token"),
-              std::string::npos)
-        << logged;
-  }
-  {
-    // A program's own config gets the loader's checks.
-    ServerConfig weak = sc;
-    weak.admin_token = "short";
-    Server other(weak);
-    std::string err;
-    ::testing::internal::CaptureStderr();
-    EXPECT_FALSE(admin::EnableAdmin(&other, "127.0.0.1", 0, &err));
-    ::testing::internal::GetCapturedStderr();
-    EXPECT_EQ(err,
-              "app.yaml:3: server.admin_token: expected a token of at least 16 characters, got 5");
-  }
-  {
-    ServerConfig with_token = sc;
-    with_token.admin_token = kToken;
-    Server other(with_token);
-    ::testing::internal::CaptureStderr();
-    EXPECT_TRUE(admin::EnableAdmin(&other, "0.0.0.0", 0));
-    EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
-  }
+  ServerConfig open = sc;
+  open.admin_allow_unauthenticated = true;
+  EnableResult r = EnableOn(open, "0.0.0.0");
+  EXPECT_TRUE(r.ok);
+  EXPECT_NE(r.logged.find("admin service on 0.0.0.0: beyond loopback with no authentication"),
+            std::string::npos)
+      << r.logged;
+  // TLS without client certificates passes, with a warning: it encrypts, it checks nobody.
+  ServerConfig tls_only = sc;
+  tls_only.admin_ssl.enable = true;
+  r = EnableOn(tls_only, "0.0.0.0");
+  EXPECT_TRUE(r.ok);
+  EXPECT_NE(r.logged.find("neither client certificates (admin_ssl.mutual_auth) nor a token"),
+            std::string::npos)
+      << r.logged;
+  // A program's own config gets the loader's checks.
+  ServerConfig weak = sc;
+  weak.admin_token = "short";
+  r = EnableOn(weak, "127.0.0.1");
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.err,
+            "app.yaml:3: server.admin_token: expected a token of at least 16 characters, got 5");
+  ServerConfig with_token = sc;
+  with_token.admin_token = kToken;
+  r = EnableOn(with_token, "0.0.0.0");
+  EXPECT_TRUE(r.ok);
+  EXPECT_EQ(r.logged, "");
   for (const char* ip : {"127.0.0.1", "127.1.2.3", "::1"}) {
-    Server other(sc);
-    ::testing::internal::CaptureStderr();
-    ASSERT_TRUE(admin::EnableAdmin(&other, ip, 0));
-    EXPECT_EQ(::testing::internal::GetCapturedStderr(), "") << ip;
+    r = EnableOn(sc, ip);
+    EXPECT_TRUE(r.ok) << ip;
+    EXPECT_EQ(r.logged, "") << ip;
   }
 }
 
