@@ -225,6 +225,9 @@ void Connection::HandleEvents(uint32_t events) {
   if (closed()) return;
   if (handshaking_) {
     if (options_.tls->role() == TlsRole::kServer) {
+      // Writable with nothing of the handshake's to send (the first event of every new
+      // connection): no step to take.
+      if ((events & ~static_cast<uint32_t>(EPOLLOUT)) == 0 && tls_->wire().empty()) return;
       // A server's handshake step (its first is a key exchange and a signature, hundreds of
       // microseconds) runs as background work of the loop: after this poll's other events, one
       // per iteration, so a burst of new connections delays established ones by one step, not
