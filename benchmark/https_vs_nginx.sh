@@ -25,21 +25,13 @@ for p in wrk nginx openssl; do
 done
 [ -x "$server" ] || { echo "https_vs_nginx: $server not built" >&2; exit 1; }
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# $work, $pids (stopped on exit), free_port.
+source benchmark/bench_lib.sh
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
   -subj "/CN=127.0.0.1" -addext "subjectAltName=IP:127.0.0.1" \
   -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 
-free_port() {
-  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 # CPU ticks (utime+stime) of a process and its children's threads: /proc/PID/stat fields 14, 15.
 ticks() {
   local sum=0 p

@@ -29,13 +29,8 @@ for b in "$server" "$bench"; do
 done
 command -v openssl >/dev/null || { echo "tls_bench: openssl not installed" >&2; exit 1; }
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# $work, $pids (stopped on exit), free_port.
+source benchmark/bench_lib.sh
 
 # A CA and a server certificate for 127.0.0.1.
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=bench CA" \
@@ -46,10 +41,6 @@ printf "subjectAltName=IP:127.0.0.1\n" >"$work/san.ext"
 openssl x509 -req -in "$work/server.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" \
   -CAcreateserial -days 2 -extfile "$work/san.ext" -out "$work/server.pem" 2>/dev/null
 
-# A free loopback port.
-free_port() {
-  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 
 # run NAME TLS(0|1) [SILENT]: starts the server, loads it, prints "NAME req/s us/req p50 p99".
 # With SILENT > 0, that many clients connect first and never send a byte (a handshake flood that
@@ -123,31 +114,28 @@ print("%s %.0f %.2f %s %s" % (sys.argv[2], r["qps"], r["server"]["cpu_us_per_req
 EOF
 }
 
-if [ "${HANDSHAKES:-0}" -gt 0 ]; then
-  # Established TLS clients' latency with and without HANDSHAKES clients handshaking back to back.
-  quiet=$(run quiet 1)
-  flood=$(run shaken 1 0 "$HANDSHAKES")
-  read -r _ q_qps q_cpu q_p50 q_p99 <<<"$quiet"
-  read -r _ f_qps f_cpu f_p50 f_p99 <<<"$flood"
+# compare QUIET FLOOD LABEL: the table of established TLS clients alone (QUIET) and beside
+# others (FLOOD, described by LABEL), then the P99 ratio.
+compare() {
+  read -r _ q_qps q_cpu q_p50 q_p99 <<<"$1"
+  read -r _ f_qps f_cpu f_p50 f_p99 <<<"$2"
   echo "| | requests/s | server CPU µs/request | P50 µs | P99 µs |"
   echo "|---|---|---|---|---|"
   echo "| trpc over TLS | $q_qps | $q_cpu | $q_p50 | $q_p99 |"
-  echo "| ... beside $HANDSHAKES clients handshaking back to back | $f_qps | $f_cpu | $f_p50 | $f_p99 |"
-  /usr/bin/python3 -c "print('\nfull handshakes meanwhile: %.0f/s; P99 with / without them: %.2fx' % (
-    $(cat "$work/shaken.handshakes") / ($duration + 3), $f_p99 / $q_p99))"
+  echo "| ... $3 | $f_qps | $f_cpu | $f_p50 | $f_p99 |"
+  /usr/bin/python3 -c "print('\nP99 with / without them: %.2fx' % ($f_p99 / $q_p99))"
+}
+if [ "${HANDSHAKES:-0}" -gt 0 ]; then
+  # Established TLS clients' latency with and without HANDSHAKES clients handshaking back to back.
+  compare "$(run quiet 1)" "$(run shaken 1 0 "$HANDSHAKES")" \
+    "beside $HANDSHAKES clients handshaking back to back"
+  /usr/bin/python3 -c "print('full handshakes meanwhile: %.0f/s' % (
+    $(cat "$work/shaken.handshakes") / ($duration + 3)))"
   exit 0
 fi
 if [ "${SILENT:-0}" -gt 0 ]; then
   # Established TLS clients' latency with and without SILENT silent connections on the worker.
-  quiet=$(run quiet 1)
-  flood=$(run flood 1 "$SILENT")
-  read -r _ q_qps q_cpu q_p50 q_p99 <<<"$quiet"
-  read -r _ f_qps f_cpu f_p50 f_p99 <<<"$flood"
-  echo "| | requests/s | server CPU µs/request | P50 µs | P99 µs |"
-  echo "|---|---|---|---|---|"
-  echo "| trpc over TLS | $q_qps | $q_cpu | $q_p50 | $q_p99 |"
-  echo "| ... with $SILENT silent clients | $f_qps | $f_cpu | $f_p50 | $f_p99 |"
-  /usr/bin/python3 -c "print('\nP99 with / without them: %.2fx' % ($f_p99 / $q_p99))"
+  compare "$(run quiet 1)" "$(run flood 1 "$SILENT")" "with $SILENT silent clients"
   exit 0
 fi
 plain=$(run plain 0)
