@@ -359,8 +359,16 @@ TEST_F(GrpcInteropTest, H2loadGetsGrpcStatusOk) {
   if (RunShell("command -v h2load", &probe) != 0)
     TRPC_SKIP_WITHOUT_PEER("h2load not installed (Debian: nghttp2-client)");
   // EmptyCall's request: an uncompressed message of 0 bytes.
-  std::string frame_path = ::testing::TempDir() + "grpc_empty_frame.bin";
+  // One file per process: the suite runs in several builds and models at once, and a shared path
+  // let one instance truncate the file while another's h2load read it (empty bodies, failed
+  // streams, or "Could not mmap file").
+  std::string frame_path =
+      fmt::format("{}grpc_empty_frame_{}.bin", ::testing::TempDir(), static_cast<int>(::getpid()));
   std::ofstream(frame_path, std::ios::binary).write("\0\0\0\0\0", 5);
+  struct RemoveFile {
+    std::string path;
+    ~RemoveFile() { std::remove(path.c_str()); }
+  } remove_frame{frame_path};
   // Over h2c, and over TLS (ALPN h2; h2load does not check the certificate).
   for (const auto& [service, url] :
        {std::pair{std::string("grpc.testing.TestService"), "http://" + grpc_addr_},
