@@ -76,6 +76,66 @@ TEST_F(GrpcE2eTest, HealthCheckFollowsReadiness) {
   EXPECT_EQ(s.readiness(), Server::Readiness::kStopping);
 }
 
+// Opens grpc.health.v1.Health/Watch for `service` on `proxy` and sends the request.
+stream::ClientReaderWriter<grpc_health::HealthCheckRequest, grpc_health::HealthCheckResponse>
+OpenWatch(GreeterServiceProxy* proxy, const std::string& service) {
+  ClientContextPtr ctx = MakeClientContext();
+  ctx->SetTimeout(10000);
+  ctx->SetFuncName(grpc::kHealthWatchMethod);
+  stream::ClientStream opened;
+  Status st = proxy->OpenStream(ctx, &opened);
+  EXPECT_TRUE(st.OK()) << st.ToString();
+  stream::ClientReaderWriter<grpc_health::HealthCheckRequest, grpc_health::HealthCheckResponse> rw(
+      std::move(opened));
+  grpc_health::HealthCheckRequest req;
+  req.set_service(service);
+  EXPECT_TRUE(rw.Write(req).OK());
+  rw.WritesDone();
+  return rw;
+}
+
+TEST_F(GrpcE2eTest, HealthWatchPushesTheStatusUntilTheServerStops) {
+  auto own = OwnServer("trpc.test.helloworld.Greeter", std::make_shared<TestGreeter>());
+  Server& s = *own;
+  grpc::EnableHealth(&s);
+  NetAddress a = StartOwn(&s, "trpc.test.helloworld.Greeter");
+  auto p = Proxy(a);
+  using Rsp = grpc_health::HealthCheckResponse;
+  auto whole = OpenWatch(p.get(), "");
+  auto named = OpenWatch(p.get(), "trpc.test.helloworld.Greeter");
+  auto unknown = OpenWatch(p.get(), "no.such.Service");
+  auto cancelled = OpenWatch(p.get(), "");
+  Rsp rsp;
+  for (auto* w : {&whole, &named, &cancelled}) {
+    ASSERT_TRUE(w->Read(&rsp, 5000).OK());
+    EXPECT_EQ(rsp.status(), Rsp::SERVING);
+  }
+  // An unknown service: SERVICE_UNKNOWN, and the call stays open (the protocol's rule).
+  ASSERT_TRUE(unknown.Read(&rsp, 5000).OK());
+  EXPECT_EQ(rsp.status(), Rsp::SERVICE_UNKNOWN);
+  EXPECT_EQ(unknown.Read(&rsp, 200).GetFrameworkRetCode(), 354);  // nothing more meanwhile
+  // A client that gives up: its watch ends at the server (the stop below does not wait for it).
+  cancelled.Cancel();
+  // Stop: every open watch gets NOT_SERVING, then its call ends with UNAVAILABLE, at once (a stop
+  // with watchers does not wait out stop_max_wait_time).
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread stopper([&] { s.Stop(); });
+  for (auto* w : {&whole, &named}) {
+    ASSERT_TRUE(w->Read(&rsp, 5000).OK());
+    EXPECT_EQ(rsp.status(), Rsp::NOT_SERVING);
+    EXPECT_TRUE(w->Read(&rsp, 5000).StreamEof());
+    // UNAVAILABLE on the wire, which our client reads as a network error (retry elsewhere).
+    Status end = w->Finish();
+    EXPECT_EQ(end.GetFrameworkRetCode(), kClientNetworkErr) << end.ToString();
+  }
+  EXPECT_TRUE(unknown.Read(&rsp, 5000).StreamEof());
+  Status end = unknown.Finish();
+  EXPECT_EQ(end.GetFrameworkRetCode(), kClientNetworkErr) << end.ToString();
+  stopper.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  EXPECT_EQ(s.stop_outcome().calls_cut, 0u);
+}
+
 TEST_F(GrpcE2eTest, StopSendsGoawayBeforeClosing) {
   auto own = OwnServer("trpc.test.helloworld.Greeter", std::make_shared<TestGreeter>());
   Server& s = *own;

@@ -28,12 +28,14 @@
 #include "test/common/test_runtime.h"
 #include "test/common/thread_model_yaml.h"
 #include "test/common/tls_certs.h"
+#include "test/common/wait_for.h"
 #include "test/grpc_interop/trpc_interop_service.h"
 #include "trpc/client/client_stream.h"
 #include "trpc/client/trpc_client.h"
 #include "trpc/config/config.h"
 #include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/detail/service_adapter.h"
+#include "trpc/server/grpc/grpc_server.h"
 #include "trpc/server/server.h"
 #include "trpc/server/server_filter.h"
 #include "trpc/transport/detail/stream_core.h"
@@ -352,6 +354,59 @@ TEST_F(GrpcInteropTest, GrpcioClientAgainstOurServer) {
       &out);
   EXPECT_EQ(rc, 0) << out;
   std::printf("%s", out.c_str());
+}
+
+// python3-grpcio watches a server of its own: SERVING, then NOT_SERVING when it stops, then the
+// call ends with UNAVAILABLE; the same for a named service (a second watcher).
+TEST_F(GrpcInteropTest, GrpcioWatchesHealthUntilTheServerStops) {
+  std::string probe;
+  if (RunShell("/usr/bin/python3 -c 'import grpc'", &probe) != 0) {
+    TRPC_SKIP_WITHOUT_PEER("python3-grpcio not installed");
+  }
+  Config config;
+  std::string err;
+  ASSERT_TRUE(LoadConfigFromString(R"(server:
+  service:
+    - name: grpc.testing.TestService
+      protocol: grpc
+      ip: 127.0.0.1
+      port: 0
+)",
+                                   "watch.yaml", &config, &err))
+      << err;
+  Server own(config.server);
+  ASSERT_TRUE(own.RegisterService("grpc.testing.TestService", service_));
+  grpc::EnableHealth(&own);
+  ASSERT_TRUE(own.Start(&err)) << err;
+  NetAddress a;
+  ASSERT_TRUE(own.GetAddress("grpc.testing.TestService", &a));
+  struct Watcher {
+    std::string ready, out;
+    int rc = -1;
+    std::thread thread;
+  };
+  Watcher watchers[2];
+  const char* services[2] = {"", "grpc.testing.TestService"};
+  for (int i = 0; i < 2; ++i) {
+    Watcher& w = watchers[i];
+    w.ready = fmt::format("{}health_watch_{}_{}", ::testing::TempDir(), ::getpid(), i);
+    std::remove(w.ready.c_str());
+    std::string cmd =
+        fmt::format("timeout 30 /usr/bin/python3 {} --server {} --ready {} --service '{}'",
+                    GRPCIO_HEALTH_WATCH_PY, a.ToString(), w.ready, services[i]);
+    w.thread = std::thread([&w, cmd] { w.rc = RunShell(cmd, &w.out); });
+  }
+  for (Watcher& w : watchers) {
+    EXPECT_TRUE(
+        trpc::testing::WaitFor([&] { return ::access(w.ready.c_str(), F_OK) == 0; }, 20'000));
+  }
+  own.Stop();
+  for (Watcher& w : watchers) {
+    w.thread.join();
+    std::remove(w.ready.c_str());
+    EXPECT_EQ(w.rc, 0) << w.out;
+    EXPECT_EQ(w.out, "SERVING\nNOT_SERVING\nEND UNAVAILABLE\n");
+  }
 }
 
 TEST_F(GrpcInteropTest, H2loadGetsGrpcStatusOk) {

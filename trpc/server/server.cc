@@ -82,8 +82,31 @@ bool Server::Start(std::string* err) {
     Stop();  // what did start must not keep listening
     return false;
   }
-  readiness_.store(Readiness::kServing, std::memory_order_release);
+  SetReadiness(Readiness::kServing);
   return true;
+}
+
+uint64_t Server::WatchReadiness(std::function<void(Readiness)> fn) {
+  std::lock_guard<std::mutex> lock(readiness_mu_);
+  const uint64_t id = next_readiness_watch_++;
+  readiness_watchers_.emplace(id, std::make_shared<std::function<void(Readiness)>>(std::move(fn)));
+  return id;
+}
+
+void Server::UnwatchReadiness(uint64_t id) {
+  std::lock_guard<std::mutex> lock(readiness_mu_);
+  readiness_watchers_.erase(id);
+}
+
+void Server::SetReadiness(Readiness r) {
+  if (readiness_.exchange(r, std::memory_order_acq_rel) == r) return;
+  // Called without the lock (a watcher may unwatch from inside), from a copy of the list.
+  std::vector<std::shared_ptr<std::function<void(Readiness)>>> watchers;
+  {
+    std::lock_guard<std::mutex> lock(readiness_mu_);
+    for (const auto& [id, fn] : readiness_watchers_) watchers.push_back(fn);
+  }
+  for (const auto& fn : watchers) (*fn)(r);
 }
 
 std::string Server::ListenFileError(const std::string& why) const {
@@ -409,7 +432,7 @@ void Server::DeregisterInstances() {
 }
 
 void Server::Stop() {
-  readiness_.store(Readiness::kStopping, std::memory_order_release);
+  SetReadiness(Readiness::kStopping);
   DeregisterInstances();
   int64_t deadline = MonotonicNanos() + int64_t{config_.stop_max_wait_time} * kNanosPerMilli;
   // Side services first: the admin service reads the adapters below.

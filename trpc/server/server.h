@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,13 @@ class Server {
   /// kStarting until Start() succeeds, kServing until Stop() begins, then kStopping. Any thread.
   enum class Readiness : uint8_t { kStarting, kServing, kStopping };
   Readiness readiness() const { return readiness_.load(std::memory_order_acquire); }
+  /// Calls `fn` with the new readiness each time it changes (Start() succeeding, Stop()
+  /// beginning), on the thread that changes it (the control thread), with no lock held, so `fn`
+  /// may call UnwatchReadiness. Returns an id for UnwatchReadiness. `fn` may still run once
+  /// after UnwatchReadiness returns, when a change was being announced meanwhile: what it
+  /// captures must outlive that (a shared_ptr does). Any thread.
+  uint64_t WatchReadiness(std::function<void(Readiness)> fn);
+  void UnwatchReadiness(uint64_t id);
 
  private:
   bool StartServices(std::string* err);
@@ -123,6 +131,10 @@ class Server {
 
   ServerConfig config_;
   std::atomic<Readiness> readiness_{Readiness::kStarting};
+  void SetReadiness(Readiness r);
+  std::mutex readiness_mu_;  // guards the two below
+  std::map<uint64_t, std::shared_ptr<std::function<void(Readiness)>>> readiness_watchers_;
+  uint64_t next_readiness_watch_ = 1;
   // The bound on bytes buffered by every service's connections (server.max_buffered_bytes).
   std::shared_ptr<BufferBudget> budget_;
   std::map<std::string, ServicePtr> services_;

@@ -1,6 +1,8 @@
 #include "trpc/server/grpc/grpc_server.h"
 
 #include <memory>
+#include <mutex>
+#include <optional>
 
 #include "trpc/base/clock.h"
 #include "trpc/server/detail/server_call.h"
@@ -56,9 +58,125 @@ void AddInitialMetadata(ServerContext* ctx, std::string key, std::string value) 
   }
 }
 
+namespace {
+
+using grpc_health::HealthCheckRequest;
+using grpc_health::HealthCheckResponse;
+
+HealthCheckResponse::ServingStatus StatusOf(Server::Readiness r) {
+  return r == Server::Readiness::kServing ? HealthCheckResponse::SERVING
+                                          : HealthCheckResponse::NOT_SERVING;
+}
+
+// Whether `service` has a method "/<name>/...".
+bool Serves(const Service& service, const std::string& name) {
+  const std::string prefix = "/" + name + "/";
+  bool served = false;
+  service.ForEachMethod([&](const std::string& method, const RpcMethodHandler*) {
+    served = served || method.compare(0, prefix.size(), prefix) == 0;
+  });
+  return served;
+}
+
+// One Watch call: sends the status now and at every readiness change, one write at a time,
+// until the client cancels (the call's cancel signal), a write fails, or the server stops
+// (NOT_SERVING, then the call ends with UNAVAILABLE so that the client watches elsewhere).
+//
+// Threads: Offer() runs on the control thread (a readiness change) and in the handler; writes
+// complete on the stream's loop; mu_ orders them. A readiness change that comes while a write
+// is under way replaces the pending status, so the client always ends up with the latest.
+class HealthWatch : public std::enable_shared_from_this<HealthWatch> {
+ public:
+  HealthWatch(Server* server, stream::AsyncStreamWriter<HealthCheckResponse> writer, bool known)
+      : server_(server), writer_(std::move(writer)), known_(known) {}
+
+  Future<> Start(const ServerContextPtr& ctx) {
+    Future<> done = done_.GetFuture();
+    auto self = shared_from_this();
+    watch_id_ = server_->WatchReadiness([self](Server::Readiness r) { self->Offer(r); });
+    cancel_ = ctx->GetCancelSignal();
+    cancel_id_ = cancel_->Subscribe([self](const Status& why) { self->End(why); });
+    Offer(server_->readiness());
+    return done;
+  }
+
+ private:
+  void Offer(Server::Readiness r) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (ended_) return;
+      pending_ = known_ ? StatusOf(r) : HealthCheckResponse::SERVICE_UNKNOWN;
+      stopping_ = stopping_ || r == Server::Readiness::kStopping;
+      if (writing_) return;  // the write under way sends the pending status after it
+      writing_ = true;
+    }
+    Pump();
+  }
+
+  // Writes pending statuses until none is left (or the call ended).
+  void Pump() {
+    HealthCheckResponse rsp;
+    bool finish = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (ended_) return;
+      if (pending_.has_value() && *pending_ != sent_) {
+        rsp.set_status(*pending_);
+        sent_ = *pending_;
+        pending_.reset();
+      } else {
+        pending_.reset();
+        writing_ = false;
+        if (!stopping_) return;
+        finish = true;
+      }
+    }
+    if (finish) {
+      // Stopping, and the client has the last status: the call ends, so that the stop does not
+      // wait for it.
+      End(Status::AppError(14, "the server is stopping"));
+      return;
+    }
+    auto self = shared_from_this();
+    writer_.Write(rsp).Then([self](Future<>&& f) {
+      if (f.IsFailed()) {
+        self->End(f.GetException());
+      } else {
+        self->Pump();
+      }
+      return MakeReadyFuture<>();
+    });
+  }
+
+  void End(const Status& why) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (ended_) return;
+      ended_ = true;
+    }
+    server_->UnwatchReadiness(watch_id_);
+    if (cancel_ != nullptr) cancel_->Unsubscribe(cancel_id_);
+    done_.SetException(why);
+  }
+
+  Server* server_;
+  stream::AsyncStreamWriter<HealthCheckResponse> writer_;
+  const bool known_;  // the service asked for is served here ("" always is)
+  Promise<> done_;
+  uint64_t watch_id_ = 0;
+  std::shared_ptr<CancelSignal> cancel_;
+  uint64_t cancel_id_ = 0;
+  std::mutex mu_;  // guards the fields below
+  std::optional<HealthCheckResponse::ServingStatus> pending_;
+  HealthCheckResponse::ServingStatus sent_ = HealthCheckResponse::UNKNOWN;
+  bool writing_ = false;
+  bool stopping_ = false;
+  bool ended_ = false;
+};
+
+}  // namespace
+
 void EnableHealth(Server* server) {
-  using grpc_health::HealthCheckRequest;
-  using grpc_health::HealthCheckResponse;
   for (const ServiceConfig& sc : server->config().service) {
     if (sc.protocol != kGrpcCodecName) continue;
     ServicePtr svc = server->GetService(sc.name);
@@ -67,18 +185,21 @@ void EnableHealth(Server* server) {
     svc->AddUnaryMethod<HealthCheckRequest, HealthCheckResponse>(
         kHealthCheckMethod, [server, raw](const ServerContextPtr&, const HealthCheckRequest* req,
                                           HealthCheckResponse* rsp) {
-          if (!req->service().empty()) {
-            const std::string prefix = "/" + req->service() + "/";
-            bool served = false;
-            raw->ForEachMethod([&](const std::string& name, const RpcMethodHandler*) {
-              served = served || name.compare(0, prefix.size(), prefix) == 0;
-            });
-            if (!served) return Status::AppError(5, "unknown service " + req->service());
+          if (!req->service().empty() && !Serves(*raw, req->service())) {
+            return Status::AppError(5, "unknown service " + req->service());
           }
-          rsp->set_status(server->readiness() == Server::Readiness::kServing
-                              ? HealthCheckResponse::SERVING
-                              : HealthCheckResponse::NOT_SERVING);
+          rsp->set_status(StatusOf(server->readiness()));
           return kSuccStatus;
+        });
+    if (svc->FindMethod(kHealthWatchMethod) != nullptr) continue;
+    // Non-blocking, so it streams in either thread model. As the protocol says, a service not
+    // served here gets SERVICE_UNKNOWN and the call stays open.
+    svc->AddAsyncServerStreamMethod<HealthCheckRequest, HealthCheckResponse>(
+        kHealthWatchMethod,
+        [server, raw](const ServerContextPtr& ctx, const HealthCheckRequest& req,
+                      const stream::AsyncStreamWriter<HealthCheckResponse>& writer) {
+          const bool known = req.service().empty() || Serves(*raw, req.service());
+          return std::make_shared<HealthWatch>(server, writer, known)->Start(ctx);
         });
   }
 }

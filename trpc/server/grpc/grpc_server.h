@@ -30,14 +30,18 @@ void SetResponseCompression(ServerContext* ctx, std::string encoding);
 /// in the trailers. Keys ending in "-bin" carry bytes (base64 on the wire).
 void AddInitialMetadata(ServerContext* ctx, std::string key, std::string value);
 
-/// The standard health service's method, as its clients call it.
+/// The standard health service's methods, as its clients call them.
 inline constexpr char kHealthCheckMethod[] = "/grpc.health.v1.Health/Check";
+inline constexpr char kHealthWatchMethod[] = "/grpc.health.v1.Health/Watch";
 
-/// Adds grpc.health.v1.Health/Check to every service of `server` configured with `protocol:
-/// grpc` (their implementations must be registered): SERVING while server->readiness() is
-/// kServing, NOT_SERVING before and while stopping; for a named service, the same if this
-/// port serves it, else NOT_FOUND. Before server->Start(); TrpcApp calls it. Watch (streaming)
-/// comes with streaming calls.
+/// Adds grpc.health.v1.Health to every service of `server` configured with `protocol: grpc`
+/// (their implementations must be registered). Before server->Start(); TrpcApp calls it.
+/// - Check: SERVING while server->readiness() is kServing, NOT_SERVING before and while
+///   stopping; for a named service, the same if this port serves it, else NOT_FOUND.
+/// - Watch (server streaming): the same status at once, then again at every readiness change.
+///   A named service not served here gets SERVICE_UNKNOWN and the call stays open. When the
+///   server stops, the client gets NOT_SERVING, then the call ends with UNAVAILABLE (so a stop
+///   does not wait for its watchers). Non-blocking: either thread model serves it.
 void EnableHealth(Server* server);
 
 }  // namespace trpc::grpc
