@@ -4,9 +4,10 @@
 // TRPC_E2E_THREAD_MODEL=merge (default) or fiber (ctest runs both; TSan runs the fiber one), with
 // a server of two gRPC services (one with tight limits) and our gRPC client. The tests, by topic:
 // grpc_e2e_calls_test.cc (our client and server through the generated Greeter),
-// grpc_e2e_streams_test.cc (streams, many at once: TSan's look at the stream state machines) and
-// grpc_e2e_limits_test.cc (each HTTP/2 limit and flood mitigation, docs/grpc.md, sent by a raw
-// HTTP/2 client while a well-behaved client on another connection keeps being served).
+// grpc_e2e_streams_test.cc (streams, many at once: TSan's look at the stream state machines),
+// grpc_e2e_reflection_test.cc (server reflection over gRPC and trpc) and grpc_e2e_limits_test.cc
+// (each HTTP/2 limit and flood mitigation, docs/grpc.md, sent by a raw HTTP/2 client while a
+// well-behaved client on another connection keeps being served).
 
 #include <gtest/gtest.h>
 

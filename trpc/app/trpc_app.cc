@@ -16,6 +16,7 @@
 #include "trpc/base/logging.h"
 #include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/grpc/grpc_server.h"
+#include "trpc/server/reflection/reflection.h"
 #include "trpc/transport/tls_context.h"
 
 namespace trpc {
@@ -161,6 +162,8 @@ bool TrpcApp::StartFromConfig(std::string* err) {
     return false;
   }
   grpc::EnableHealth(server_.get());  // grpc.health.v1 on every gRPC service
+  // Server reflection where the config asks for it (after health: it lists it).
+  reflection::EnableReflection(server_.get());
   if (!client_->CheckFilters(err) || !client_->CheckNaming(err)) {
     StopAll();
     return false;

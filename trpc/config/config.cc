@@ -338,7 +338,8 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
        "stream_window",
        "stream_idle_timeout",
        "stream_timeout",
-       "ssl"},
+       "ssl",
+       "reflection"},
       [&](MapReader& s, size_t) {
         ServiceConfig svc;
         svc.origin = fmt::format("{}:{}", file, s.line());
@@ -380,6 +381,11 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
         s.Uint("weight", kWeightRule, &svc.weight);
         if (s.Has("advertise_ip")) ReadIp(s, "advertise_ip", &svc.advertise_ip);
         ReadTls(s, file, &svc.ssl);
+        if (s.Has("reflection")) {
+          std::string on;
+          s.OneOf("reflection", {"true", "false"}, &on);
+          svc.reflection = on == "true";
+        }
         std::map<std::string, int> option_lines;
         s.ScalarMap("protocol_options", &svc.protocol_options, &option_lines);
         for (const auto& [name, line] : option_lines) {

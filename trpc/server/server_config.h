@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +52,9 @@ struct ServiceConfig {
   std::string advertise_ip;
   /// TLS (`ssl:`, docs/tls.md): off unless ssl.enable.
   TlsConfig ssl;
+  /// Server reflection on this service (`reflection: true|false`, gRPC and trpc services):
+  /// unset = on where the server has an admin service (server.admin_port), off otherwise.
+  std::optional<bool> reflection;
   /// The protocol's own settings (`protocol_options:` — for http: max_body_bytes, ...), checked
   /// by the codec when the server starts; each value's "file:line" is in protocol_option_origin.
   std::map<std::string, std::string> protocol_options;

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "trpc/base/clock.h"
+#include "trpc/server/detail/proto_alias.h"
 #include "trpc/server/detail/server_call.h"
 #include "trpc/server/grpc/health.pb.h"
 #include "trpc/transport/detail/stream_core.h"
@@ -177,6 +178,9 @@ class HealthWatch : public std::enable_shared_from_this<HealthWatch> {
 }  // namespace
 
 void EnableHealth(Server* server) {
+  // Server reflection describes our health.proto under gRPC's names.
+  trpc::detail::RegisterProtoAlias(
+      {HealthCheckRequest::descriptor()->file(), "grpc/health/v1/health.proto", "grpc.health.v1"});
   for (const ServiceConfig& sc : server->config().service) {
     if (sc.protocol != kGrpcCodecName) continue;
     ServicePtr svc = server->GetService(sc.name);
