@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "trpc/server/reflection/reflection.h"
+
 namespace trpc {
 namespace {
 
@@ -464,6 +466,23 @@ TEST(ConfigErrorTest, AdminAuthKeys) {
             "t.yaml:2: server.admin_ssl.enable: expected one of true|false, got 'on'");
   EXPECT_EQ(LoadError("server:\n  admin_allow_unauthenticated: yes\n"),
             "t.yaml:2: server.admin_allow_unauthenticated: expected one of true|false, got 'yes'");
+}
+
+TEST(ConfigTest, ReflectionKey) {
+  const char* svc = "server:\n  service:\n    - {name: s, protocol: grpc, port: 1";
+  Config c = MustLoad(std::string(svc) + "}\n");
+  EXPECT_FALSE(c.server.service[0].reflection.has_value());  // unset: follows the admin service
+  EXPECT_FALSE(reflection::ReflectionEnabled(c.server, c.server.service[0]));
+  c.server.admin_port = 9000;
+  EXPECT_TRUE(reflection::ReflectionEnabled(c.server, c.server.service[0]));
+  c = MustLoad(std::string(svc) + ", reflection: false}\n  admin_port: 9000\n");
+  EXPECT_FALSE(reflection::ReflectionEnabled(c.server, c.server.service[0]));
+  c = MustLoad(std::string(svc) + ", reflection: true}\n");
+  EXPECT_TRUE(reflection::ReflectionEnabled(c.server, c.server.service[0]));
+  c.server.service[0].protocol = "http";  // not a protocol reflection is served on
+  EXPECT_FALSE(reflection::ReflectionEnabled(c.server, c.server.service[0]));
+  EXPECT_EQ(LoadError(std::string(svc) + ", reflection: yes}\n"),
+            "t.yaml:3: server.service[0].reflection: expected one of true|false, got 'yes'");
 }
 
 TEST(ConfigTest, ThreadModelInstanceNames) {

@@ -36,6 +36,7 @@
 #include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/detail/service_adapter.h"
 #include "trpc/server/grpc/grpc_server.h"
+#include "trpc/server/reflection/reflection.h"
 #include "trpc/server/server.h"
 #include "trpc/server/server_filter.h"
 #include "trpc/transport/detail/stream_core.h"
@@ -356,6 +357,31 @@ TEST_F(GrpcInteropTest, GrpcioClientAgainstOurServer) {
   std::printf("%s", out.c_str());
 }
 
+// A server of a test's own: grpc.testing.TestService over gRPC with health and reflection,
+// started, in the suite's runtime.
+std::unique_ptr<Server> OwnGrpcServer(const std::shared_ptr<TestServiceImpl>& impl,
+                                      NetAddress* addr) {
+  Config config;
+  std::string err;
+  EXPECT_TRUE(LoadConfigFromString(R"(server:
+  service:
+    - name: grpc.testing.TestService
+      protocol: grpc
+      ip: 127.0.0.1
+      port: 0
+      reflection: true
+)",
+                                   "own.yaml", &config, &err))
+      << err;
+  auto own = std::make_unique<Server>(config.server);
+  EXPECT_TRUE(own->RegisterService("grpc.testing.TestService", impl));
+  grpc::EnableHealth(own.get());
+  reflection::EnableReflection(own.get());
+  EXPECT_TRUE(own->Start(&err)) << err;
+  EXPECT_TRUE(own->GetAddress("grpc.testing.TestService", addr));
+  return own;
+}
+
 // python3-grpcio watches a server of its own: SERVING, then NOT_SERVING when it stops, then the
 // call ends with UNAVAILABLE; the same for a named service (a second watcher).
 TEST_F(GrpcInteropTest, GrpcioWatchesHealthUntilTheServerStops) {
@@ -363,23 +389,9 @@ TEST_F(GrpcInteropTest, GrpcioWatchesHealthUntilTheServerStops) {
   if (RunShell("/usr/bin/python3 -c 'import grpc'", &probe) != 0) {
     TRPC_SKIP_WITHOUT_PEER("python3-grpcio not installed");
   }
-  Config config;
-  std::string err;
-  ASSERT_TRUE(LoadConfigFromString(R"(server:
-  service:
-    - name: grpc.testing.TestService
-      protocol: grpc
-      ip: 127.0.0.1
-      port: 0
-)",
-                                   "watch.yaml", &config, &err))
-      << err;
-  Server own(config.server);
-  ASSERT_TRUE(own.RegisterService("grpc.testing.TestService", service_));
-  grpc::EnableHealth(&own);
-  ASSERT_TRUE(own.Start(&err)) << err;
   NetAddress a;
-  ASSERT_TRUE(own.GetAddress("grpc.testing.TestService", &a));
+  std::unique_ptr<Server> own_server = OwnGrpcServer(service_, &a);
+  Server& own = *own_server;
   struct Watcher {
     std::string ready, out;
     int rc = -1;
@@ -407,6 +419,37 @@ TEST_F(GrpcInteropTest, GrpcioWatchesHealthUntilTheServerStops) {
     EXPECT_EQ(w.rc, 0) << w.out;
     EXPECT_EQ(w.out, "SERVING\nNOT_SERVING\nEND UNAVAILABLE\n");
   }
+}
+
+// python3-grpcio, hand-encoding the requests, explores our server through both reflection
+// versions: the services, the file of one with its imports (parsed by python3-protobuf), and
+// NOT_FOUND for a name nobody defines.
+TEST_F(GrpcInteropTest, GrpcioReadsOurReflection) {
+  std::string probe;
+  if (RunShell("/usr/bin/python3 -c 'import grpc, google.protobuf'", &probe) != 0) {
+    TRPC_SKIP_WITHOUT_PEER("python3-grpcio or python3-protobuf not installed");
+  }
+  NetAddress a;
+  std::unique_ptr<Server> own = OwnGrpcServer(service_, &a);
+  for (const char* version : {"v1", "v1alpha"}) {
+    SCOPED_TRACE(version);
+    std::string out;
+    int rc = RunShell(fmt::format("timeout 30 /usr/bin/python3 {} --server {} --version {} "
+                                  "--symbol grpc.testing.TestService",
+                                  GRPCIO_REFLECTION_PY, a.ToString(), version),
+                      &out);
+    ASSERT_EQ(rc, 0) << out;
+    EXPECT_EQ(out.substr(0, out.find("FILE")),
+              "SERVICE grpc.health.v1.Health\nSERVICE grpc.reflection.v1.ServerReflection\n"
+              "SERVICE grpc.reflection.v1alpha.ServerReflection\nSERVICE "
+              "grpc.testing.TestService\n");
+    // The service's file first, then the files it imports (empty.proto, messages.proto).
+    EXPECT_NE(out.find(" grpc.testing TestService:EmptyCall,UnaryCall,"), std::string::npos) << out;
+    EXPECT_NE(out.find("empty.proto grpc.testing -\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("messages.proto grpc.testing -\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("\nERROR 5\n"), std::string::npos) << out;
+  }
+  own->Stop();
 }
 
 TEST_F(GrpcInteropTest, H2loadGetsGrpcStatusOk) {
