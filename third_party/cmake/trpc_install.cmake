@@ -2,6 +2,7 @@
 #   include/trpc/...           every header of trpc/ (detail/ ones too: public headers use them)
 #   lib/libtrpc_*.a            the static libraries
 #   bin/protoc-gen-trpc        the protoc plug-in
+#   bin/trpc-cli               the command-line client (docs/cli.md)
 #   lib/cmake/trpc/            trpcConfig.cmake (+ version, exported targets trpc::*,
 #                              trpc_proto.cmake with trpc_proto_library(), and
 #                              trpc_gperftools.cmake, which finds libprofiler on the user's side)
@@ -101,6 +102,7 @@ install(TARGETS ${_trpc_libraries} protoc-gen-trpc
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS trpc-cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/trpc/"
   DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/trpc"
   FILES_MATCHING PATTERN "*.h"
