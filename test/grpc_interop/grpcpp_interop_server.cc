@@ -18,6 +18,7 @@
 // "grpcpp_interop_server ready on 127.0.0.1:PORT" once ready, and exits 0 on SIGTERM or SIGINT.
 
 #include <grpc/compression.h>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 
@@ -247,6 +248,11 @@ std::string ReadFile(const char* argv0, const std::string& path) {
 
 }  // namespace
 
+// test.proto defines only services, so nothing refers to its .pb.o and the linker leaves it out
+// of this program: its descriptors must be kept for reflection to describe TestService.
+[[gnu::used]] static const void* const keep_test_proto =
+    &descriptor_table_grpc_2ftesting_2ftest_2eproto;
+
 int main(int argc, char** argv) {
   int port = 0;
   // TLS (grpc++'s SslServerCredentials): --tls_cert and --tls_key serve TLS; --tls_client_ca
@@ -306,6 +312,9 @@ int main(int argc, char** argv) {
 
   TestServiceImpl service;
   int bound_port = 0;
+  // Server reflection, as a grpc++ team would serve it (1.51: grpc.reflection.v1alpha only):
+  // trpc-cli finds the services through it.
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:" + std::to_string(port), creds, &bound_port);
   builder.RegisterService(&service);

@@ -64,9 +64,14 @@ class ReflectionDatabase : public pb::DescriptorDatabase {
       if (!open_ && !Open(err)) return false;
       Status st = stream_.Write(req);
       if (st.OK()) st = stream_.Read(rsp);
-      if (st.StreamEof() || !st.OK()) {
-        Status end = st.StreamEof() ? stream_.Finish() : st;
-        if (end.OK()) end = Status(kClientNetworkErr, "the reflection stream ended early");
+      if (!st.OK()) {
+        // The server's status for the stream says why (a server that refuses the method may
+        // end the stream before our request is written: then the write fails, not the read).
+        Status end = stream_.Finish();
+        if (end.OK()) {
+          end =
+              st.StreamEof() ? Status(kClientNetworkErr, "the reflection stream ended early") : st;
+        }
         open_ = false;
         if (!v1alpha_ && IsUnknownMethod(end)) {
           v1alpha_ = true;  // a server of grpc++ 1.51 or older: v1alpha only
