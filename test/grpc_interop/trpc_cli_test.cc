@@ -22,6 +22,7 @@
 #include "trpc/config/config.h"
 #include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/grpc/grpc_server.h"
+#include "trpc/server/http/http_service.h"
 #include "trpc/server/reflection/reflection.h"
 #include "trpc/server/server.h"
 
@@ -66,6 +67,10 @@ class TrpcCliTest : public ::testing::Test {
       ip: 127.0.0.1
       port: 0
       reflection: false
+    - name: cli_http
+      protocol: http
+      ip: 127.0.0.1
+      port: 0
 )",
                                    certs_->Pem("server"), certs_->Key("server"));
     Config config;
@@ -77,12 +82,16 @@ class TrpcCliTest : public ::testing::Test {
       ASSERT_TRUE(server_->RegisterService(name, impl));
     }
     ASSERT_TRUE(server_->RegisterService("cli_plain", plain));
+    auto http = std::make_shared<http::HttpService>();
+    http->MapRpc(impl);  // the REST mapping of the same methods
+    ASSERT_TRUE(server_->RegisterService("cli_http", http));
     grpc::EnableHealth(server_);
     reflection::EnableReflection(server_);
     std::string err;
     ASSERT_TRUE(server_->Start(&err)) << err;
-    for (auto& [name, addr] : {std::pair{"cli_grpc", &grpc_}, std::pair{"cli_trpc", &trpc_},
-                               std::pair{"cli_tls", &tls_}, std::pair{"cli_plain", &plain_}}) {
+    for (auto& [name, addr] :
+         {std::pair{"cli_grpc", &grpc_}, std::pair{"cli_trpc", &trpc_}, std::pair{"cli_tls", &tls_},
+          std::pair{"cli_plain", &plain_}, std::pair{"cli_http", &http_}}) {
       NetAddress a;
       ASSERT_TRUE(server_->GetAddress(name, &a));
       *addr = a.ToString();
@@ -113,7 +122,7 @@ class TrpcCliTest : public ::testing::Test {
 
   static inline trpc::testing::TestCerts* certs_ = nullptr;
   static inline Server* server_ = nullptr;
-  static inline std::string grpc_, trpc_, tls_, plain_;
+  static inline std::string grpc_, trpc_, tls_, plain_, http_;
 };
 
 TEST_F(TrpcCliTest, ListsDescribesAndCallsOverGrpcTrpcAndTls) {
@@ -161,6 +170,20 @@ TEST_F(TrpcCliTest, ListsDescribesAndCallsOverGrpcTrpcAndTls) {
     EXPECT_EQ(out, "{\"payload\":{\"body\":\"AA==\"}}\n{\"payload\":{\"body\":\"AAA=\"}}\n");
   }
   std::string out;
+  // HTTP's REST mapping: unary calls, described by the gRPC port's reflection.
+  const std::string http = "--protocol http --reflect " + grpc_ + " ";
+  ASSERT_EQ(Cli(http + "call " + http_ +
+                    " grpc.testing.TestService/UnaryCall -d "
+                    "'{\"responseSize\": 3}'",
+                &out),
+            0)
+      << out;
+  EXPECT_EQ(out, "{\"payload\":{\"body\":\"AAAA\"}}\n");
+  EXPECT_EQ(Cli(http + "list " + http_, &out), 0) << out;
+  EXPECT_NE(out.find("grpc.testing.TestService\n"), std::string::npos) << out;
+  EXPECT_EQ(Cli(http + "call " + http_ + " grpc.testing.TestService/StreamingOutputCall", &out), 2)
+      << out;
+  EXPECT_NE(out.find("HTTP serves unary methods only"), std::string::npos) << out;
   EXPECT_EQ(Cli("health " + grpc_, &out), 0) << out;
   EXPECT_EQ(out, "SERVING\n");
   EXPECT_EQ(Cli("health " + grpc_ + " no.such.Service", &out), 15) << out;  // NOT_FOUND

@@ -55,7 +55,10 @@ verbs:
   health ADDRESS [SERVICE]      grpc.health.v1 Check (with --watch: Watch, until it ends)
 
 options:
-  --protocol grpc|trpc          (default grpc)
+  --protocol grpc|trpc|http     (default grpc); http: unary methods of the REST mapping
+  --reflect ADDRESS             ask this address's reflection for the descriptors (with
+                                --protocol http: a gRPC or trpc port of the same server);
+                                --reflect-protocol grpc|trpc (default grpc)
   -d, --data JSON|@FILE|@-      the request; for a client or bidirectional stream, one JSON
                                 object per line (default {})
   -H, --header 'KEY: VALUE'     metadata (gRPC) / trans_info (trpc); repeatable
@@ -73,6 +76,7 @@ struct Options {
   std::string verb, address;
   std::vector<std::string> args;
   std::string protocol = "grpc";
+  std::string reflect, reflect_protocol = "grpc";  // where to ask for descriptors (http)
   std::string data = "{}";
   std::vector<std::pair<std::string, std::string>> headers;
   uint32_t timeout_ms = 10000;
@@ -102,8 +106,16 @@ bool Parse(int argc, char** argv, Options* o, std::string* err) {
     std::string v;
     if (a == "--protocol") {
       if (!value(&o->protocol)) return false;
-      if (o->protocol != "grpc" && o->protocol != "trpc") {
-        *err = "--protocol: grpc or trpc, not '" + o->protocol + "'";
+      if (o->protocol != "grpc" && o->protocol != "trpc" && o->protocol != "http") {
+        *err = "--protocol: grpc, trpc or http, not '" + o->protocol + "'";
+        return false;
+      }
+    } else if (a == "--reflect") {
+      if (!value(&o->reflect)) return false;
+    } else if (a == "--reflect-protocol") {
+      if (!value(&o->reflect_protocol)) return false;
+      if (o->reflect_protocol != "grpc" && o->reflect_protocol != "trpc") {
+        *err = "--reflect-protocol: grpc or trpc, not '" + o->reflect_protocol + "'";
         return false;
       }
     } else if (a == "-d" || a == "--data") {
@@ -193,10 +205,12 @@ int SourceFailure(const DescriptorSource& src, const std::string& err) {
   return Fail(st.OK() ? kNoDescriptors : RpcExit(st), err);
 }
 
-std::shared_ptr<ServiceProxy> MakeProxy(const Options& o, std::string* err) {
+std::shared_ptr<ServiceProxy> MakeProxy(const Options& o, const std::string& name,
+                                        const std::string& address, const std::string& protocol,
+                                        std::string* err) {
   ClientServiceConfig c;
-  c.target = o.address;
-  c.protocol = o.protocol;
+  c.target = address;
+  c.protocol = protocol;
   c.timeout = o.timeout_ms;
   if (o.tls) {
     c.ssl.enable = true;
@@ -206,7 +220,7 @@ std::shared_ptr<ServiceProxy> MakeProxy(const Options& o, std::string* err) {
     c.ssl.sni_name = o.sni;
     c.ssl.insecure = o.insecure;
   }
-  return GetTrpcClient()->GetProxy<ServiceProxy>("trpc-cli", c, err);
+  return GetTrpcClient()->GetProxy<ServiceProxy>(name, c, err);
 }
 
 ClientContextPtr MakeContext(const Options& o, const std::string& func) {
@@ -336,7 +350,11 @@ int Call(const Options& o, DescriptorSource* src, const std::shared_ptr<ServiceP
     return Fail(kBadInput, err);
   }
   std::unique_ptr<pb::Message> rsp(factory.GetPrototype(method->output_type())->New());
-  if (!method->client_streaming() && !method->server_streaming()) {
+  const bool streaming = method->client_streaming() || method->server_streaming();
+  if (streaming && o.protocol == "http") {
+    return Fail(kBadInput, func + " is a streaming method: HTTP serves unary methods only");
+  }
+  if (!streaming) {
     Status st = proxy->UnaryInvoke(MakeContext(o, func), *reqs[0], rsp.get());
     if (!st.OK()) return Fail(RpcExit(st), st.ToString());
     std::printf("%s\n", ToJson(*rsp).c_str());
@@ -395,13 +413,23 @@ int Health(const Options& o, const std::shared_ptr<ServiceProxy>& proxy) {
 
 int Run(const Options& o) {
   std::string err;
-  std::shared_ptr<ServiceProxy> proxy = MakeProxy(o, &err);
+  std::shared_ptr<ServiceProxy> proxy = MakeProxy(o, "trpc-cli", o.address, o.protocol, &err);
   if (proxy == nullptr) return Fail(kUsage, err);
   if (o.verb == "health") return Health(o, proxy);
   std::unique_ptr<DescriptorSource> src;
   if (!o.protos.empty() || !o.descriptor_sets.empty()) {
     src = FileSource(o.descriptor_sets, o.protos, o.import_dirs, &err);
     if (src == nullptr) return Fail(kBadInput, err);
+  } else if (!o.reflect.empty() || o.protocol == "http") {
+    // HTTP serves no reflection: another port of the server (or another server) describes it.
+    if (o.reflect.empty()) {
+      return Fail(kUsage,
+                  "--protocol http: give --reflect ADDRESS (a gRPC or trpc port serving "
+                  "reflection), --proto or --descriptor-set");
+    }
+    auto reflect = MakeProxy(o, "trpc-cli-reflection", o.reflect, o.reflect_protocol, &err);
+    if (reflect == nullptr) return Fail(kUsage, err);
+    src = ReflectionSource(reflect, o.timeout_ms, o.v1alpha);
   } else {
     src = ReflectionSource(proxy, o.timeout_ms, o.v1alpha);
   }
