@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "fmt/format.h"
 #include "test/common/child_server.h"
@@ -18,6 +19,7 @@
 #include "test/common/test_runtime.h"
 #include "test/common/thread_model_yaml.h"
 #include "test/common/tls_certs.h"
+#include "test/common/wait_for.h"
 #include "test/grpc_interop/trpc_interop_service.h"
 #include "trpc/config/config.h"
 #include "trpc/runtime/detail/runtime.h"
@@ -187,6 +189,47 @@ TEST_F(TrpcCliTest, ListsDescribesAndCallsOverGrpcTrpcAndTls) {
   EXPECT_EQ(Cli("health " + grpc_, &out), 0) << out;
   EXPECT_EQ(out, "SERVING\n");
   EXPECT_EQ(Cli("health " + grpc_ + " no.such.Service", &out), 15) << out;  // NOT_FOUND
+}
+
+// health --watch follows a server of its own until it stops: SERVING, NOT_SERVING, then the
+// call's end (UNAVAILABLE: exit 24).
+TEST_F(TrpcCliTest, HealthWatchFollowsTheServerUntilItStops) {
+  Config config;
+  std::string err;
+  ASSERT_TRUE(LoadConfigFromString(
+      "server:\n  service:\n    - {name: own, protocol: grpc, ip: 127.0.0.1, port: 0}\n",
+      "own.yaml", &config, &err))
+      << err;
+  Server own(config.server);
+  ASSERT_TRUE(own.RegisterService("own", std::make_shared<TestServiceImpl>()));
+  grpc::EnableHealth(&own);
+  ASSERT_TRUE(own.Start(&err)) << err;
+  NetAddress a;
+  ASSERT_TRUE(own.GetAddress("own", &a));
+  const std::string seen = certs_->dir() + "/watch.out";
+  std::string out;
+  int rc = -1;
+  // The CLI's output goes to a file (it flushes every line), so the test sees the first line
+  // while it runs.
+  std::thread watcher([&] {
+    std::string ignored;
+    rc = Cli(fmt::format("--timeout 30000 health --watch {} > {} 2>&1", a.ToString(), seen),
+             &ignored);
+  });
+  EXPECT_TRUE(trpc::testing::WaitFor(
+      [&] {
+        std::ifstream f(seen);
+        std::string line;
+        return std::getline(f, line) && line == "SERVING";
+      },
+      20'000));
+  own.Stop();
+  watcher.join();
+  std::ifstream f(seen);
+  out.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  EXPECT_EQ(rc, 24) << out;
+  EXPECT_EQ(out.substr(0, 20), "SERVING\nNOT_SERVING\n") << out;
+  EXPECT_NE(out.find("the server is stopping"), std::string::npos) << out;
 }
 
 TEST_F(TrpcCliTest, GrpcppServerThroughV1alphaADescriptorSetAndProtoFiles) {
