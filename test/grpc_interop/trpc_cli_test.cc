@@ -249,6 +249,12 @@ TEST_F(TrpcCliTest, GrpcppServerThroughV1alphaADescriptorSetAndProtoFiles) {
   const std::string call = " grpc.testing.TestService/UnaryCall -d '{\"responseSize\": 2}'";
   ASSERT_EQ(Cli("call " + addr + call, &out), 0) << out;
   EXPECT_EQ(out, "{\"payload\":{\"body\":\"AAA=\"}}\n");
+  const std::string duplex = LinesFile(
+      "duplex_grpcpp",
+      {R"({"responseParameters": [{"size": 1}]})", R"({"responseParameters": [{"size": 2}]})"});
+  ASSERT_EQ(Cli("call " + addr + " grpc.testing.TestService/FullDuplexCall -d @" + duplex, &out), 0)
+      << out;
+  EXPECT_EQ(out, "{\"payload\":{\"body\":\"AA==\"}}\n{\"payload\":{\"body\":\"AAA=\"}}\n");
   // Without reflection: the .proto files, or a descriptor set made by protoc.
   const std::string protos = std::string("--proto grpc/testing/test.proto -I ") + GRPC_PROTO_DIR;
   ASSERT_EQ(Cli(protos + " call " + addr + call, &out), 0) << out;
