@@ -120,10 +120,20 @@ TEST_P(ReflectionE2eTest, ListsDescribesAndRefusesBothVersions) {
     EXPECT_EQ(rsp.error_response().error_code(), 5);  // NOT_FOUND
     req.set_file_by_filename("no/such.proto");
     EXPECT_EQ(Ask(r, req).error_response().error_code(), 5);
-    req.set_all_extension_numbers_of_type("google.protobuf.FieldOptions");
+    req.set_all_extension_numbers_of_type("trpc.test.helloworld.HelloRequest");
     rsp = Ask(r, req);
     EXPECT_EQ(rsp.all_extension_numbers_response().base_type_name(),
-              "google.protobuf.FieldOptions");
+              "trpc.test.helloworld.HelloRequest");
+    EXPECT_EQ(rsp.all_extension_numbers_response().extension_number_size(), 0);
+    // Only the files of the services served here: a .proto compiled into the program that
+    // they do not import stays private.
+    req.set_file_containing_symbol("google.protobuf.FieldOptions");
+    EXPECT_EQ(Ask(r, req).error_response().error_code(), 5);
+    // A huge name: NOT_FOUND, and the message quotes only the start of it.
+    req.set_file_containing_symbol(std::string(100'000, 'x'));
+    rsp = Ask(r, req);
+    EXPECT_EQ(rsp.error_response().error_code(), 5);
+    EXPECT_LT(rsp.error_response().error_message().size(), 300u);
     req.set_list_services("");
     EXPECT_EQ(Ask(r, req).list_services_response().service_size(), static_cast<int>(want.size()));
     r.WritesDone();

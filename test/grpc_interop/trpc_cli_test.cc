@@ -172,6 +172,24 @@ TEST_F(TrpcCliTest, ListsDescribesAndCallsOverGrpcTrpcAndTls) {
     EXPECT_EQ(out, "{\"payload\":{\"body\":\"AA==\"}}\n{\"payload\":{\"body\":\"AAA=\"}}\n");
   }
   std::string out;
+  // A bidirectional echo of 50 messages of 100 KB each way, more than the flow-control windows
+  // hold: every reply arrives (trpc-cli reads them while its requests still go out).
+  {
+    std::string body;  // base64 of 100,000 zero bytes
+    for (int i = 0; i < 33333; ++i) body += "AAAA";
+    body += "AA==";
+    std::ofstream f(certs_->dir() + "/big.jsonl");
+    for (int i = 0; i < 50; ++i) {
+      f << R"({"responseParameters": [{"size": 100000}], "payload": {"body": ")" << body
+        << "\"}}\n";
+    }
+  }
+  ASSERT_EQ(Cli("call " + grpc_ + " grpc.testing.TestService/FullDuplexCall -d @" + certs_->dir() +
+                    "/big.jsonl | wc -l",
+                &out),
+            0)
+      << out;
+  EXPECT_EQ(out, "50\n");
   // HTTP's REST mapping: unary calls, described by the gRPC port's reflection.
   const std::string http = "--protocol http --reflect " + grpc_ + " ";
   ASSERT_EQ(Cli(http + "call " + http_ +
@@ -259,6 +277,12 @@ TEST_F(TrpcCliTest, GrpcppServerThroughV1alphaADescriptorSetAndProtoFiles) {
   const std::string protos = std::string("--proto grpc/testing/test.proto -I ") + GRPC_PROTO_DIR;
   ASSERT_EQ(Cli(protos + " call " + addr + call, &out), 0) << out;
   EXPECT_EQ(out, "{\"payload\":{\"body\":\"AAA=\"}}\n");
+  // A path on disk, as protoc takes it too.
+  ASSERT_EQ(Cli(fmt::format("--proto {0}/grpc/testing/test.proto -I {0} call {1}{2}",
+                            GRPC_PROTO_DIR, addr, call),
+                &out),
+            0)
+      << out;
   const std::string set = fmt::format("{}cli_set_{}.bin", ::testing::TempDir(), ::getpid());
   ASSERT_EQ(RunShell(fmt::format("{} -I {} --include_imports --descriptor_set_out={} "
                                  "grpc/testing/test.proto",

@@ -86,16 +86,17 @@ bool Server::Start(std::string* err) {
   return true;
 }
 
-uint64_t Server::WatchReadiness(std::function<void(Readiness)> fn) {
-  std::lock_guard<std::mutex> lock(readiness_mu_);
-  const uint64_t id = next_readiness_watch_++;
-  readiness_watchers_.emplace(id, std::make_shared<std::function<void(Readiness)>>(std::move(fn)));
-  return id;
-}
-
-void Server::UnwatchReadiness(uint64_t id) {
-  std::lock_guard<std::mutex> lock(readiness_mu_);
-  readiness_watchers_.erase(id);
+std::function<void()> Server::WatchReadiness(std::function<void(Readiness)> fn) {
+  std::shared_ptr<ReadinessWatchers> w = readiness_watchers_;
+  std::lock_guard<std::mutex> lock(w->mu);
+  const uint64_t id = w->next++;
+  w->fns.emplace(id, std::make_shared<std::function<void(Readiness)>>(std::move(fn)));
+  return [weak = std::weak_ptr<ReadinessWatchers>(w), id] {
+    if (auto w = weak.lock()) {
+      std::lock_guard<std::mutex> lock(w->mu);
+      w->fns.erase(id);
+    }
+  };
 }
 
 void Server::SetReadiness(Readiness r) {
@@ -103,8 +104,8 @@ void Server::SetReadiness(Readiness r) {
   // Called without the lock (a watcher may unwatch from inside), from a copy of the list.
   std::vector<std::shared_ptr<std::function<void(Readiness)>>> watchers;
   {
-    std::lock_guard<std::mutex> lock(readiness_mu_);
-    for (const auto& [id, fn] : readiness_watchers_) watchers.push_back(fn);
+    std::lock_guard<std::mutex> lock(readiness_watchers_->mu);
+    for (const auto& [id, fn] : readiness_watchers_->fns) watchers.push_back(fn);
   }
   for (const auto& fn : watchers) (*fn)(r);
 }

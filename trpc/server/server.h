@@ -104,12 +104,12 @@ class Server {
   enum class Readiness : uint8_t { kStarting, kServing, kStopping };
   Readiness readiness() const { return readiness_.load(std::memory_order_acquire); }
   /// Calls `fn` with the new readiness each time it changes (Start() succeeding, Stop()
-  /// beginning), on the thread that changes it (the control thread), with no lock held, so `fn`
-  /// may call UnwatchReadiness. Returns an id for UnwatchReadiness. `fn` may still run once
-  /// after UnwatchReadiness returns, when a change was being announced meanwhile: what it
+  /// beginning), on the thread that changes it (the control thread), with no lock held.
+  /// Returns the function that stops the calls: safe from any thread, from inside `fn`, and
+  /// after the Server is gone (a stream's continuation may run after a stop freed it). `fn` may
+  /// still run once after that returns, when a change was being announced meanwhile: what it
   /// captures must outlive that (a shared_ptr does). Any thread.
-  uint64_t WatchReadiness(std::function<void(Readiness)> fn);
-  void UnwatchReadiness(uint64_t id);
+  std::function<void()> WatchReadiness(std::function<void(Readiness)> fn);
 
  private:
   bool StartServices(std::string* err);
@@ -132,9 +132,13 @@ class Server {
   ServerConfig config_;
   std::atomic<Readiness> readiness_{Readiness::kStarting};
   void SetReadiness(Readiness r);
-  std::mutex readiness_mu_;  // guards the two below
-  std::map<uint64_t, std::shared_ptr<std::function<void(Readiness)>>> readiness_watchers_;
-  uint64_t next_readiness_watch_ = 1;
+  // The readiness watchers, shared with the unwatch functions handed out (they may outlive us).
+  struct ReadinessWatchers {
+    std::mutex mu;  // guards the two below
+    std::map<uint64_t, std::shared_ptr<std::function<void(Readiness)>>> fns;
+    uint64_t next = 1;
+  };
+  std::shared_ptr<ReadinessWatchers> readiness_watchers_ = std::make_shared<ReadinessWatchers>();
   // The bound on bytes buffered by every service's connections (server.max_buffered_bytes).
   std::shared_ptr<BufferBudget> budget_;
   std::map<std::string, ServicePtr> services_;

@@ -94,10 +94,27 @@ class HealthWatch : public std::enable_shared_from_this<HealthWatch> {
   Future<> Start(const ServerContextPtr& ctx) {
     Future<> done = done_.GetFuture();
     auto self = shared_from_this();
-    watch_id_ = server_->WatchReadiness([self](Server::Readiness r) { self->Offer(r); });
-    cancel_ = ctx->GetCancelSignal();
-    cancel_id_ = cancel_->Subscribe([self](const Status& why) { self->End(why); });
-    Offer(server_->readiness());
+    std::function<void()> unwatch =
+        server_->WatchReadiness([self](Server::Readiness r) { self->Offer(r); });
+    std::shared_ptr<CancelSignal> cancel = ctx->GetCancelSignal();
+    // (Runs End() here if the call was cancelled already.)
+    const uint64_t cancel_id = cancel->Subscribe([self](const Status& why) { self->End(why); });
+    bool ended;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ended = ended_;
+      if (!ended) {  // End() from now on lets go of them
+        unwatch_ = unwatch;
+        cancel_ = cancel;
+        cancel_id_ = cancel_id;
+      }
+    }
+    if (ended) {
+      unwatch();
+      cancel->Unsubscribe(cancel_id);
+      return done;
+    }
+    Offer(server_->readiness());  // (the handler runs while the server is there)
     return done;
   }
 
@@ -149,25 +166,33 @@ class HealthWatch : public std::enable_shared_from_this<HealthWatch> {
     });
   }
 
+  // Once: lets go of the readiness watch and the cancel signal (which hold this object) and
+  // ends the call. Any thread; never touches the server, which may be gone by then.
   void End(const Status& why) {
+    std::function<void()> unwatch;
+    std::shared_ptr<CancelSignal> cancel;
+    uint64_t cancel_id;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (ended_) return;
       ended_ = true;
+      unwatch = std::move(unwatch_);
+      cancel = std::move(cancel_);
+      cancel_id = cancel_id_;
     }
-    server_->UnwatchReadiness(watch_id_);
-    if (cancel_ != nullptr) cancel_->Unsubscribe(cancel_id_);
+    if (unwatch) unwatch();
+    if (cancel != nullptr) cancel->Unsubscribe(cancel_id);
     done_.SetException(why);
   }
 
-  Server* server_;
+  Server* server_;  // only in Start(), while the handler runs
   stream::AsyncStreamWriter<HealthCheckResponse> writer_;
   const bool known_;  // the service asked for is served here ("" always is)
   Promise<> done_;
-  uint64_t watch_id_ = 0;
+  std::mutex mu_;  // guards the fields below
+  std::function<void()> unwatch_;
   std::shared_ptr<CancelSignal> cancel_;
   uint64_t cancel_id_ = 0;
-  std::mutex mu_;  // guards the fields below
   std::optional<HealthCheckResponse::ServingStatus> pending_;
   HealthCheckResponse::ServingStatus sent_ = HealthCheckResponse::UNKNOWN;
   bool writing_ = false;

@@ -3,6 +3,9 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/descriptor.pb.h>
 
+#include <climits>
+#include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -78,10 +81,68 @@ std::string Serialized(const Renamed& r) {
   return fdp.SerializeAsString();
 }
 
-// What one port's reflection knows: the services it serves and the built-in files.
+// Every name a file defines, as reflection's file_containing_symbol takes them: messages
+// (nested ones too) and their fields, enums, services and their methods, extensions.
+void ForEachSymbol(const pb::Descriptor* d, const std::function<void(const std::string&)>& add) {
+  add(d->full_name());
+  for (int i = 0; i < d->field_count(); ++i) add(d->field(i)->full_name());
+  for (int i = 0; i < d->extension_count(); ++i) add(d->extension(i)->full_name());
+  for (int i = 0; i < d->enum_type_count(); ++i) add(d->enum_type(i)->full_name());
+  for (int i = 0; i < d->nested_type_count(); ++i) ForEachSymbol(d->nested_type(i), add);
+}
+void ForEachSymbol(const pb::FileDescriptor* f,
+                   const std::function<void(const std::string&)>& add) {
+  for (int i = 0; i < f->message_type_count(); ++i) ForEachSymbol(f->message_type(i), add);
+  for (int i = 0; i < f->enum_type_count(); ++i) add(f->enum_type(i)->full_name());
+  for (int i = 0; i < f->extension_count(); ++i) add(f->extension(i)->full_name());
+  for (int i = 0; i < f->service_count(); ++i) {
+    add(f->service(i)->full_name());
+    for (int m = 0; m < f->service(i)->method_count(); ++m) {
+      add(f->service(i)->method(m)->full_name());
+    }
+  }
+}
+void ForEachExtension(const pb::Descriptor* d,
+                      const std::function<void(const pb::FieldDescriptor*)>& add) {
+  for (int i = 0; i < d->extension_count(); ++i) add(d->extension(i));
+  for (int i = 0; i < d->nested_type_count(); ++i) ForEachExtension(d->nested_type(i), add);
+}
+
+// What one port's reflection answers from, built once when it is enabled: the services it
+// serves, the files that define them and what those import, every name in them, and the
+// built-in files under their standard names. Requests are answered from these maps alone: a
+// peer's names never reach protobuf's generated pool, which remembers every name it failed to
+// find (a client could grow it without bound), and files the port does not serve stay private.
 struct Index {
   std::vector<std::string> services;  // sorted
   std::vector<Renamed> builtins;
+  std::map<std::string, const pb::FileDescriptor*, std::less<>> files;    // by file name
+  std::map<std::string, const pb::FileDescriptor*, std::less<>> symbols;  // by full name
+  std::map<std::string, size_t, std::less<>> builtin_files;    // standard name -> builtins[i]
+  std::map<std::string, size_t, std::less<>> builtin_symbols;  // standard name -> builtins[i]
+  // (containing type, number) -> the extension's file.
+  std::map<std::pair<std::string, int>, const pb::FileDescriptor*> extensions;
+
+  void AddFileAndImports(const pb::FileDescriptor* f) {
+    if (!files.emplace(f->name(), f).second) return;
+    ForEachSymbol(f, [&](const std::string& name) { symbols.emplace(name, f); });
+    auto add_ext = [&](const pb::FieldDescriptor* x) {
+      extensions.emplace(std::make_pair(x->containing_type()->full_name(), x->number()), f);
+    };
+    for (int i = 0; i < f->extension_count(); ++i) add_ext(f->extension(i));
+    for (int i = 0; i < f->message_type_count(); ++i) ForEachExtension(f->message_type(i), add_ext);
+    for (int i = 0; i < f->dependency_count(); ++i) AddFileAndImports(f->dependency(i));
+  }
+  void AddBuiltins(std::vector<Renamed> all) {
+    builtins = std::move(all);
+    for (size_t i = 0; i < builtins.size(); ++i) {
+      const Renamed& b = builtins[i];
+      builtin_files.emplace(b.name, i);
+      ForEachSymbol(b.ours, [&](const std::string& name) {
+        builtin_symbols.emplace(b.package + name.substr(b.ours_package.size()), i);
+      });
+    }
+  }
 };
 
 // One reflection stream: answers each request in turn, and sends each file once.
@@ -93,62 +154,63 @@ class Session {
     ServerReflectionResponse rsp;
     rsp.set_valid_host(req.host());
     *rsp.mutable_original_request() = req;
-    const pb::DescriptorPool* pool = pb::DescriptorPool::generated_pool();
+    const Index& ix = *index_;
     switch (req.message_request_case()) {
       case ServerReflectionRequest::kListServices:
-        for (const std::string& name : index_->services) {
+        for (const std::string& name : ix.services) {
           rsp.mutable_list_services_response()->add_service()->set_name(name);
         }
         break;
       case ServerReflectionRequest::kFileByFilename: {
         const std::string& name = req.file_by_filename();
-        if (const Renamed* b = BuiltinByFile(name)) {
-          AddBuiltin(*b, &rsp);
-        } else if (const pb::FileDescriptor* f = pool->FindFileByName(name)) {
-          AddFile(f, &rsp);
+        if (auto b = ix.builtin_files.find(name); b != ix.builtin_files.end()) {
+          AddBuiltin(ix.builtins[b->second], &rsp);
+        } else if (auto f = ix.files.find(name); f != ix.files.end()) {
+          AddFile(f->second, &rsp);
         } else {
-          Error(kGrpcNotFound, "no file named " + name, &rsp);
+          Error(kGrpcNotFound, "no file named " + Shown(name), &rsp);
         }
         break;
       }
       case ServerReflectionRequest::kFileContainingSymbol: {
         const std::string& symbol = req.file_containing_symbol();
-        if (const Renamed* b = BuiltinBySymbol(symbol)) {
-          AddBuiltin(*b, &rsp);
-        } else if (const pb::FileDescriptor* f = pool->FindFileContainingSymbol(symbol)) {
-          AddFile(f, &rsp);
+        if (auto b = ix.builtin_symbols.find(symbol); b != ix.builtin_symbols.end()) {
+          AddBuiltin(ix.builtins[b->second], &rsp);
+        } else if (auto f = ix.symbols.find(symbol); f != ix.symbols.end()) {
+          AddFile(f->second, &rsp);
         } else {
-          Error(kGrpcNotFound, "no symbol named " + symbol, &rsp);
+          Error(kGrpcNotFound, "no symbol named " + Shown(symbol), &rsp);
         }
         break;
       }
       case ServerReflectionRequest::kFileContainingExtension: {
         const auto& ext = req.file_containing_extension();
-        const pb::Descriptor* type = pool->FindMessageTypeByName(ext.containing_type());
-        const pb::FieldDescriptor* field =
-            type != nullptr ? pool->FindExtensionByNumber(type, ext.extension_number()) : nullptr;
-        if (field != nullptr) {
-          AddFile(field->file(), &rsp);
+        auto f = ix.extensions.find({ext.containing_type(), ext.extension_number()});
+        if (f != ix.extensions.end()) {
+          AddFile(f->second, &rsp);
         } else {
           Error(kGrpcNotFound,
                 "no extension " + std::to_string(ext.extension_number()) + " of " +
-                    ext.containing_type(),
+                    Shown(ext.containing_type()),
                 &rsp);
         }
         break;
       }
       case ServerReflectionRequest::kAllExtensionNumbersOfType: {
         const std::string& name = req.all_extension_numbers_of_type();
-        const pb::Descriptor* type = pool->FindMessageTypeByName(name);
+        auto f = ix.symbols.find(name);
+        const pb::Descriptor* type =
+            f != ix.symbols.end() ? f->second->pool()->FindMessageTypeByName(name) : nullptr;
         if (type == nullptr) {
-          Error(kGrpcNotFound, "no message type named " + name, &rsp);
+          Error(kGrpcNotFound, "no message type named " + Shown(name), &rsp);
           break;
         }
-        std::vector<const pb::FieldDescriptor*> exts;
-        pool->FindAllExtensions(type, &exts);
         auto* out = rsp.mutable_all_extension_numbers_response();
         out->set_base_type_name(name);
-        for (const pb::FieldDescriptor* f : exts) out->add_extension_number(f->number());
+        for (auto it = ix.extensions.lower_bound({name, INT32_MIN});
+             it != ix.extensions.end() && it->first.first == name; ++it) {
+          out->add_extension_number(it->first.second);
+        }
         break;
       }
       default:
@@ -159,22 +221,9 @@ class Session {
   }
 
  private:
-  const Renamed* BuiltinByFile(const std::string& name) const {
-    for (const Renamed& b : index_->builtins) {
-      if (b.name == name) return &b;
-    }
-    return nullptr;
-  }
-  // A standard name of a built-in ("grpc.health.v1.Health", "grpc.health.v1.Health.Check",
-  // "grpc.reflection.v1alpha.ServerReflectionRequest", ...) that our file defines under its own.
-  const Renamed* BuiltinBySymbol(const std::string& symbol) const {
-    for (const Renamed& b : index_->builtins) {
-      const std::string prefix = b.package + ".";
-      if (symbol.compare(0, prefix.size(), prefix) != 0) continue;
-      const std::string ours = b.ours_package + "." + symbol.substr(prefix.size());
-      if (b.ours->pool()->FindFileContainingSymbol(ours) == b.ours) return &b;
-    }
-    return nullptr;
+  // A peer's name in an error message: at most 200 bytes of it.
+  static std::string Shown(const std::string& name) {
+    return name.size() <= 200 ? name : name.substr(0, 200) + "...";
   }
 
   void AddBuiltin(const Renamed& b, ServerReflectionResponse* rsp) {
@@ -231,7 +280,7 @@ void EnableReflection(Server* server) {
     ServicePtr svc = server->GetService(sc.name);
     if (svc == nullptr || svc->FindMethod(kReflectionV1Method) != nullptr) continue;
     auto index = std::make_shared<Index>();
-    index->builtins = BuiltinFiles();
+    index->AddBuiltins(BuiltinFiles());
     const std::string v1 = ServiceOf(kReflectionV1Method);
     const std::string v1alpha = ServiceOf(kReflectionV1AlphaMethod);
     std::set<std::string> names{v1, v1alpha};
@@ -240,6 +289,14 @@ void EnableReflection(Server* server) {
       if (!name.empty()) names.insert(std::move(name));
     });
     index->services.assign(names.begin(), names.end());
+    // The files that define the services served here (their names are ours, not a peer's).
+    const pb::DescriptorPool* pool = pb::DescriptorPool::generated_pool();
+    for (const std::string& name : index->services) {
+      if (index->builtin_symbols.count(name) != 0) continue;
+      if (const pb::ServiceDescriptor* d = pool->FindServiceByName(name)) {
+        index->AddFileAndImports(d->file());
+      }
+    }
     // Both versions: one handler, as the messages are the same.
     for (const char* method : {kReflectionV1Method, kReflectionV1AlphaMethod}) {
       svc->AddAsyncBidiStreamMethod<ServerReflectionRequest, ServerReflectionResponse>(

@@ -16,7 +16,9 @@ inline constexpr char kReflectionV1AlphaMethod[] =
 /// Adds server reflection, both versions, to every service of `server` served over gRPC or trpc
 /// whose `reflection` key says so (unset: where the server has an admin service). A
 /// bidirectional stream, so over trpc it is a trpc stream: a trpc-only server can be explored
-/// too. It answers from the descriptors compiled into the program (protobuf's generated pool):
+/// too. It answers from the descriptors compiled into the program: the files that define the
+/// services served on that port and the files they import, indexed when it is enabled (a
+/// peer's names never reach protobuf's generated pool; other files stay private):
 /// - list_services: the services whose methods this port serves, health and reflection
 ///   included;
 /// - file_by_filename, file_containing_symbol, file_containing_extension: the file and the

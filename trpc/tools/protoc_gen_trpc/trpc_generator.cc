@@ -588,9 +588,12 @@ void PrintSource(Printer* p, const pb::FileDescriptor* file) {
   // A .proto of services only compiles to a .pb.o that nothing refers to, which the linker
   // leaves out of a program linked from a static library: its descriptors (the services) would
   // then be missing from protobuf's generated pool, where server reflection looks them up.
-  p->Print(vars,
-           "\n// Keeps $proto$'s descriptors in the program (for server reflection).\n"
-           "[[gnu::used]] static const void* const trpc_keep_descriptors = &::$table$;\n");
+  // (A lite file has no descriptors, nor the table.)
+  if (file->options().optimize_for() != pb::FileOptions::LITE_RUNTIME) {
+    p->Print(vars,
+             "\n// Keeps $proto$'s descriptors in the program (for server reflection).\n"
+             "[[gnu::used]] static const void* const trpc_keep_$table$ = &::$table$;\n");
+  }
   if (!ns.empty()) p->Print(vars, "\nnamespace $ns$ {\n");
   for (int i = 0; i < file->service_count(); ++i) {
     const pb::ServiceDescriptor* service = file->service(i);

@@ -2,6 +2,7 @@
 
 #include <google/protobuf/compiler/importer.h>
 #include <google/protobuf/descriptor.pb.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <set>
@@ -190,7 +191,18 @@ class FromFiles : public DescriptorSource {
       for (const std::string& dir : import_dirs) tree_.MapPath("", dir);
       tree_.MapPath("", ".");
       importer_ = std::make_unique<pb::compiler::Importer>(&tree_, &errors_);
-      for (const std::string& proto : protos) {
+      for (const std::string& given : protos) {
+        // A path on disk (absolute, or outside the -I folders) is read from its own folder;
+        // otherwise it is a name under the -I folders, as protoc takes it.
+        std::string proto = given;
+        std::string shadow;
+        if (::access(given.c_str(), R_OK) == 0 &&
+            tree_.DiskFileToVirtualFile(given, &proto, &shadow) !=
+                pb::compiler::DiskSourceTree::SUCCESS) {
+          const size_t slash = given.rfind('/');
+          tree_.MapPath("", slash == std::string::npos ? "." : given.substr(0, slash + 1));
+          proto = slash == std::string::npos ? given : given.substr(slash + 1);
+        }
         const pb::FileDescriptor* f = importer_->Import(proto);
         if (f == nullptr) {
           *err = errors_.text.empty() ? proto + ": cannot be read" : errors_.text;

@@ -16,6 +16,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fmt/format.h"
@@ -62,7 +63,8 @@ options:
   -d, --data JSON|@FILE|@-      the request; for a client or bidirectional stream, one JSON
                                 object per line (default {})
   -H, --header 'KEY: VALUE'     metadata (gRPC) / trans_info (trpc); repeatable
-  --timeout MS                  the whole call's deadline (default 10000)
+  --timeout MS                  the whole call's deadline (default 10000; health --watch:
+                                a day)
   --gzip                        compress the requests
   --tls                         TLS; --ca FILE (trusted CAs), --cert FILE --key FILE (a client
                                 certificate), --sni NAME, --insecure (no certificate check)
@@ -80,6 +82,7 @@ struct Options {
   std::string data = "{}";
   std::vector<std::pair<std::string, std::string>> headers;
   uint32_t timeout_ms = 10000;
+  bool timeout_given = false;
   bool gzip = false, tls = false, insecure = false, v1alpha = false, watch = false;
   std::string ca, cert, key, sni;
   std::vector<std::string> protos, import_dirs, descriptor_sets;
@@ -139,6 +142,7 @@ bool Parse(int argc, char** argv, Options* o, std::string* err) {
         return false;
       }
       o->timeout_ms = static_cast<uint32_t>(ms);
+      o->timeout_given = true;
     } else if (a == "--gzip") {
       o->gzip = true;
     } else if (a == "--tls") {
@@ -187,6 +191,8 @@ bool Parse(int argc, char** argv, Options* o, std::string* err) {
   o->verb = positional[0];
   o->address = positional[1];
   o->args.assign(positional.begin() + 2, positional.end());
+  // health --watch follows the status for as long as it is given (a day), not 10 s.
+  if (o->watch && !o->timeout_given) o->timeout_ms = 86'400'000;
   return true;
 }
 
@@ -363,11 +369,15 @@ int Call(const Options& o, DescriptorSource* src, const std::shared_ptr<ServiceP
   stream::ClientStream s;
   Status st = proxy->OpenStream(MakeContext(o, func), &s);
   if (!st.OK()) return Fail(RpcExit(st), st.ToString());
-  for (const auto& req : reqs) {
-    st = s.Write(*req);
-    if (!st.OK()) break;  // the server ended the stream: its status comes from Finish()
-  }
-  s.WritesDone();
+  // The requests go out from a thread of their own while this one reads: a server that answers
+  // as it reads (an echo) would otherwise fill our window while we still write, and both ends
+  // would wait on flow control until the deadline.
+  std::thread writer([&s, &reqs] {
+    for (const auto& req : reqs) {
+      if (!s.Write(*req).OK()) break;  // the server ended the stream: Finish() says why
+    }
+    s.WritesDone();
+  });
   for (;;) {
     rsp->Clear();
     st = s.Read(rsp.get());
@@ -375,6 +385,7 @@ int Call(const Options& o, DescriptorSource* src, const std::shared_ptr<ServiceP
     std::printf("%s\n", ToJson(*rsp).c_str());
     std::fflush(stdout);
   }
+  writer.join();
   Status end = s.Finish();
   if (!end.OK()) return Fail(RpcExit(end), end.ToString());
   return kOk;
