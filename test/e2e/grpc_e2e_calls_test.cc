@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "test/common/wait_for.h"
 #include "test/e2e/grpc_e2e_fixture.h"
 #include "trpc/server/grpc/health.pb.h"
 
@@ -133,6 +134,67 @@ TEST_F(GrpcE2eTest, HealthWatchPushesTheStatusUntilTheServerStops) {
   EXPECT_EQ(end.GetFrameworkRetCode(), kClientNetworkErr) << end.ToString();
   stopper.join();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  EXPECT_EQ(s.stop_outcome().calls_cut, 0u);
+}
+
+// Many watchers opened, cancelled and dropped from several threads while the server stops under
+// them: every call ends (none is left for the stop to cut), nothing races (TSan runs the fiber
+// model), and no watch outlives the server. Bounded: 4 threads x 25 watchers, 10 s at most.
+TEST_F(GrpcE2eTest, HealthWatchersComeAndGoWhileTheServerStops) {
+  auto own = OwnServer("trpc.test.helloworld.Greeter", std::make_shared<TestGreeter>());
+  Server& s = *own;
+  grpc::EnableHealth(&s);
+  NetAddress a = StartOwn(&s, "trpc.test.helloworld.Greeter");
+  auto p = Proxy(a);
+  std::atomic<int> opened{0}, ended{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<stream::ClientReaderWriter<grpc_health::HealthCheckRequest,
+                                             grpc_health::HealthCheckResponse>>
+          held;
+      while (!go.load()) std::this_thread::yield();
+      for (int i = 0; i < 25; ++i) {
+        // (Not OpenWatch: past the stop, opening fails, which is no error here.)
+        ClientContextPtr ctx = MakeClientContext();
+        ctx->SetTimeout(10'000);
+        ctx->SetFuncName(grpc::kHealthWatchMethod);
+        stream::ClientStream opened_stream;
+        if (!p->OpenStream(ctx, &opened_stream).OK()) {
+          ended.fetch_add(1);
+          continue;
+        }
+        stream::ClientReaderWriter<grpc_health::HealthCheckRequest,
+                                   grpc_health::HealthCheckResponse>
+            w(std::move(opened_stream));
+        grpc_health::HealthCheckRequest req;
+        req.set_service(i % 3 == 0 ? "" : "trpc.test.helloworld.Greeter");
+        (void)w.Write(req);
+        w.WritesDone();
+        opened.fetch_add(1);
+        if ((i + t) % 2 == 0) {
+          w.Cancel();  // gone at once, maybe before its first status
+          ended.fetch_add(1);
+        } else {
+          held.push_back(std::move(w));  // kept open: read to its end after the stop
+        }
+      }
+      for (auto& w : held) {
+        grpc_health::HealthCheckResponse rsp;
+        while (w.Read(&rsp, 10'000).OK()) {
+        }
+        (void)w.Finish();
+        ended.fetch_add(1);
+      }
+    });
+  }
+  go.store(true);
+  // Stop once some watchers are open and others are still being opened.
+  EXPECT_TRUE(trpc::testing::WaitFor([&] { return opened.load() >= 20; }, 10'000));
+  s.Stop();
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(ended.load(), 100);
   EXPECT_EQ(s.stop_outcome().calls_cut, 0u);
 }
 
