@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "test/common/peer.h"
@@ -196,6 +197,12 @@ TEST(GrpcppInteropSelfTest, GrpcppClientSkipsAndReportsFailures) {
   EXPECT_EQ(ran.exit_code, 1) << ran.out;
   size_t lines = 0;
   for (const char* c : kAllCases) {
+    // (timeout_on_sleeping_server_streaming wants DEADLINE_EXCEEDED after 1 ms, which a slow
+    // run, under ASan, may meet before the refused connection is reported: a pass is right.)
+    if (std::string_view(c) == "timeout_on_sleeping_server_streaming" &&
+        ran.out.find(std::string("PASS ") + c + "\n") != std::string::npos) {
+      continue;
+    }
     EXPECT_NE(ran.out.find(std::string("FAIL ") + c + ": "), std::string::npos) << ran.out;
   }
   for (char ch : ran.out) lines += ch == '\n';
