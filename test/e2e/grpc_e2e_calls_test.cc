@@ -77,20 +77,31 @@ TEST_F(GrpcE2eTest, HealthCheckFollowsReadiness) {
   EXPECT_EQ(s.readiness(), Server::Readiness::kStopping);
 }
 
-// Opens grpc.health.v1.Health/Watch for `service` on `proxy` and sends the request.
-stream::ClientReaderWriter<grpc_health::HealthCheckRequest, grpc_health::HealthCheckResponse>
-OpenWatch(GreeterServiceProxy* proxy, const std::string& service) {
+using HealthWatchStream =
+    stream::ClientReaderWriter<grpc_health::HealthCheckRequest, grpc_health::HealthCheckResponse>;
+
+// Opens grpc.health.v1.Health/Watch for `service` on `proxy` and sends the request. With `st`,
+// a failure to open is returned there (not a test failure) and the stream is not valid.
+HealthWatchStream OpenWatch(GreeterServiceProxy* proxy, const std::string& service,
+                            Status* st = nullptr) {
   ClientContextPtr ctx = MakeClientContext();
   ctx->SetTimeout(10000);
   ctx->SetFuncName(grpc::kHealthWatchMethod);
   stream::ClientStream opened;
-  Status st = proxy->OpenStream(ctx, &opened);
-  EXPECT_TRUE(st.OK()) << st.ToString();
-  stream::ClientReaderWriter<grpc_health::HealthCheckRequest, grpc_health::HealthCheckResponse> rw(
-      std::move(opened));
+  Status open = proxy->OpenStream(ctx, &opened);
+  if (st != nullptr) {
+    *st = open;
+    if (!open.OK()) return HealthWatchStream();
+  } else {
+    EXPECT_TRUE(open.OK()) << open.ToString();
+  }
+  HealthWatchStream rw(std::move(opened));
   grpc_health::HealthCheckRequest req;
   req.set_service(service);
-  EXPECT_TRUE(rw.Write(req).OK());
+  Status wrote = rw.Write(req);
+  if (st == nullptr) {
+    EXPECT_TRUE(wrote.OK());
+  }
   rw.WritesDone();
   return rw;
 }
@@ -151,27 +162,17 @@ TEST_F(GrpcE2eTest, HealthWatchersComeAndGoWhileTheServerStops) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
-      std::vector<stream::ClientReaderWriter<grpc_health::HealthCheckRequest,
-                                             grpc_health::HealthCheckResponse>>
-          held;
+      std::vector<HealthWatchStream> held;
       while (!go.load()) std::this_thread::yield();
       for (int i = 0; i < 25; ++i) {
-        // (Not OpenWatch: past the stop, opening fails, which is no error here.)
-        ClientContextPtr ctx = MakeClientContext();
-        ctx->SetTimeout(10'000);
-        ctx->SetFuncName(grpc::kHealthWatchMethod);
-        stream::ClientStream opened_stream;
-        if (!p->OpenStream(ctx, &opened_stream).OK()) {
+        // (Past the stop, opening fails, which is no error here.)
+        Status st;
+        HealthWatchStream w =
+            OpenWatch(p.get(), i % 3 == 0 ? "" : "trpc.test.helloworld.Greeter", &st);
+        if (!st.OK()) {
           ended.fetch_add(1);
           continue;
         }
-        stream::ClientReaderWriter<grpc_health::HealthCheckRequest,
-                                   grpc_health::HealthCheckResponse>
-            w(std::move(opened_stream));
-        grpc_health::HealthCheckRequest req;
-        req.set_service(i % 3 == 0 ? "" : "trpc.test.helloworld.Greeter");
-        (void)w.Write(req);
-        w.WritesDone();
         opened.fetch_add(1);
         if ((i + t) % 2 == 0) {
           w.Cancel();  // gone at once, maybe before its first status

@@ -178,10 +178,11 @@ class GrpcE2eTest : public ::testing::Test {
 
   static std::shared_ptr<GreeterServiceProxy> Proxy(
       const NetAddress& addr, uint32_t timeout = 5000,
-      std::map<std::string, std::string> protocol_options = {}) {
+      std::map<std::string, std::string> protocol_options = {},
+      const std::string& protocol = "grpc") {
     ClientServiceConfig c;
     c.target = addr.ToString();
-    c.protocol = "grpc";
+    c.protocol = protocol;
     c.timeout = timeout;
     c.protocol_options = std::move(protocol_options);
     std::string err;

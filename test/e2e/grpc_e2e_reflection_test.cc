@@ -50,14 +50,8 @@ TEST_P(ReflectionE2eTest, ListsDescribesAndRefusesBothVersions) {
       OwnServer("trpc.test.helloworld.Greeter", std::make_shared<TestGreeter>(), protocol, yaml);
   grpc::EnableHealth(own.get());
   reflection::EnableReflection(own.get());
-  NetAddress a = StartOwn(own.get(), "trpc.test.helloworld.Greeter");
-  ClientServiceConfig c;
-  c.target = a.ToString();
-  c.protocol = protocol;
-  c.timeout = 5000;
-  std::string err;
-  auto proxy = GetTrpcClient()->GetProxy<GreeterServiceProxy>("reflection_" + protocol, c, &err);
-  ASSERT_NE(proxy, nullptr) << err;
+  auto proxy = Proxy(StartOwn(own.get(), "trpc.test.helloworld.Greeter"), 5000, {}, protocol);
+  ASSERT_NE(proxy, nullptr);
 
   for (const char* method :
        {reflection::kReflectionV1Method, reflection::kReflectionV1AlphaMethod}) {
@@ -148,15 +142,8 @@ TEST_P(ReflectionE2eTest, SwitchedOffPerServiceAndOffWithoutAdmin) {
     auto own =
         OwnServer("trpc.test.helloworld.Greeter", std::make_shared<TestGreeter>(), protocol, yaml);
     reflection::EnableReflection(own.get());
-    NetAddress a = StartOwn(own.get(), "trpc.test.helloworld.Greeter");
-    ClientServiceConfig c;
-    c.target = a.ToString();
-    c.protocol = protocol;
-    c.timeout = 5000;
-    std::string err;
-    auto proxy = GetTrpcClient()->GetProxy<GreeterServiceProxy>(
-        fmt::format("reflection_off_{}_{}", protocol, yaml.size()), c, &err);
-    ASSERT_NE(proxy, nullptr) << err;
+    auto proxy = Proxy(StartOwn(own.get(), "trpc.test.helloworld.Greeter"), 5000, {}, protocol);
+    ASSERT_NE(proxy, nullptr);
     Status st;
     Reflect r = OpenReflection(proxy.get(), reflection::kReflectionV1Method, &st);
     ServerReflectionResponse rsp;
