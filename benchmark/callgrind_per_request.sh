@@ -3,23 +3,26 @@
 # does not move with the machine's noise). For each of trpc echo (examples/echo's echo_server,
 # loaded by trpc_bench), http_hello (loaded by wrk) and the gRPC echo (echo_server with its service
 # on `protocol: grpc`, loaded by trpc_bench --protocol grpc: unary calls, each connection's calls
-# multiplexed as HTTP/2 streams), each thread model and each depth, it starts
+# multiplexed as HTTP/2 streams), the trpc forward proxy (examples/forward's forward_server, one
+# worker, each request a downstream call to an echo_server that runs outside valgrind: the server
+# and client paths together), each thread model and each depth, it starts
 # the server under valgrind, zeroes its counters once it listens, drives the load, dumps the
 # counters (callgrind_control) and divides the Ir of that window by the requests the client
 # completed: start-up and shutdown are not counted, so the figure does not depend on how many
 # requests the (slowed-down) server answered.
 #
-#   benchmark/callgrind_per_request.sh [--build DIR] [--seconds S] [--only trpc|http|grpc] [--smoke]
+#   benchmark/callgrind_per_request.sh [--build DIR] [--seconds S] [--only trpc|http|grpc|forward]
+#                                      [--smoke]
 #                                      [--port P]
 #
 # --port P: the server listens on the fixed port P (free on 127.0.0.1) instead of port 0 and a
 # listen file, for builds older than `server.listen_file` (f3897f9, the baseline of issue 26).
 #
 # Prints one markdown table. Installs what it needs (valgrind, wrk) through third_party/setup.sh.
-# --smoke runs three rows only, 1 s each (trpc, merged model, depth 1; http, fiber model, depth 16;
-# grpc, merged model, depth 1: every step of the script once), installs nothing, and says so in a
-# line before the table:
-# a check that the script works, whose figures mean nothing.
+# --smoke runs four rows only, 1 s each (trpc, merged model, depth 1; http, fiber model, depth 16;
+# grpc, merged model, depth 1; forward, fiber model, depth 1: every step of the script once),
+# installs nothing, and says so in a line before the table: a check that the script works, whose
+# figures mean nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,7 +38,8 @@ while [ $# -gt 0 ]; do
     --only) only=$2; shift 2 ;;
     --smoke) smoke=1; seconds=1; shift ;;
     --port) fixed_port=$2; shift 2 ;;
-    *) echo "usage: $0 [--build DIR] [--seconds S] [--only trpc|http|grpc] [--smoke]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--build DIR] [--seconds S] [--only trpc|http|grpc|forward] [--smoke]" >&2
+       exit 2 ;;
   esac
 done
 if [ "$smoke" = 1 ]; then
@@ -59,7 +63,20 @@ one_worker_yaml() {
     return
   fi
   sed -E -e "s/port: [0-9]+/port: 0/; s/level: info/level: warn/" \
+    -e "s/io_thread_num: [0-9]+/io_thread_num: 1/; s/concurrency_hint: [0-9]+/concurrency_hint: 1/" \
     -e "s#^server:\$#server:\n  listen_file: $listen#" "$template" >"$out"
+}
+
+# The echo backend of the forward rows, outside valgrind (merged model, one worker); sets
+# backend_pid and backend_port.
+start_backend() {
+  local listen=$work/backend_listen.txt
+  rm -f "$listen"
+  one_worker_yaml examples/echo/server_merge.yaml "$listen" "$work/backend.yaml"
+  "$build/examples/echo/echo_server" --config "$work/backend.yaml" >"$work/backend.log" 2>&1 &
+  backend_pid=$!
+  wait_listen_file "$listen" "$backend_pid" 100 || { echo "$0: the echo backend did not start" >&2; exit 1; }
+  backend_port=$(listen_port "$listen" trpc.test.helloworld.Greeter)
 }
 
 # Waits (30 s at most: a server under valgrind takes seconds to start) for the server, then
@@ -89,10 +106,17 @@ run_one() {
   rm -f "$listen"
   yaml=$work/$kind-$model.yaml
   out=$work/callgrind.$kind.$model.$depth
+  local func=()
   if [ "$kind" = trpc ] || [ "$kind" = grpc ]; then
     one_worker_yaml "examples/echo/server_$model.yaml" "$listen" "$yaml"
     [ "$kind" = grpc ] && sed -i 's/protocol: trpc/protocol: grpc/' "$yaml"
     server=$build/examples/echo/echo_server service=trpc.test.helloworld.Greeter
+  elif [ "$kind" = forward ]; then
+    [ -n "$fixed_port" ] && { echo "$0: --port does not apply to the forward rows" >&2; exit 2; }
+    one_worker_yaml "examples/forward/server_$model.yaml" "$listen" "$yaml"
+    sed -i -E "s/target: 127.0.0.1:[0-9]+/target: 127.0.0.1:$backend_port/" "$yaml"
+    server=$build/examples/forward/forward_server service=trpc.test.forward.Forward
+    func=(--func /trpc.test.forward.Forward/Route)
   else
     one_worker_yaml "examples/http_hello/server_$model.yaml" "$listen" "$yaml"
     server=$build/examples/http_hello/http_hello_server service=trpc.test.http_hello.Http
@@ -102,8 +126,10 @@ run_one() {
   local pid=$!
   port=$(server_port "$listen" "$pid" "$service") || { echo "$0: $server did not start" >&2; exit 1; }
   callgrind_control -z "$pid" >/dev/null
-  if [ "$kind" = trpc ] || [ "$kind" = grpc ]; then
-    "$build/benchmark/trpc_bench/trpc_bench" --target "127.0.0.1:$port" --protocol "$kind" \
+  if [ "$kind" != http ]; then
+    local protocol=$kind
+    [ "$kind" = forward ] && protocol=trpc
+    "$build/benchmark/trpc_bench/trpc_bench" --target "127.0.0.1:$port" --protocol "$protocol" "${func[@]}" \
       --connections 10 --inflight "$depth" --duration "$seconds" --warmup 0 --timeout 5000 --quiet \
       --json "$work/bench.json" >/dev/null 2>&1
     requests=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['ok'])" \
@@ -122,17 +148,21 @@ run_one() {
 }
 
 rows=()
-for kind in trpc http grpc; do
+for kind in trpc http grpc forward; do
   [ -n "$only" ] && [ "$only" != "$kind" ] && continue
   for model in merge fiber; do
     for depth in 1 16; do rows+=("$kind $model $depth"); done
   done
 done
 if [ "$smoke" = 1 ]; then
-  rows=("trpc merge 1" "http fiber 16" "grpc merge 1")
+  rows=("trpc merge 1" "http fiber 16" "grpc merge 1" "forward fiber 1")
   echo "Smoke run (--smoke): every step once on a tiny budget; the figures mean nothing."
   echo
 fi
+backend_pid=""
+for row in "${rows[@]}"; do
+  if [[ "$row" == forward* ]] && [ -z "$backend_pid" ]; then start_backend; fi
+done
 echo "| server | model | depth | requests | instructions per request |"
 echo "|---|---|---|---|---|"
 for row in "${rows[@]}"; do

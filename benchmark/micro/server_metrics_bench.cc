@@ -42,7 +42,7 @@ void BM_Record(benchmark::State& state) {
   auto c = std::make_unique<MethodCounters>();
   size_t i = 0;
   for (auto _ : state) c->Record(lat[i++ & 4095], 0, 0);
-  benchmark::DoNotOptimize(c->latency_sum_ns.load());
+  benchmark::DoNotOptimize(c->latency.sum_ns.load());
 }
 BENCHMARK(BM_Record);
 
@@ -54,7 +54,7 @@ void BM_ClockAndRecord(benchmark::State& state) {
     c->Record(now - recv, 0, 0);
     recv = now - 30'000;  // a plausible latency, so the bucket search is not trivial
   }
-  benchmark::DoNotOptimize(c->latency_sum_ns.load());
+  benchmark::DoNotOptimize(c->latency.sum_ns.load());
 }
 BENCHMARK(BM_ClockAndRecord);
 

@@ -4,6 +4,7 @@
 
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "trpc/admin/detail/stats_json.h"
 
@@ -41,6 +42,29 @@ ServerMetrics Sample() {
   m.buffers = {33554432, 1234, 7, 3, 2};
   m.parked = {26000, 13};
   return m;
+}
+
+std::vector<ClientServiceMetrics> ClientSample() {
+  std::vector<ClientServiceMetrics> clients(1);
+  ClientServiceMetrics& c = clients[0];
+  c.name = "trpc.test.Callee";
+  c.protocol = "grpc";
+  c.connections = 4;
+  c.ejections = 2;
+  ClientMethodMetrics& m = c.methods.emplace_back();
+  m.name = "/p.C/M";
+  m.calls = 5;
+  m.in_flight = 1;
+  m.errors = {{"101", 2}};
+  m.latency_buckets[1] = 4;  // le="0.0001"
+  m.latency_buckets[kLatencyBuckets - 1] = 1;
+  m.latency_sum_ns = 20'000'400'000;
+  m.attempts = 8;
+  m.retries = 2;
+  m.hedges = 1;
+  m.budget_refusals = 3;
+  m.throttle_refusals = 6;
+  return clients;
 }
 
 bool Has(const std::string& text, const std::string& line) {
@@ -105,9 +129,38 @@ TEST(PrometheusTextTest, FamiliesAndSamples) {
 }
 
 // Every sample follows its own family's HELP and TYPE lines, and each family comes once.
+TEST(PrometheusTextTest, ClientFamilies) {
+  std::string t = PrometheusText(Sample(), nullptr, ClientSample());
+  std::string m = R"(callee="trpc.test.Callee",method="/p.C/M")";
+  EXPECT_TRUE(Has(t, "# TYPE trpc_client_calls_total counter")) << t;
+  EXPECT_TRUE(Has(t, "trpc_client_calls_total{" + m + "} 5")) << t;
+  EXPECT_TRUE(Has(t, "trpc_client_errors_total{" + m + R"(,code="101"} 2)")) << t;
+  EXPECT_TRUE(Has(t, "# TYPE trpc_client_call_duration_seconds histogram")) << t;
+  EXPECT_TRUE(Has(t, "trpc_client_call_duration_seconds_bucket{" + m + R"(,le="0.00005"} 0)"));
+  EXPECT_TRUE(Has(t, "trpc_client_call_duration_seconds_bucket{" + m + R"(,le="0.0001"} 4)"));
+  EXPECT_TRUE(Has(t, "trpc_client_call_duration_seconds_bucket{" + m + R"(,le="10"} 4)"));
+  EXPECT_TRUE(Has(t, "trpc_client_call_duration_seconds_bucket{" + m + R"(,le="+Inf"} 5)"));
+  EXPECT_TRUE(Has(t, "trpc_client_call_duration_seconds_sum{" + m + "} 20.0004")) << t;
+  EXPECT_TRUE(Has(t, "trpc_client_call_duration_seconds_count{" + m + "} 5"));
+  EXPECT_TRUE(Has(t, "# TYPE trpc_client_calls_in_flight gauge"));
+  EXPECT_TRUE(Has(t, "trpc_client_calls_in_flight{" + m + "} 1"));
+  EXPECT_TRUE(Has(t, "trpc_client_attempts_total{" + m + "} 8"));
+  EXPECT_TRUE(Has(t, "trpc_client_retries_total{" + m + "} 2"));
+  EXPECT_TRUE(Has(t, "trpc_client_hedges_total{" + m + "} 1"));
+  EXPECT_TRUE(Has(t, "trpc_client_retry_budget_refusals_total{" + m + "} 3"));
+  EXPECT_TRUE(Has(t, "trpc_client_throttle_refusals_total{" + m + "} 6"));
+  EXPECT_TRUE(Has(t, "# TYPE trpc_client_connections gauge"));
+  EXPECT_TRUE(Has(t, R"(trpc_client_connections{callee="trpc.test.Callee"} 4)"));
+  EXPECT_TRUE(Has(t, R"(trpc_client_ejections_total{callee="trpc.test.Callee"} 2)"));
+  // Without callees the families are still declared (a dashboard finds them), with no samples.
+  std::string none = PrometheusText(Sample(), nullptr);
+  EXPECT_TRUE(Has(none, "# TYPE trpc_client_calls_total counter"));
+  EXPECT_EQ(none.find("trpc_client_calls_total{"), std::string::npos);
+}
+
 TEST(PrometheusTextTest, SamplesAreGroupedUnderTheirFamily) {
   ProcessMetrics p{1.5, 4096};
-  std::istringstream in(PrometheusText(Sample(), &p));
+  std::istringstream in(PrometheusText(Sample(), &p, ClientSample()));
   std::string line, family, type;
   std::set<std::string> seen;
   while (std::getline(in, line)) {
@@ -176,21 +229,37 @@ TEST(StatsJsonTest, SameNumbers) {
   EXPECT_NE(j.find(R"("+Inf":3}}},{"method":"GET /a \"b\"","requests_total":0,)"),
             std::string::npos)
       << j;
-  EXPECT_TRUE(
-      j.ends_with(R"(],"buffers":{"limit":)" + std::to_string(m.buffers.limit) + R"(,"buffered":)" +
-                  std::to_string(m.buffers.buffered) + R"(,"paused_total":)" +
-                  std::to_string(m.buffers.paused_total) + R"(,"closed_over_limit_total":)" +
-                  std::to_string(m.buffers.closed_over_limit) + R"(,"memory_releases_total":)" +
-                  std::to_string(m.buffers.memory_releases) +
-                  R"(},"parked":{"limit":26000,"taken":13},)"
-                  R"("threadmodels":[{"name":"w","type":"fiber","workers":2,)"
-                  R"("loop_wakeups":16,"cross_thread_replies":17,)"
-                  R"("fibers_alive":5,"run_queue_depth":1,"steals":9,"remote_steals":4,)"
-                  R"("stack_waits":12,"parks":14,"wakeups":15,"spin_ns":2500000000}],)"
-                  R"("process":{"cpu_seconds_total":1.5,"resident_memory_bytes":4096}})"
-                  "\n"))
+  EXPECT_TRUE(j.ends_with(
+      R"(],"buffers":{"limit":)" + std::to_string(m.buffers.limit) + R"(,"buffered":)" +
+      std::to_string(m.buffers.buffered) + R"(,"paused_total":)" +
+      std::to_string(m.buffers.paused_total) + R"(,"closed_over_limit_total":)" +
+      std::to_string(m.buffers.closed_over_limit) + R"(,"memory_releases_total":)" +
+      std::to_string(m.buffers.memory_releases) +
+      R"(},"parked":{"limit":26000,"taken":13},)"
+      R"("threadmodels":[{"name":"w","type":"fiber","workers":2,)"
+      R"("loop_wakeups":16,"cross_thread_replies":17,)"
+      R"("fibers_alive":5,"run_queue_depth":1,"steals":9,"remote_steals":4,)"
+      R"("stack_waits":12,"parks":14,"wakeups":15,"spin_ns":2500000000}],)"
+      R"("clients":[],"process":{"cpu_seconds_total":1.5,"resident_memory_bytes":4096}})"
+      "\n"))
       << j;
   EXPECT_EQ(JsonString("a\"\\\n\x01"), R"("a\"\\\n\u0001")");
+}
+
+TEST(StatsJsonTest, Clients) {
+  std::string j = StatsJson(Sample(), nullptr, ClientSample());
+  EXPECT_NE(j.find(R"("clients":[{"callee":"trpc.test.Callee","protocol":"grpc",)"
+                   R"("connections":4,"ejections_total":2,"methods":[{"method":"/p.C/M",)"
+                   R"("calls_total":5,"in_flight":1,"attempts_total":8,"retries_total":2,)"
+                   R"("hedges_total":1,"retry_budget_refusals_total":3,)"
+                   R"("throttle_refusals_total":6,"errors_total":{"101":2},)"
+                   R"("latency_seconds":{"sum":20.0004,"count":5,"buckets":{"0.00005":0,)"
+                   R"("0.0001":4,)"),
+            std::string::npos)
+      << j;
+  EXPECT_TRUE(j.ends_with(R"("+Inf":5}}}]}]})"
+                          "\n"))
+      << j;
 }
 
 }  // namespace

@@ -216,8 +216,9 @@ def callgrind_per_request(s):
     if not (s.need("valgrind", "valgrind") and s.need("wrk", "wrk")):
         return
     out = s.run(["bash", s.script("callgrind_per_request.sh"), "--smoke", "--build", s.build])
-    rows = [line for line in out.splitlines() if line.startswith(("| trpc |", "| http |"))]
-    check(len(rows) == 2, f"expected 2 rows:\n{out}")
+    rows = [line for line in out.splitlines()
+            if line.startswith(("| trpc |", "| http |", "| grpc |", "| forward |"))]
+    check(len(rows) == 4, f"expected 4 rows:\n{out}")
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
         check(int(cells[3]) > 0 and int(cells[4]) > 0, f"empty row: {row}")

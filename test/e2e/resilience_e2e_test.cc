@@ -28,6 +28,7 @@
 #include "trpc/app/detail/naming_plugins.h"
 #include "trpc/base/clock.h"
 #include "trpc/base/logging.h"
+#include "trpc/client/client_metrics.h"
 #include "trpc/client/service_proxy.h"
 #include "trpc/config/config.h"
 #include "trpc/fiber/fiber.h"
@@ -75,6 +76,29 @@ class CountingGreeter final : public Greeter {
   }
   std::atomic<int> calls{0};
 };
+
+constexpr char kSayHello[] = "/trpc.test.helloworld.Greeter/SayHello";
+
+// The client counts of callee kGreeterName (every test's proxies count there: tests compare
+// before and after).
+ClientServiceMetrics CalleeCounts() {
+  for (auto& s : CollectClientMetrics()) {
+    if (s.name == kGreeterName) return s;
+  }
+  return {};
+}
+ClientMethodMetrics SayHelloCounts() {
+  for (auto& m : CalleeCounts().methods) {
+    if (m.name == kSayHello) return m;
+  }
+  return {};
+}
+uint64_t ErrorsWithCode(const ClientMethodMetrics& m, const std::string& code) {
+  for (const auto& [c, n] : m.errors) {
+    if (c == code) return n;
+  }
+  return 0;
+}
 
 // A loopback port nobody listens on: connecting to it is refused at once.
 uint16_t DeadPort() { return trpc::testing::FreeLoopbackPort(); }
@@ -163,11 +187,24 @@ TEST_F(ResilienceE2eTest, RetriesStepAroundAnEndpointThatRefuses) {
     c->retry.budget_min = 1000;
     c->outlier_ejection.consecutive_failures = 0;  // retries alone must do it
   });
+  const ClientMethodMetrics before = SayHelloCounts();
   for (int i = 0; i < 300; ++i) {
     Status st = Hello("x");
     ASSERT_TRUE(st.OK()) << "call " << i << ": " << st.ToString();
   }
   EXPECT_EQ(greeters_[0]->calls.load() + greeters_[1]->calls.load(), 300);
+  // The client's counts: 300 calls, no error; every refused attempt was retried once (retries
+  // move the round-robin too, so a third to a half of the first attempts meet the dead
+  // endpoint), and each attempt is one request sent.
+  const ClientMethodMetrics after = SayHelloCounts();
+  EXPECT_EQ(after.calls - before.calls, 300u);
+  EXPECT_EQ(after.in_flight, 0u);
+  EXPECT_EQ(ErrorsWithCode(after, "111"), ErrorsWithCode(before, "111"));
+  const uint64_t retries = after.retries - before.retries;
+  EXPECT_GE(retries, 80u);
+  EXPECT_LE(retries, 170u);
+  EXPECT_EQ(after.attempts - before.attempts, 300u + retries);
+  EXPECT_EQ(after.hedges, before.hedges);
 }
 
 TEST_F(ResilienceE2eTest, WithoutRetriesAnEjectedEndpointStopsFailingCalls) {
@@ -176,10 +213,17 @@ TEST_F(ResilienceE2eTest, WithoutRetriesAnEjectedEndpointStopsFailingCalls) {
     c->outlier_ejection.consecutive_failures = 3;
     c->outlier_ejection.base_ejection_time = 60000;
   });
+  const uint64_t ejections = CalleeCounts().ejections;
+  const ClientMethodMetrics before = SayHelloCounts();
   int failed = 0;
   for (int i = 0; i < 300; ++i) failed += Hello("x").OK() ? 0 : 1;
   // Every third call goes to the dead endpoint until its third failure ejects it.
   EXPECT_EQ(failed, 3);
+  EXPECT_EQ(CalleeCounts().ejections - ejections, 1u);
+  const ClientMethodMetrics after = SayHelloCounts();
+  EXPECT_EQ(ErrorsWithCode(after, "111") - ErrorsWithCode(before, "111"), 3u);
+  EXPECT_EQ(after.calls - before.calls, 300u);
+  EXPECT_EQ(after.retries, before.retries);
 }
 
 TEST_F(ResilienceE2eTest, AnUnmarkedMethodIsNotRetried) {
@@ -202,11 +246,18 @@ TEST_F(ResilienceE2eTest, TheRetryBudgetBoundsTheExtraLoad) {
     c->retry.backoff_base = 0;
     c->retry.backoff_max = 0;
   });
+  const ClientMethodMetrics before = SayHelloCounts();
   for (int i = 0; i < 1000; ++i) EXPECT_EQ(Hello("overload").GetFrameworkRetCode(), 22);
   int served = greeters_[0]->calls.load() + greeters_[1]->calls.load();
   // 1000 first attempts earn 100 retries; without the budget there would be 4000.
   EXPECT_GE(served, 1000 + 90);
   EXPECT_LE(served, 1000 + 100);
+  // Counted as such: the retries sent, and a refusal for every call that wanted one more.
+  const ClientMethodMetrics after = SayHelloCounts();
+  EXPECT_EQ(after.retries - before.retries, static_cast<uint64_t>(served - 1000));
+  EXPECT_EQ(after.attempts - before.attempts, static_cast<uint64_t>(served));
+  EXPECT_GE(after.budget_refusals - before.budget_refusals, 1000u - 100u);
+  EXPECT_EQ(ErrorsWithCode(after, "22") - ErrorsWithCode(before, "22"), 1000u);
 }
 
 TEST_F(ResilienceE2eTest, HedgingCutsTheTail) {
@@ -293,11 +344,45 @@ TEST_F(ResilienceE2eTest, HedgesGoToAnotherEndpointAndCountApartFromRetries) {
     c->retry.max_attempts = 3;
     c->retry.budget_min = 1000;
   });
+  const ClientMethodMetrics before = SayHelloCounts();
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(Hello("slow").OK());
   // Every call is slow: one hedge each (hedging.max_attempts 2, not retry's 3), always to the
   // endpoint the first attempt did not use.
   EXPECT_EQ(greeters_[0]->calls.load(), 20);
   EXPECT_EQ(greeters_[1]->calls.load(), 20);
+  const ClientMethodMetrics after = SayHelloCounts();
+  EXPECT_EQ(after.hedges - before.hedges, 20u);
+  EXPECT_EQ(after.retries, before.retries);
+  EXPECT_EQ(after.attempts - before.attempts, 40u);
+  EXPECT_EQ(after.calls - before.calls, 20u);
+  // Every call took the slow handler's 50 ms at least.
+  EXPECT_EQ(after.latency_buckets[0] + after.latency_buckets[1] + after.latency_buckets[2] +
+                after.latency_buckets[3] + after.latency_buckets[4] + after.latency_buckets[5] +
+                after.latency_buckets[6] + after.latency_buckets[7] + after.latency_buckets[8],
+            before.latency_buckets[0] + before.latency_buckets[1] + before.latency_buckets[2] +
+                before.latency_buckets[3] + before.latency_buckets[4] + before.latency_buckets[5] +
+                before.latency_buckets[6] + before.latency_buckets[7] + before.latency_buckets[8]);
+}
+
+TEST_F(ResilienceE2eTest, ThrottleRefusalsAndConnectionsAreCounted) {
+  MakeProxy(StartServers(2), [](ClientServiceConfig* c) { c->overload_throttle = true; });
+  const ClientMethodMetrics before = SayHelloCounts();
+  int refused = 0;
+  for (int i = 0; i < 300; ++i) {
+    refused += Hello("overload").GetFrameworkRetCode() == kClientLimitedErr ? 1 : 0;
+  }
+  // A callee that only answers "overloaded" is soon refused at the client, and each refusal is
+  // counted both as a throttle refusal and as a call that ended with 123.
+  EXPECT_GT(refused, 100);
+  const ClientMethodMetrics after = SayHelloCounts();
+  EXPECT_EQ(after.throttle_refusals - before.throttle_refusals, static_cast<uint64_t>(refused));
+  EXPECT_EQ(ErrorsWithCode(after, "123") - ErrorsWithCode(before, "123"),
+            static_cast<uint64_t>(refused));
+  EXPECT_EQ(after.attempts - before.attempts, static_cast<uint64_t>(300 - refused));
+  // One connection per endpoint (one client reactor); none once the proxy stops.
+  EXPECT_EQ(CalleeCounts().connections, 2);
+  proxy_->Stop();
+  EXPECT_EQ(CalleeCounts().connections, 0);
 }
 
 TEST_F(ResilienceE2eTest, ABadDirectTargetIsAnInitError) {

@@ -11,7 +11,7 @@ MethodMetrics Sum(const MethodCounters* blocks, size_t n) {
   MethodMetrics m;
   std::array<uint64_t, kErrorSlots> errors{};
   for (size_t i = 0; i < n; ++i) blocks[i].AddTo(&m, &errors);
-  MethodCounters::FinishErrors(errors, &m);
+  m.errors = NamedErrors(errors);
   return m;
 }
 
@@ -48,11 +48,11 @@ TEST(MethodCountersTest, ErrorsByCodeInAFixedOrderAcrossReactors) {
 
 TEST(MethodCountersTest, EveryCountedCodeHasItsOwnSlot) {
   for (size_t i = 0; i < kCountedRetCodes.size(); ++i) {
-    size_t slot = MethodCounters::ErrorSlot(kCountedRetCodes[i]);
+    size_t slot = ErrorSlotOf(kCountedRetCodes[i]);
     EXPECT_EQ(ErrorSlotName(slot), std::to_string(kCountedRetCodes[i]));
   }
-  EXPECT_EQ(ErrorSlotName(MethodCounters::ErrorSlot(0)), "func");
-  EXPECT_EQ(ErrorSlotName(MethodCounters::ErrorSlot(-1)), "other");
+  EXPECT_EQ(ErrorSlotName(ErrorSlotOf(0)), "func");
+  EXPECT_EQ(ErrorSlotName(ErrorSlotOf(-1)), "other");
   // Each reactor's block starts on its own cache line.
   EXPECT_EQ(sizeof(MethodCounters) % 64, 0u);
 }

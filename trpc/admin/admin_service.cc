@@ -178,7 +178,8 @@ void AdminService::Stop() { profiler_.Stop(); }
 void AdminService::Metrics(http::HttpResponse* rsp) const {
   ProcessMetrics process;
   bool have_process = ReadProcessMetrics(&process);
-  std::string text = PrometheusText(server_->GetMetrics(), have_process ? &process : nullptr);
+  std::string text = PrometheusText(server_->GetMetrics(), have_process ? &process : nullptr,
+                                    CollectClientMetrics());
   if (token_) {
     text += fmt::format(
         "# HELP trpc_admin_auth_failures_total Admin requests refused for a missing or wrong "
@@ -192,8 +193,9 @@ void AdminService::Metrics(http::HttpResponse* rsp) const {
 void AdminService::Stats(http::HttpResponse* rsp) const {
   ProcessMetrics process;
   bool have_process = ReadProcessMetrics(&process);
-  rsp->SetBody(StatsJson(server_->GetMetrics(), have_process ? &process : nullptr),
-               std::string(kJson));
+  rsp->SetBody(
+      StatsJson(server_->GetMetrics(), have_process ? &process : nullptr, CollectClientMetrics()),
+      std::string(kJson));
 }
 
 void AdminService::SetLogLevel(const http::HttpRequest& req, http::HttpResponse* rsp) const {

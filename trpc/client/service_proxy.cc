@@ -13,6 +13,7 @@
 #include "trpc/base/zero_copy_stream.h"
 #include "trpc/client/detail/attempts.h"
 #include "trpc/client/detail/call_sender.h"
+#include "trpc/client/detail/client_counters.h"
 #include "trpc/client/detail/client_streams.h"
 #include "trpc/client/detail/codec_options.h"
 #include "trpc/client/detail/endpoint_set.h"
@@ -120,9 +121,17 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
     void Unwatch() {
       if (cancel_sub != 0) ctx->GetCancelSignal()->Unsubscribe(cancel_sub);
     }
+    // The call has ended with `st` (at `now`): counted in its method, if it is counted.
+    void CountEnd(const Status& st, int64_t now) {
+      if (method != nullptr) {
+        method->End(now - start_ns, st.GetFrameworkRetCode(), st.GetFuncRetCode());
+      }
+    }
     Impl* const proxy;
     ClientContextPtr ctx;
     uint64_t cancel_sub = 0;  // WatchCancel's subscription (0: none)
+    // Its method's counters (null for a one-way call or an attempt: the group counts those).
+    detail::ClientMethodCounters* method = nullptr;
   };
   // AsyncUnaryInvoke: the reply decoded into `rsp`.
   struct UnaryCall final : ProxyCall {
@@ -130,7 +139,9 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
     void OnReply(Status st, ChainBuffer&& frame) override {
       Unwatch();
       st = proxy->Decode(ctx, rsp, std::move(st), std::move(frame));
-      proxy->NoteEnd(*this, st);
+      const int64_t now = MonotonicNanos();
+      proxy->NoteEnd(*this, st, now);
+      CountEnd(st, now);
       ctx->SetStatus(st);
       done(st);
     }
@@ -143,7 +154,9 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
     using ProxyCall::ProxyCall;
     void OnReply(Status st, ChainBuffer&& frame) override {
       Unwatch();
-      proxy->NoteEnd(*this, st);
+      const int64_t now = MonotonicNanos();
+      proxy->NoteEnd(*this, st, now);
+      CountEnd(st, now);
       ctx->SetStatus(st);
       done(st, std::move(frame));
     }
@@ -156,7 +169,7 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
       // A hedge that lost: its reply is not decoded (the winner's is in the response already,
       // and the caller may have let go of it).
       if (!group->finished) st = proxy->Decode(ctx, group->rsp, std::move(st), std::move(frame));
-      proxy->NoteEnd(*this, st);
+      proxy->NoteEnd(*this, st, MonotonicNanos());
       proxy->attempts_.OnAttemptDone(group, *this, st);
     }
     const std::shared_ptr<AttemptGroup> group;
@@ -168,8 +181,9 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
   // The same for a call under a policy: the group ends, its attempts in flight are cancelled.
   void WatchCancel(const std::shared_ptr<AttemptGroup>& group);
   // Computes the call's deadline and asks the overload throttle; false with `*st` when the
-  // call must not go.
-  bool Admit(const ClientContextPtr& ctx, int64_t now, int64_t* deadline, Status* st);
+  // call must not go (a throttle refusal is counted in `method`, when given).
+  bool Admit(const ClientContextPtr& ctx, int64_t now, int64_t* deadline, Status* st,
+             detail::ClientMethodCounters* method = nullptr);
   // Fills `*r` (what the caller left empty) from the context; runs PRE_SEND_MSG filters.
   bool FillRequest(const ClientContextPtr& ctx, RpcRequest* r, uint32_t call_type, int64_t now,
                    int64_t deadline, Status* st);
@@ -184,9 +198,17 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
   bool DecompressResponse(RpcResponse* rsp, std::string* err) const;
   Status Decode(const ClientContextPtr& ctx, google::protobuf::MessageLite* rsp, Status st,
                 ChainBuffer&& frame);
-  // After an attempt ended with `st`: the endpoint's live figures, outlier ejection, the
-  // hedging latency window and the overload throttle.
-  void NoteEnd(OutgoingCall& call, const Status& st);
+  // After an attempt ended with `st` at `now`: the endpoint's live figures, outlier ejection,
+  // the hedging latency window and the overload throttle.
+  void NoteEnd(OutgoingCall& call, const Status& st, int64_t now);
+  // A counted call that ends with `st` before anything was sent (refused, or not encodable).
+  static void CountUnsent(detail::ClientMethodCounters* method, const Status& st) {
+    method->End(0, st.GetFrameworkRetCode(), st.GetFuncRetCode());
+  }
+  // An attempt of a counted call went out.
+  static void CountAttempt(detail::ClientMethodCounters* method) {
+    detail::ClientMethodCounters::Add(method->Local().attempts);
+  }
   Reactor* PickReactor();
   // Runs the filters at `point`; on a REJECT returns false with the reason in ctx's status.
   bool RunFilters(FilterPoint point, const ClientContextPtr& ctx);
@@ -202,6 +224,8 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
   std::unique_ptr<detail::OverloadThrottle> throttle_;  // overload_throttle: true
   std::shared_ptr<Selector> selector_;
   std::shared_ptr<BufferBudget> buffer_budget_;  // client.max_buffered_bytes; null: no bound
+  // This callee's counters (docs/observability.md), shared with its other proxies.
+  std::shared_ptr<detail::ClientCounters> counters_;
   std::unique_ptr<detail::EndpointSet> endpoints_;
   std::unique_ptr<detail::OutlierEjection> ejection_;
   std::unique_ptr<detail::CallSender> sender_;
@@ -246,7 +270,9 @@ bool ServiceProxy::Impl::Init(std::string* err) {
                : where + "client " + config_.name + ": " + why;
     return false;
   }
+  counters_ = detail::ClientCounters::For(config_.name, config_.protocol);
   detail::CallSender::Options o;
+  o.connection.open_gauge = counters_->connections();
   o.fifo = codec_->FifoResponses();
   o.conns_per_backend = config_.max_conn_num > 0 ? config_.max_conn_num
                         : o.fifo                 ? kDefaultPoolSize
@@ -272,6 +298,7 @@ bool ServiceProxy::Impl::Init(std::string* err) {
                                                      sender_->ConnsPerBackend());
   ejection_ = std::make_unique<detail::OutlierEjection>(config_.outlier_ejection, config_.name,
                                                         endpoints_.get());
+  ejection_->CountInto(counters_->ejections());
   if (config_.overload_throttle) throttle_ = std::make_unique<detail::OverloadThrottle>();
   SelectorTarget target{config_.target, config_.name_space, config_.name, config_.origin};
   subscription_ = selector_->Subscribe(
@@ -338,7 +365,7 @@ Reactor* ServiceProxy::Impl::PickReactor() {
 }
 
 bool ServiceProxy::Impl::Admit(const ClientContextPtr& ctx, int64_t now, int64_t* deadline_out,
-                               Status* st) {
+                               Status* st, detail::ClientMethodCounters* method) {
   uint32_t timeout_ms = ctx->GetTimeout() > 0 ? ctx->GetTimeout() : config_.timeout;
   int64_t deadline = timeout_ms > 0 ? now + timeout_ms * kNanosPerMilli : 0;
   if (ctx->GetDeadlineNs() > 0 && (deadline == 0 || ctx->GetDeadlineNs() < deadline)) {
@@ -349,6 +376,7 @@ bool ServiceProxy::Impl::Admit(const ClientContextPtr& ctx, int64_t now, int64_t
     return false;
   }
   if (throttle_ != nullptr && throttle_->ShouldRefuse(now)) {
+    if (method != nullptr) detail::ClientMethodCounters::Add(method->Local().throttle_refusals);
     *st = Status(kClientLimitedErr, "refused by the client's overload throttle: " + config_.name +
                                         " has been answering 'overloaded'");
     return false;
@@ -465,24 +493,18 @@ Status ServiceProxy::Impl::Decode(const ClientContextPtr& ctx, google::protobuf:
   return st;
 }
 
-void ServiceProxy::Impl::NoteEnd(OutgoingCall& call, const Status& st) {
+void ServiceProxy::Impl::NoteEnd(OutgoingCall& call, const Status& st, int64_t now) {
   const int ret = st.GetFrameworkRetCode();
   if (Backend* b = call.backend.get(); b != nullptr) {
-    // The clock is read only when something needs it.
-    int64_t now = 0;
-    if (call.tracked || attempts_.tracks_latency()) {
-      now = MonotonicNanos();
-      if (call.tracked) b->stats.OnEnd(now - call.start_ns);
-      if (attempts_.tracks_latency() && st.OK()) attempts_.OnLatency(now, now - call.start_ns);
-    }
+    if (call.tracked) b->stats.OnEnd(now - call.start_ns);
+    if (attempts_.tracks_latency() && st.OK()) attempts_.OnLatency(now, now - call.start_ns);
     ejection_->OnResult(*b, ret, now);
   }
   // The callee accepted the call unless it answered "overloaded" or the call timed out (an
   // overloaded callee that sheds nothing shows up as timeouts); a cancelled hedge says nothing.
   if (throttle_ != nullptr && ret != kClientCanceledErr) {
-    throttle_->OnResult(MonotonicNanos(), ret != kServerOverloadErr &&
-                                              ret != kClientInvokeTimeoutErr &&
-                                              ret != kClientFullLinkTimeoutErr);
+    throttle_->OnResult(now, ret != kServerOverloadErr && ret != kClientInvokeTimeoutErr &&
+                                 ret != kClientFullLinkTimeoutErr);
   }
 }
 
@@ -495,6 +517,7 @@ std::shared_ptr<OutgoingCall> ServiceProxy::Impl::PrepareAttempt(
   a.attachment.AppendShared(group->attachment);
   auto call = std::make_shared<AttemptCall>(this, group);
   if (!Dispatch(group->ctx, &a, nullptr, call.get(), &group->tried, now, st)) return nullptr;
+  if (group->method != nullptr) CountAttempt(group->method);
   call->deadline_ns = TransportDeadline(group->deadline_ns, now);
   call->reactor = group->reactor;
   return call;
@@ -542,10 +565,14 @@ void ServiceProxy::Impl::AsyncUnaryInvoke(const ClientContextPtr& ctx,
                                           google::protobuf::MessageLite* rsp, Done done) {
   if (!WrapInvokeFilters(ctx, &done, [&done](const Status& st) { done(st); })) return;
   const int64_t now = MonotonicNanos();
+  detail::ClientMethodCounters* method = counters_->Method(ctx->GetFuncName());
+  method->Start();
   int64_t deadline = 0;
   Status st;
   RpcRequest r;
-  if (!Admit(ctx, now, &deadline, &st) || !FillRequest(ctx, &r, kUnaryCall, now, deadline, &st)) {
+  if (!Admit(ctx, now, &deadline, &st, method) ||
+      !FillRequest(ctx, &r, kUnaryCall, now, deadline, &st)) {
+    CountUnsent(method, st);
     ctx->SetStatus(st);
     done(st);
     return;
@@ -557,6 +584,7 @@ void ServiceProxy::Impl::AsyncUnaryInvoke(const ClientContextPtr& ctx,
     std::string err;
     if (!SerializeMessageBody(req, r.content_type, &body, &err, kTrpcJsonStyle)) {
       st = Status(kClientEncodeErr, "cannot encode the request: " + err);
+      CountUnsent(method, st);
       ctx->SetStatus(st);
       done(st);
       return;
@@ -569,6 +597,8 @@ void ServiceProxy::Impl::AsyncUnaryInvoke(const ClientContextPtr& ctx,
     group->done = std::move(done);
     group->head = std::move(static_cast<RpcRequestHead&>(r));
     group->deadline_ns = deadline;
+    group->method = method;
+    group->start_ns = now;
     group->reactor = PickReactor();
     group->reactor_index = static_cast<size_t>(model_->IndexOf(group->reactor));
     WatchCancel(group);
@@ -577,10 +607,13 @@ void ServiceProxy::Impl::AsyncUnaryInvoke(const ClientContextPtr& ctx,
   }
   auto call = std::make_shared<UnaryCall>(this);
   if (!Dispatch(ctx, &r, &req, call.get(), nullptr, now, &st)) {
+    CountUnsent(method, st);
     ctx->SetStatus(st);
     done(st);
     return;
   }
+  CountAttempt(method);
+  call->method = method;
   call->deadline_ns = TransportDeadline(deadline, now);
   call->rsp = rsp;
   call->done = std::move(done);
@@ -622,15 +655,22 @@ void ServiceProxy::Impl::AsyncInvokeFrame(const ClientContextPtr& ctx, RpcReques
     return;
   }
   const int64_t now = MonotonicNanos();
+  detail::ClientMethodCounters* method =
+      counters_->Method(req.func.empty() ? ctx->GetFuncName() : req.func);
+  method->Start();
   int64_t deadline = 0;
   auto call = std::make_shared<FrameCall>(this);
   Status st;
-  if (!Admit(ctx, now, &deadline, &st) || !FillRequest(ctx, &req, kUnaryCall, now, deadline, &st) ||
+  if (!Admit(ctx, now, &deadline, &st, method) ||
+      !FillRequest(ctx, &req, kUnaryCall, now, deadline, &st) ||
       !Dispatch(ctx, &req, nullptr, call.get(), nullptr, now, &st)) {
+    CountUnsent(method, st);
     ctx->SetStatus(st);
     done(st, ChainBuffer());
     return;
   }
+  CountAttempt(method);
+  call->method = method;
   call->deadline_ns = TransportDeadline(deadline, now);
   call->done = std::move(done);
   Reactor* reactor = PickReactor();

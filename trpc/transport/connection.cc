@@ -63,6 +63,7 @@ Connection::Connection(Reactor* reactor, int fd, const NetAddress& peer, FrameCo
     options_.budget->ConnectionOpened();
     write_limit_ = std::min(write_limit_, BufferBudget::kStep);
   }
+  if (options_.open_gauge != nullptr) options_.open_gauge->fetch_add(1, std::memory_order_relaxed);
   if (options_.tls != nullptr) {
     // (A null SSL, OpenSSL out of memory, is found at Start() and closes the connection.)
     // (A client resumes the session of its last connection to this address, if any.)
@@ -96,6 +97,8 @@ Connection::~Connection() {
     // (Owners close their connections before dropping them; the bytes are not given back here,
     // as this may run on any thread, but the count of connections is.)
     if (options_.budget != nullptr) options_.budget->ConnectionClosed();
+    if (options_.open_gauge != nullptr)
+      options_.open_gauge->fetch_sub(1, std::memory_order_relaxed);
   }
 }
 
@@ -843,6 +846,10 @@ void Connection::Close(const std::string& reason, CloseCause cause) {
     options_.budget->ConnectionClosed();
     options_.budget = nullptr;
     budget_bytes_ = 0;
+  }
+  if (options_.open_gauge != nullptr) {
+    options_.open_gauge->fetch_sub(1, std::memory_order_relaxed);
+    options_.open_gauge = nullptr;
   }
   FireCloseSignals("the connection closed: " + reason);
   handler_->OnClose(this, reason);

@@ -77,6 +77,9 @@ struct ConnectionOptions {
   /// bytes (BufferBudget) that this connection's input and output count against. Must outlive
   /// the connection. Server connections only: they pause reading when over their share.
   BufferBudget::Slot* budget = nullptr;
+  /// Optional: a gauge of open connections, incremented when the connection is made
+  /// (connecting included) and decremented once when it closes. Must outlive the connection.
+  std::atomic<int64_t>* open_gauge = nullptr;
   /// Optional: speak TLS with this context (its role says which side starts). The handshake
   /// runs first, bounded by the context's handshake_timeout; a client connection reports
   /// OnConnected only once it is done, and nothing is read or written in plaintext.

@@ -35,11 +35,26 @@ class Writer {
       fmt::format_to(std::back_inserter(out_), "{}{{{}}} {}\n", name, labels, value);
     }
   }
+  // A histogram's cumulative `_bucket` lines, `_sum` (seconds) and `_count`.
+  void Histogram(std::string_view name, const std::string& labels,
+                 const std::array<uint64_t, kLatencyBuckets>& buckets, uint64_t sum_ns);
   std::string Take() { return std::move(out_); }
 
  private:
   std::string out_;
 };
+
+void Writer::Histogram(std::string_view name, const std::string& labels,
+                       const std::array<uint64_t, kLatencyBuckets>& buckets, uint64_t sum_ns) {
+  const std::string bucket = std::string(name) + "_bucket";
+  uint64_t cumulative = 0;
+  for (size_t b = 0; b < kLatencyBuckets; ++b) {
+    cumulative += buckets[b];
+    Sample(bucket, labels + ",le=\"" + BucketLe(b) + "\"", cumulative);
+  }
+  Sample(std::string(name) + "_sum", labels, Seconds(sum_ns));
+  Sample(std::string(name) + "_count", labels, cumulative);
+}
 
 std::string Label(std::string_view name, std::string_view value) {
   return fmt::format("{}=\"{}\"", name, EscapeLabelValue(value));
@@ -75,7 +90,86 @@ std::string BucketLe(size_t b) {
   return Seconds(static_cast<uint64_t>(kLatencyBucketBoundsNs[b]));
 }
 
-std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process) {
+namespace {
+
+std::string CalleeLabels(const ClientServiceMetrics& c) { return Label("callee", c.name); }
+
+std::string CalleeMethodLabels(const ClientServiceMetrics& c, const ClientMethodMetrics& m) {
+  return CalleeLabels(c) + "," + Label("method", m.name);
+}
+
+// The client families: per callee and method, then per callee.
+void ClientFamilies(const std::vector<ClientServiceMetrics>& clients, Writer& w) {
+  w.Family("trpc_client_calls_total", "counter",
+           "Calls ended (errors included; attempts and back-offs are one call), by callee and "
+           "method.");
+  for (const auto& c : clients) {
+    for (const auto& m : c.methods) {
+      w.Sample("trpc_client_calls_total", CalleeMethodLabels(c, m), m.calls);
+    }
+  }
+  w.Family("trpc_client_errors_total", "counter",
+           "Calls ended with an error, by code: the framework's ret, or func for the callee's own "
+           "code.");
+  for (const auto& c : clients) {
+    for (const auto& m : c.methods) {
+      for (const auto& [code, n] : m.errors) {
+        w.Sample("trpc_client_errors_total", CalleeMethodLabels(c, m) + "," + Label("code", code),
+                 n);
+      }
+    }
+  }
+  w.Family("trpc_client_call_duration_seconds", "histogram",
+           "Time from a call to its end, every attempt and back-off included, by callee and "
+           "method.");
+  for (const auto& c : clients) {
+    for (const auto& m : c.methods) {
+      w.Histogram("trpc_client_call_duration_seconds", CalleeMethodLabels(c, m), m.latency_buckets,
+                  m.latency_sum_ns);
+    }
+  }
+  struct PerMethod {
+    const char* name;
+    const char* type;
+    const char* help;
+    uint64_t ClientMethodMetrics::*field;
+  };
+  static constexpr PerMethod kPerMethod[] = {
+      {"trpc_client_calls_in_flight", "gauge", "Calls begun and not ended yet.",
+       &ClientMethodMetrics::in_flight},
+      {"trpc_client_attempts_total", "counter",
+       "Requests sent: first attempts, retries and hedges.", &ClientMethodMetrics::attempts},
+      {"trpc_client_retries_total", "counter", "Extra attempts sent under a retry policy.",
+       &ClientMethodMetrics::retries},
+      {"trpc_client_hedges_total", "counter", "Extra attempts sent under a hedging policy.",
+       &ClientMethodMetrics::hedges},
+      {"trpc_client_retry_budget_refusals_total", "counter",
+       "Retries and hedges not sent because the retry budget was spent.",
+       &ClientMethodMetrics::budget_refusals},
+      {"trpc_client_throttle_refusals_total", "counter",
+       "Calls and extra attempts refused by the client's overload throttle (ret 123).",
+       &ClientMethodMetrics::throttle_refusals},
+  };
+  for (const PerMethod& f : kPerMethod) {
+    w.Family(f.name, f.type, f.help);
+    for (const auto& c : clients) {
+      for (const auto& m : c.methods) w.Sample(f.name, CalleeMethodLabels(c, m), m.*f.field);
+    }
+  }
+  w.Family("trpc_client_connections", "gauge",
+           "Connections open to the callee's endpoints now (connecting included).");
+  for (const auto& c : clients) w.Sample("trpc_client_connections", CalleeLabels(c), c.connections);
+  w.Family("trpc_client_ejections_total", "counter",
+           "Endpoints taken out of the rotation by outlier ejection.");
+  for (const auto& c : clients) {
+    w.Sample("trpc_client_ejections_total", CalleeLabels(c), c.ejections);
+  }
+}
+
+}  // namespace
+
+std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process,
+                           const std::vector<ClientServiceMetrics>& clients) {
   Writer w;
   w.Family("trpc_build_info", "gauge",
            "Always 1; the labels say which framework build this server runs.");
@@ -106,15 +200,8 @@ std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process
            "Time from reading a request to sending its reply, by service and method.");
   for (const auto& s : m.services) {
     for (const auto& meth : s.methods) {
-      std::string labels = MethodLabels(s, meth);
-      uint64_t cumulative = 0;
-      for (size_t b = 0; b < kLatencyBuckets; ++b) {
-        cumulative += meth.latency_buckets[b];
-        w.Sample("trpc_server_request_duration_seconds_bucket",
-                 labels + "," + Label("le", BucketLe(b)), cumulative);
-      }
-      w.Sample("trpc_server_request_duration_seconds_sum", labels, Seconds(meth.latency_sum_ns));
-      w.Sample("trpc_server_request_duration_seconds_count", labels, cumulative);
+      w.Histogram("trpc_server_request_duration_seconds", MethodLabels(s, meth),
+                  meth.latency_buckets, meth.latency_sum_ns);
     }
   }
 
@@ -264,6 +351,8 @@ std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process
       }
     }
   }
+
+  ClientFamilies(clients, w);
 
   // TLS, process-wide (every service and callee with ssl.enable).
   const TlsCounters& tls = TlsCounters::Get();

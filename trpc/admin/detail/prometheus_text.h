@@ -3,7 +3,10 @@
 #include <string>
 #include <string_view>
 
+#include <vector>
+
 #include "trpc/admin/detail/process_metrics.h"
+#include "trpc/client/client_metrics.h"
 #include "trpc/server/server_metrics.h"
 
 namespace trpc::admin {
@@ -16,8 +19,9 @@ inline constexpr std::string_view kPrometheusContentType =
 /// family with its HELP and TYPE lines, names in snake_case with the `trpc_` prefix (the
 /// standard `process_` names for process figures), `_total` on counters, histograms as
 /// cumulative `_bucket{le=...}` lines plus `_sum` and `_count`. docs/admin.md lists the
-/// families.
-std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process);
+/// families. `clients` are the process's callees (CollectClientMetrics()).
+std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process,
+                           const std::vector<ClientServiceMetrics>& clients = {});
 
 /// A label value escaped for the text format: backslash, double quote and newline.
 std::string EscapeLabelValue(std::string_view v);

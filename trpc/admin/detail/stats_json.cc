@@ -41,21 +41,50 @@ std::string JsonString(std::string_view s) {
 
 namespace {
 
-void AppendMethod(const MethodMetrics& m, std::string* out) {
+// `"errors_total":{...},"latency_seconds":{...}` of a method, server or client.
+void AppendErrorsAndLatency(const std::vector<std::pair<std::string, uint64_t>>& errors,
+                            const std::array<uint64_t, kLatencyBuckets>& buckets, uint64_t sum_ns,
+                            uint64_t count, std::string* out) {
   auto it = std::back_inserter(*out);
-  fmt::format_to(it, R"({{"method":{},"requests_total":{},"errors_total":{{)", JsonString(m.name),
-                 m.requests);
-  for (size_t k = 0; k < m.errors.size(); ++k) {
-    fmt::format_to(it, "{}{}:{}", k ? "," : "", JsonString(m.errors[k].first), m.errors[k].second);
+  *out += R"("errors_total":{)";
+  for (size_t k = 0; k < errors.size(); ++k) {
+    fmt::format_to(it, "{}{}:{}", k ? "," : "", JsonString(errors[k].first), errors[k].second);
   }
   fmt::format_to(it, R"(}},"latency_seconds":{{"sum":{},"count":{},"buckets":{{)",
-                 static_cast<double>(m.latency_sum_ns) / 1e9, m.requests);
+                 static_cast<double>(sum_ns) / 1e9, count);
   uint64_t cumulative = 0;
   for (size_t b = 0; b < kLatencyBuckets; ++b) {
-    cumulative += m.latency_buckets[b];
+    cumulative += buckets[b];
     fmt::format_to(it, "{}{}:{}", b ? "," : "", JsonString(BucketLe(b)), cumulative);
   }
-  *out += "}}}";
+  *out += "}}";
+}
+
+void AppendMethod(const MethodMetrics& m, std::string* out) {
+  fmt::format_to(std::back_inserter(*out), R"({{"method":{},"requests_total":{},)",
+                 JsonString(m.name), m.requests);
+  AppendErrorsAndLatency(m.errors, m.latency_buckets, m.latency_sum_ns, m.requests, out);
+  *out += '}';
+}
+
+void AppendClient(const ClientServiceMetrics& c, std::string* out) {
+  auto it = std::back_inserter(*out);
+  fmt::format_to(it,
+                 R"({{"callee":{},"protocol":{},"connections":{},"ejections_total":{},)"
+                 R"("methods":[)",
+                 JsonString(c.name), JsonString(c.protocol), c.connections, c.ejections);
+  for (size_t j = 0; j < c.methods.size(); ++j) {
+    const ClientMethodMetrics& m = c.methods[j];
+    fmt::format_to(it,
+                   R"({}{{"method":{},"calls_total":{},"in_flight":{},"attempts_total":{},)"
+                   R"("retries_total":{},"hedges_total":{},"retry_budget_refusals_total":{},)"
+                   R"("throttle_refusals_total":{},)",
+                   j ? "," : "", JsonString(m.name), m.calls, m.in_flight, m.attempts, m.retries,
+                   m.hedges, m.budget_refusals, m.throttle_refusals);
+    AppendErrorsAndLatency(m.errors, m.latency_buckets, m.latency_sum_ns, m.calls, out);
+    *out += '}';
+  }
+  *out += "]}";
 }
 
 void AppendService(const ServiceMetrics& s, std::string* out) {
@@ -80,7 +109,8 @@ void AppendService(const ServiceMetrics& s, std::string* out) {
 
 }  // namespace
 
-std::string StatsJson(const ServerMetrics& m, const ProcessMetrics* process) {
+std::string StatsJson(const ServerMetrics& m, const ProcessMetrics* process,
+                      const std::vector<ClientServiceMetrics>& clients) {
   std::string out;
   auto it = std::back_inserter(out);
   fmt::format_to(it, R"({{"app":{},"server":{},"services":[)", JsonString(m.app),
@@ -110,6 +140,11 @@ std::string StatsJson(const ServerMetrics& m, const ProcessMetrics* process) {
                      t.parks, t.wakeups, t.spin_ns);
     }
     out += '}';
+  }
+  out += R"(],"clients":[)";
+  for (size_t i = 0; i < clients.size(); ++i) {
+    if (i > 0) out += ',';
+    AppendClient(clients[i], &out);
   }
   out += ']';
   if (process != nullptr) {

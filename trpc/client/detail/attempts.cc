@@ -62,6 +62,19 @@ bool Attempts::Retryable(int ret) const {
          retry_.codes.end();
 }
 
+namespace {
+// Counts into the group's method, when it is counted.
+void Count(const AttemptGroup& g, std::atomic<uint64_t> ClientMethodShard::*counter) {
+  if (g.method != nullptr) ClientMethodCounters::Add(g.method->Local().*counter);
+}
+}  // namespace
+
+bool Attempts::SpendBudget(const AttemptGroup& g, int64_t now) {
+  if (budget_.TrySpend(now)) return true;
+  Count(g, &ClientMethodShard::budget_refusals);
+  return false;
+}
+
 void Attempts::StartAttempt(const std::shared_ptr<AttemptGroup>& g) {
   if (g->finished) return;
   const int64_t now = host_->Now();
@@ -73,6 +86,7 @@ void Attempts::StartAttempt(const std::shared_ptr<AttemptGroup>& g) {
     st = Status(kClientInvokeTimeoutErr, "no time left for another attempt");
   } else if (g->started > 0 && host_->RefusesExtraAttempt(now)) {
     st = Status(kClientLimitedErr, "refused by the client's overload throttle");
+    Count(*g, &ClientMethodShard::throttle_refusals);
   } else {
     call = host_->PrepareAttempt(g, now, &st);
   }
@@ -80,6 +94,10 @@ void Attempts::StartAttempt(const std::shared_ptr<AttemptGroup>& g) {
     // Nothing went out: the call ends now unless an earlier attempt is still on its way.
     if (g->outstanding == 0) Finish(g, g->last.OK() ? st : g->last);
     return;
+  }
+  if (g->started > 0) {
+    // An extra attempt: a hedge under a hedging policy, else a retry.
+    Count(*g, g->hedge_max > 1 ? &ClientMethodShard::hedges : &ClientMethodShard::retries);
   }
   ++g->started;
   ++g->outstanding;
@@ -97,7 +115,7 @@ void Attempts::StartAttempt(const std::shared_ptr<AttemptGroup>& g) {
       g->timer = host_->AddTimer(*g, at, [this, g] {
         g->timer = 0;
         if (g->finished || g->outstanding == 0) return;
-        if (budget_.TrySpend(host_->Now())) StartAttempt(g);
+        if (SpendBudget(*g, host_->Now())) StartAttempt(g);
       });
     }
   }
@@ -123,11 +141,11 @@ void Attempts::OnAttemptDone(const std::shared_ptr<AttemptGroup>& g, OutgoingCal
   const bool retryable = Retryable(st.GetFrameworkRetCode()) && !host_->Stopped();
   if (retryable && g->started < g->hedge_max) {
     // Hedging: a failure that may be repeated starts the next hedge at once.
-    if (budget_.TrySpend(now)) {
+    if (SpendBudget(*g, now)) {
       StartAttempt(g);
       return;
     }
-  } else if (retryable && g->retries + 1 < g->retry_max && budget_.TrySpend(now)) {
+  } else if (retryable && g->retries + 1 < g->retry_max && SpendBudget(*g, now)) {
     // Retrying: after a jittered exponential back-off, a uniform share of
     // base * 2^(retry), capped at backoff_max.
     const int64_t cap =
@@ -169,6 +187,9 @@ void Attempts::Finish(const std::shared_ptr<AttemptGroup>& g, const Status& st) 
   g->live.clear();
   for (auto& weak : live) {
     if (auto c = weak.lock()) host_->CancelAttempt(*c);
+  }
+  if (g->method != nullptr) {
+    g->method->End(host_->Now() - g->start_ns, st.GetFrameworkRetCode(), st.GetFuncRetCode());
   }
   g->ctx->SetStatus(st);
   auto done = std::move(g->done);

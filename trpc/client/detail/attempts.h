@@ -15,6 +15,7 @@
 #include "trpc/client/client_config.h"
 #include "trpc/client/client_context.h"
 #include "trpc/client/detail/backend.h"
+#include "trpc/client/detail/client_counters.h"
 #include "trpc/client/detail/latency_window.h"
 #include "trpc/client/detail/outgoing_call.h"
 #include "trpc/client/detail/retry_budget.h"
@@ -74,7 +75,10 @@ struct AttemptGroup {
   std::vector<BackendPtr> tried;
   // Attempts in flight, to cancel the losers.
   std::vector<std::weak_ptr<OutgoingCall>> live;
-  Status last;              // the latest failure
+  Status last;  // the latest failure
+  // The method's counters (null: not counted) and when the call began, for its end.
+  ClientMethodCounters* method = nullptr;
+  int64_t start_ns = 0;
   uint64_t cancel_sub = 0;  // subscription to ctx's cancel signal (0: none), ended by Finish
 };
 
@@ -139,6 +143,8 @@ class Attempts {
   void StartAttempt(const std::shared_ptr<AttemptGroup>& group);
   void Finish(const std::shared_ptr<AttemptGroup>& group, const Status& st);
   bool Retryable(int ret) const;
+  // Spends a retry or hedge from the budget; a refusal is counted in `g`'s method.
+  bool SpendBudget(const AttemptGroup& g, int64_t now);
 
   const RetryConfig retry_;
   const HedgingConfig hedging_;

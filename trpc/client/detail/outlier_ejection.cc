@@ -52,6 +52,7 @@ void OutlierEjection::MaybeEject(Backend& b, int64_t now) {
       std::min<int64_t>(int64_t{config_.base_ejection_time} << k, config_.max_ejection_time);
   b.ejected_until_ns.store(now + ms * kNanosPerMilli, std::memory_order_relaxed);
   b.consecutive_failures.store(0, std::memory_order_relaxed);
+  if (ejections_ != nullptr) ejections_->fetch_add(1, std::memory_order_relaxed);
   TRPC_LOG_WARN("client {}: endpoint {} ejected for {} ms after {} failures in a row", client_name_,
                 b.name, ms, config_.consecutive_failures);
 }

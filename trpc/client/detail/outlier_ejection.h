@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -28,6 +29,8 @@ class OutlierEjection {
                   const EndpointSet* peers, Clock clock = &MonotonicNanos);
 
   bool enabled() const { return config_.consecutive_failures != 0; }
+  /// Every ejection is also counted here (relaxed; must outlive this). Before the first result.
+  void CountInto(std::atomic<uint64_t>* ejections) { ejections_ = ejections; }
   /// An attempt on `b` ended with framework code `ret` (0 for success). `now` is the clock's
   /// reading when the caller has one, else 0 (read here only when needed).
   void OnResult(Backend& b, int ret, int64_t now);
@@ -42,6 +45,7 @@ class OutlierEjection {
   const std::string client_name_;
   const EndpointSet* const peers_;
   const Clock clock_;
+  std::atomic<uint64_t>* ejections_ = nullptr;
   std::mutex mu_;  // one ejection decision at a time
 };
 

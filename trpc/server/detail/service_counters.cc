@@ -74,7 +74,7 @@ void ServiceCounters::CollectTraffic(ServiceMetrics* out) const {
     mm.name = method_names_[m];
     std::array<uint64_t, kErrorSlots> errors{};
     for (size_t r = 0; r < traffic_.size(); ++r) method_counters_[r * n + m].AddTo(&mm, &errors);
-    MethodCounters::FinishErrors(errors, &mm);
+    mm.errors = NamedErrors(errors);
   }
 }
 
