@@ -158,6 +158,59 @@ TEST(PrometheusTextTest, ClientFamilies) {
   EXPECT_EQ(none.find("trpc_client_calls_total{"), std::string::npos);
 }
 
+// gRPC's OpenTelemetry names, for the gRPC service and callee only, by grpc-status.
+TEST(PrometheusTextTest, GrpcNames) {
+  ServerMetrics m = Sample();
+  ServiceMetrics& g = m.services.emplace_back();
+  g.name = "trpc.test.Grpc";
+  g.protocol = "grpc";
+  MethodMetrics& meth = g.methods.emplace_back();
+  meth.name = "/p.G/M";
+  meth.started = 4;
+  LatencySnapshot ok;
+  ok.buckets[0] = 2;
+  ok.count = 2;
+  ok.sum_ns = 30'000;
+  LatencySnapshot deadline;
+  deadline.buckets[kLatencyBuckets - 1] = 1;
+  deadline.count = 1;
+  deadline.sum_ns = 11'000'000'000;
+  meth.by_wire_status = {{0, ok}, {4, deadline}};
+  g.methods.emplace_back().name = "unknown";  // no calls: no histogram, started 0
+  std::vector<ClientServiceMetrics> clients = ClientSample();
+  clients[0].target = "dns:///127.0.0.1:50051";
+  clients[0].methods[0].call_by_wire_status = {{14, ok}};
+  clients[0].methods[0].attempt_by_wire_status = {{0, ok}, {14, ok}};
+  ClientServiceMetrics& trpc_callee = clients.emplace_back();
+  trpc_callee.name = "trpc.test.Plain";
+  trpc_callee.protocol = "trpc";
+  trpc_callee.methods.emplace_back().name = "/p.T/M";
+
+  std::string t = PrometheusText(m, nullptr, clients, /*grpc_names=*/true);
+  EXPECT_TRUE(Has(t, "# TYPE grpc_server_call_started_total counter")) << t;
+  EXPECT_TRUE(Has(t, R"(grpc_server_call_started_total{grpc_method="p.G/M"} 4)")) << t;
+  EXPECT_TRUE(Has(t, R"(grpc_server_call_started_total{grpc_method="other"} 0)")) << t;
+  EXPECT_TRUE(Has(t, "# TYPE grpc_server_call_duration_seconds histogram"));
+  EXPECT_TRUE(Has(t, R"(grpc_server_call_duration_seconds_bucket{grpc_method="p.G/M",)"
+                     R"(grpc_status="OK",le="0.00005"} 2)"))
+      << t;
+  EXPECT_TRUE(Has(t, R"(grpc_server_call_duration_seconds_count{grpc_method="p.G/M",)"
+                     R"(grpc_status="DEADLINE_EXCEEDED"} 1)"));
+  EXPECT_TRUE(Has(t, R"(grpc_server_call_duration_seconds_sum{grpc_method="p.G/M",)"
+                     R"(grpc_status="DEADLINE_EXCEEDED"} 11)"));
+  const std::string c = R"(grpc_method="p.C/M",grpc_target="dns:///127.0.0.1:50051")";
+  EXPECT_TRUE(Has(t, "grpc_client_attempt_started_total{" + c + "} 8")) << t;
+  EXPECT_TRUE(
+      Has(t, "grpc_client_call_duration_seconds_count{" + c + R"(,grpc_status="UNAVAILABLE"} 2)"));
+  EXPECT_TRUE(
+      Has(t, "grpc_client_attempt_duration_seconds_count{" + c + R"(,grpc_status="OK"} 2)"));
+  // Neither the trpc service nor the trpc callee has gRPC's names.
+  EXPECT_EQ(t.find(R"(grpc_method="p.S/M")"), std::string::npos);
+  EXPECT_EQ(t.find(R"(grpc_method="p.T/M")"), std::string::npos);
+  // Off by default.
+  EXPECT_EQ(PrometheusText(m, nullptr, clients).find("grpc_"), std::string::npos);
+}
+
 TEST(PrometheusTextTest, SamplesAreGroupedUnderTheirFamily) {
   ProcessMetrics p{1.5, 4096};
   std::istringstream in(PrometheusText(Sample(), &p, ClientSample()));

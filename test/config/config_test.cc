@@ -468,6 +468,14 @@ TEST(ConfigErrorTest, AdminAuthKeys) {
             "t.yaml:2: server.admin_allow_unauthenticated: expected one of true|false, got 'yes'");
 }
 
+TEST(ConfigTest, AdminGrpcMetricsKey) {
+  EXPECT_FALSE(MustLoad("server: {admin_port: 1}\n").server.admin_grpc_metrics);
+  EXPECT_TRUE(
+      MustLoad("server: {admin_port: 1, admin_grpc_metrics: true}\n").server.admin_grpc_metrics);
+  EXPECT_EQ(LoadError("server:\n  admin_port: 1\n  admin_grpc_metrics: 1\n"),
+            "t.yaml:3: server.admin_grpc_metrics: expected one of true|false, got '1'");
+}
+
 TEST(ConfigTest, ReflectionKey) {
   const char* svc = "server:\n  service:\n    - {name: s, protocol: grpc, port: 1";
   Config c = MustLoad(std::string(svc) + "}\n");

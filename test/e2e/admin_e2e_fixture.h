@@ -50,6 +50,8 @@ namespace trpc::test::helloworld {
 
 inline constexpr char kGreeterName[] = "trpc.test.helloworld.Greeter";
 inline constexpr char kSayHello[] = "/trpc.test.helloworld.Greeter/SayHello";
+// The same Greeter over gRPC, for gRPC's metric names (server.admin_grpc_metrics).
+inline constexpr char kGrpcGreeterName[] = "trpc.test.helloworld.GrpcGreeter";
 inline constexpr char kClientModel[] = "admin_client";
 inline constexpr int64_t kIoTimeoutMs = 10'000;
 inline constexpr int kServerWorkers = 2;
@@ -57,9 +59,16 @@ inline constexpr int kServerWorkers = 2;
 inline constexpr char kServerYaml[] = R"(server:
   app: test
   server: admin_e2e
+  admin_grpc_metrics: true
   service:
     - name: trpc.test.helloworld.Greeter
       protocol: trpc
+      ip: 127.0.0.1
+      port: 0
+      timeout: 10000
+      threadmodel_instance_name: admin_server
+    - name: trpc.test.helloworld.GrpcGreeter
+      protocol: grpc
       ip: 127.0.0.1
       port: 0
       timeout: 10000
@@ -311,19 +320,32 @@ class AdminE2eTest : public ::testing::Test {
       ASSERT_TRUE(admin::EnableAdmin(server_.get()));
     }
     ASSERT_TRUE(server_->RegisterService(kGreeterName, std::make_shared<TestGreeter>()));
+    if (sc.service.size() > 1) {
+      ASSERT_TRUE(server_->RegisterService(kGrpcGreeterName, std::make_shared<TestGreeter>()));
+    }
     std::string err;
     ASSERT_TRUE(server_->Start(&err)) << err;
     ASSERT_TRUE(server_->GetAddress(kGreeterName, &greeter_));
+    if (sc.service.size() > 1) {
+      ASSERT_TRUE(server_->GetAddress(kGrpcGreeterName, &grpc_greeter_));
+    }
     if (admin::GetAdminAddress(*server_, &admin_)) {
       ASSERT_NE(admin_.port(), 0);
     }
   }
 
   // A proxy of its own, so of its own connection (the client model has one reactor).
-  std::shared_ptr<ServiceProxy> NewProxy() {
+  std::shared_ptr<ServiceProxy> NewProxy() { return NewProxy(kGreeterName, "trpc", greeter_); }
+  // The same over gRPC, to the gRPC service.
+  std::shared_ptr<ServiceProxy> NewGrpcProxy() {
+    return NewProxy(kGrpcGreeterName, "grpc", grpc_greeter_);
+  }
+  std::shared_ptr<ServiceProxy> NewProxy(const std::string& name, const std::string& protocol,
+                                         const NetAddress& addr) {
     ClientServiceConfig c;
-    c.name = kGreeterName;
-    c.target = greeter_.ToString();
+    c.name = name;
+    c.protocol = protocol;
+    c.target = addr.ToString();
     c.timeout = 10'000;
     auto proxy = std::make_shared<ServiceProxy>(c, runtime::GetThreadModel(kClientModel));
     std::string err;
@@ -353,6 +375,7 @@ class AdminE2eTest : public ::testing::Test {
   std::unique_ptr<Server> server_;
   std::vector<std::shared_ptr<ServiceProxy>> proxies_;
   NetAddress greeter_;
+  NetAddress grpc_greeter_;
   NetAddress admin_;
 };
 

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <string>
@@ -77,13 +78,69 @@ TEST_F(AdminE2eTest, MetricsCountRequestsErrorsAndLatency) {
   EXPECT_EQ(Sample(Metrics(), "trpc_server_requests_total{" + admin_metrics + "}"), 1);
 }
 
+// The client's families and gRPC's metric names (server.admin_grpc_metrics: true here), counted
+// by both ends of gRPC calls between our own client and server.
+TEST_F(AdminE2eTest, ClientMetricsAndGrpcNames) {
+  auto trpc_proxy = NewProxy();
+  auto grpc_proxy = NewGrpcProxy();
+  const std::string text0 = Metrics();
+  const std::string callee =
+      std::string("callee=\"") + kGreeterName + "\",method=\"" + kSayHello + "\"";
+  const double calls0 = std::max(0.0, Sample(text0, "trpc_client_calls_total{" + callee + "}"));
+  ASSERT_TRUE(Call(*trpc_proxy, "hi").OK());
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(Call(*grpc_proxy, "hi").OK());
+  EXPECT_EQ(Call(*grpc_proxy, "fail").GetFuncRetCode(), 7);
+  std::string text = Metrics();
+  // The trpc callee: its calls and a connection of this test's proxy at least.
+  EXPECT_EQ(Sample(text, "trpc_client_calls_total{" + callee + "}") - calls0, 1) << text;
+  EXPECT_GE(Sample(text, std::string("trpc_client_connections{callee=\"") + kGreeterName + "\"}"),
+            1);
+  EXPECT_EQ(Sample(text, "trpc_client_calls_in_flight{" + callee + "}"), 0);
+  // gRPC's names: this server's gRPC service (a fresh server per test), and the gRPC callee.
+  const std::string method = "grpc_method=\"trpc.test.helloworld.Greeter/SayHello\"";
+  EXPECT_EQ(Sample(text, "grpc_server_call_started_total{" + method + "}"), 3) << text;
+  EXPECT_EQ(
+      Sample(text, "grpc_server_call_duration_seconds_count{" + method + ",grpc_status=\"OK\"}"), 2)
+      << text;
+  // The handler's own code 7 goes out as grpc-status 7.
+  EXPECT_EQ(Sample(text, "grpc_server_call_duration_seconds_count{" + method +
+                             ",grpc_status=\"PERMISSION_DENIED\"}"),
+            1)
+      << text;
+  EXPECT_EQ(Sample(text, "grpc_server_call_duration_seconds_bucket{" + method +
+                             ",grpc_status=\"OK\",le=\"+Inf\"}"),
+            2);
+  const std::string target = "grpc_target=\"dns:///" + grpc_greeter_.ToString() + "\"";
+  const std::string client = method + "," + target;
+  EXPECT_GE(Sample(text, "grpc_client_attempt_started_total{" + client + "}"), 3) << text;
+  EXPECT_GE(
+      Sample(text, "grpc_client_call_duration_seconds_count{" + client + ",grpc_status=\"OK\"}"), 2)
+      << text;
+  EXPECT_GE(Sample(text, "grpc_client_attempt_duration_seconds_count{" + client +
+                             ",grpc_status=\"PERMISSION_DENIED\"}"),
+            1)
+      << text;
+  // The trpc service and callee have none of gRPC's names.
+  EXPECT_EQ(
+      text.find("grpc_method=\"trpc.test.helloworld.Greeter/SayHello\",grpc_target=\"dns:///" +
+                greeter_.ToString()),
+      std::string::npos);
+}
+
 TEST_F(AdminE2eTest, MetricsPassPromtool) {
   auto proxy = NewProxy();
   ASSERT_TRUE(Call(*proxy, "hi").OK());
   EXPECT_EQ(Call(*proxy, "fail").GetFuncRetCode(), 7);
+  // gRPC calls too: the client's families and gRPC's names are in the text promtool checks.
+  auto grpc_proxy = NewGrpcProxy();
+  ASSERT_TRUE(Call(*grpc_proxy, "hi").OK());
+  EXPECT_EQ(Call(*grpc_proxy, "fail").GetFuncRetCode(), 7);
   HttpReply r = Http(admin_, "GET", "/nope");  // the admin's "unknown" method gets a count
   EXPECT_EQ(r.status, 404);
   std::string text = Metrics();
+  EXPECT_NE(text.find("\ntrpc_client_calls_total{"), std::string::npos) << text;
+  EXPECT_NE(text.find("\ngrpc_server_call_duration_seconds_bucket{"), std::string::npos) << text;
+  EXPECT_NE(text.find("\ngrpc_client_attempt_duration_seconds_bucket{"), std::string::npos);
   // The router's 404 is an error with framework code 12 (docs/admin.md, "Methods").
   EXPECT_EQ(Sample(text,
                    "trpc_server_errors_total{service=\"trpc.admin\",method=\"unknown\","

@@ -179,7 +179,7 @@ void AdminService::Metrics(http::HttpResponse* rsp) const {
   ProcessMetrics process;
   bool have_process = ReadProcessMetrics(&process);
   std::string text = PrometheusText(server_->GetMetrics(), have_process ? &process : nullptr,
-                                    CollectClientMetrics());
+                                    CollectClientMetrics(), server_->config().admin_grpc_metrics);
   if (token_) {
     text += fmt::format(
         "# HELP trpc_admin_auth_failures_total Admin requests refused for a missing or wrong "

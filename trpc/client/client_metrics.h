@@ -29,12 +29,19 @@ struct ClientMethodMetrics {
   uint64_t hedges = 0;             // attempts sent beside one still in flight
   uint64_t budget_refusals = 0;    // retries and hedges the retry budget did not allow
   uint64_t throttle_refusals = 0;  // calls and extra attempts the overload throttle refused
+  /// Protocols with a status of their own (gRPC): the calls' and the attempts' latencies by
+  /// that status (the attempts' from sending to the end of each). Empty for the others.
+  LatencyByWireStatus call_by_wire_status;
+  LatencyByWireStatus attempt_by_wire_status;
 };
 
 /// One callee: a `client.service[]` name. Every proxy of that name counts into it.
 struct ClientServiceMetrics {
-  std::string name;         // the callee ("other" past the cap of distinct callees)
-  std::string protocol;     // of its first proxy
+  std::string name;      // the callee ("other" past the cap of distinct callees)
+  std::string protocol;  // of its first proxy
+  /// Its first proxy's target as a URI: "dns:///host:port" for the dns and direct selectors,
+  /// "<selector>:///<target>" for the others (gRPC's grpc.target).
+  std::string target;
   int64_t connections = 0;  // open now (connecting included)
   uint64_t ejections = 0;   // endpoints taken out of the rotation by outlier ejection
   std::vector<ClientMethodMetrics> methods;

@@ -66,6 +66,13 @@ std::string TargetHost(const std::string& target) {
   size_t colon = first.rfind(':');
   return colon == std::string::npos ? first : first.substr(0, colon);
 }
+// The callee's target as a URI for the metrics (gRPC's grpc.target): gRPC writes a target
+// without a scheme as dns:///, and our direct selector takes the same host:port lists.
+std::string TargetUri(const ClientServiceConfig& c) {
+  const std::string scheme =
+      c.selector_name == "direct" || c.selector_name.empty() ? "dns" : c.selector_name;
+  return scheme + ":///" + c.target;
+}
 }  // namespace
 
 // Everything behind ServiceProxy's public surface: the call's way in (filters, deadline,
@@ -92,6 +99,10 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
 
   // detail::AttemptHost.
   int64_t Now() override { return MonotonicNanos(); }
+  // The protocol's own status of `st` for the metrics (-1: the protocol has none).
+  int WireStatus(const Status& st) override {
+    return wire_status_ ? codec_->WireStatus(st.GetFrameworkRetCode(), st.GetFuncRetCode()) : -1;
+  }
   bool Stopped() override { return sender_->stopped(); }
   bool RefusesExtraAttempt(int64_t now) override {
     return throttle_ != nullptr && throttle_->ShouldRefuse(now);
@@ -124,7 +135,8 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
     // The call has ended with `st` (at `now`): counted in its method, if it is counted.
     void CountEnd(const Status& st, int64_t now) {
       if (method != nullptr) {
-        method->End(now - start_ns, st.GetFrameworkRetCode(), st.GetFuncRetCode());
+        method->End(now - start_ns, st.GetFrameworkRetCode(), st.GetFuncRetCode(),
+                    proxy->WireStatus(st));
       }
     }
     Impl* const proxy;
@@ -140,7 +152,7 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
       Unwatch();
       st = proxy->Decode(ctx, rsp, std::move(st), std::move(frame));
       const int64_t now = MonotonicNanos();
-      proxy->NoteEnd(*this, st, now);
+      proxy->NoteEnd(*this, st, now, method);
       CountEnd(st, now);
       ctx->SetStatus(st);
       done(st);
@@ -155,7 +167,7 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
     void OnReply(Status st, ChainBuffer&& frame) override {
       Unwatch();
       const int64_t now = MonotonicNanos();
-      proxy->NoteEnd(*this, st, now);
+      proxy->NoteEnd(*this, st, now, method);
       CountEnd(st, now);
       ctx->SetStatus(st);
       done(st, std::move(frame));
@@ -169,7 +181,7 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
       // A hedge that lost: its reply is not decoded (the winner's is in the response already,
       // and the caller may have let go of it).
       if (!group->finished) st = proxy->Decode(ctx, group->rsp, std::move(st), std::move(frame));
-      proxy->NoteEnd(*this, st, MonotonicNanos());
+      proxy->NoteEnd(*this, st, MonotonicNanos(), group->method);
       proxy->attempts_.OnAttemptDone(group, *this, st);
     }
     const std::shared_ptr<AttemptGroup> group;
@@ -199,11 +211,13 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
   Status Decode(const ClientContextPtr& ctx, google::protobuf::MessageLite* rsp, Status st,
                 ChainBuffer&& frame);
   // After an attempt ended with `st` at `now`: the endpoint's live figures, outlier ejection,
-  // the hedging latency window and the overload throttle.
-  void NoteEnd(OutgoingCall& call, const Status& st, int64_t now);
+  // the hedging latency window, the overload throttle and, for a protocol with statuses of its
+  // own, the attempt's latency in `method` (when counted).
+  void NoteEnd(OutgoingCall& call, const Status& st, int64_t now,
+               detail::ClientMethodCounters* method);
   // A counted call that ends with `st` before anything was sent (refused, or not encodable).
-  static void CountUnsent(detail::ClientMethodCounters* method, const Status& st) {
-    method->End(0, st.GetFrameworkRetCode(), st.GetFuncRetCode());
+  void CountUnsent(detail::ClientMethodCounters* method, const Status& st) {
+    method->End(0, st.GetFrameworkRetCode(), st.GetFuncRetCode(), WireStatus(st));
   }
   // An attempt of a counted call went out.
   static void CountAttempt(detail::ClientMethodCounters* method) {
@@ -226,6 +240,7 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
   std::shared_ptr<BufferBudget> buffer_budget_;  // client.max_buffered_bytes; null: no bound
   // This callee's counters (docs/observability.md), shared with its other proxies.
   std::shared_ptr<detail::ClientCounters> counters_;
+  bool wire_status_ = false;  // the codec has statuses of its own (ClientCodec::WireStatus)
   std::unique_ptr<detail::EndpointSet> endpoints_;
   std::unique_ptr<detail::OutlierEjection> ejection_;
   std::unique_ptr<detail::CallSender> sender_;
@@ -270,7 +285,8 @@ bool ServiceProxy::Impl::Init(std::string* err) {
                : where + "client " + config_.name + ": " + why;
     return false;
   }
-  counters_ = detail::ClientCounters::For(config_.name, config_.protocol);
+  counters_ = detail::ClientCounters::For(config_.name, config_.protocol, TargetUri(config_));
+  wire_status_ = codec_->WireStatus(0, 0) >= 0;
   detail::CallSender::Options o;
   o.connection.open_gauge = counters_->connections();
   o.fifo = codec_->FifoResponses();
@@ -493,8 +509,10 @@ Status ServiceProxy::Impl::Decode(const ClientContextPtr& ctx, google::protobuf:
   return st;
 }
 
-void ServiceProxy::Impl::NoteEnd(OutgoingCall& call, const Status& st, int64_t now) {
+void ServiceProxy::Impl::NoteEnd(OutgoingCall& call, const Status& st, int64_t now,
+                                 detail::ClientMethodCounters* method) {
   const int ret = st.GetFrameworkRetCode();
+  if (wire_status_ && method != nullptr) method->EndAttempt(now - call.start_ns, WireStatus(st));
   if (Backend* b = call.backend.get(); b != nullptr) {
     if (call.tracked) b->stats.OnEnd(now - call.start_ns);
     if (attempts_.tracks_latency() && st.OK()) attempts_.OnLatency(now, now - call.start_ns);

@@ -273,12 +273,12 @@ void ReadListenFile(MapReader& r, const std::string& file, ServerConfig* server)
 
 void ReadServer(const MapReader& root, const std::string& file, const InstanceNames& instances,
                 ServerConfig* out) {
-  MapReader r =
-      root.Map("server", {"app", "server", "admin_port", "admin_ip", "admin_allowed_hosts",
-                          "admin_ssl", "admin_token", "admin_token_file",
-                          "admin_allow_unauthenticated", "stop_max_wait_time", "max_buffered_bytes",
-                          "buffered_bytes_timeout", "filter", "service", "registry_name",
-                          "deregister_wait", "max_parked_requests", "listen_file"});
+  MapReader r = root.Map(
+      "server",
+      {"app", "server", "admin_port", "admin_ip", "admin_allowed_hosts", "admin_ssl", "admin_token",
+       "admin_token_file", "admin_allow_unauthenticated", "admin_grpc_metrics",
+       "stop_max_wait_time", "max_buffered_bytes", "buffered_bytes_timeout", "filter", "service",
+       "registry_name", "deregister_wait", "max_parked_requests", "listen_file"});
   ServerConfig server;
   if (!r.empty()) server.origin = fmt::format("{}:{}", file, r.line());
   if (r.Has("filter")) server.filter_origin = fmt::format("{}:{}", file, r.ValueLine("filter"));
@@ -302,6 +302,9 @@ void ReadServer(const MapReader& root, const std::string& file, const InstanceNa
     }
   }
   ReadAdminAuth(r, file, &server);
+  std::string grpc_metrics = server.admin_grpc_metrics ? "true" : "false";
+  r.OneOf("admin_grpc_metrics", {"true", "false"}, &grpc_metrics);
+  server.admin_grpc_metrics = grpc_metrics == "true";
   r.Uint("stop_max_wait_time", kStopMaxWaitTimeRule, &server.stop_max_wait_time);
   ReadBufferBound(r, &server.max_buffered_bytes, &server.buffered_bytes_timeout);
   r.Uint("max_parked_requests", kMaxParkedRequestsRule, &server.max_parked_requests);

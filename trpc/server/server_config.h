@@ -84,6 +84,10 @@ struct ServerConfig {
   /// The admin service refuses to start on an address beyond loopback with neither TLS nor a
   /// token, unless this says so.
   bool admin_allow_unauthenticated = false;
+  /// `admin_grpc_metrics: true`: /metrics also has gRPC's OpenTelemetry metrics
+  /// (grpc_server_call_duration_seconds, grpc_client_attempt_duration_seconds, ...) for the gRPC
+  /// services and callees (docs/observability.md). Off by default.
+  bool admin_grpc_metrics = false;
   uint32_t stop_max_wait_time = 3000;  // ms a graceful stop waits for in-flight calls, 0..600000.
   /// Bytes all connections together may hold buffered (input not yet handled, replies not yet
   /// written); 0 = a quarter of the memory this process may use, 64 MiB..4 GiB. Else >= 1 MiB.

@@ -25,6 +25,11 @@ struct MethodMetrics {
   /// kLatencyBucketBoundsNs, the last one for what is above the last bound.
   std::array<uint64_t, kLatencyBuckets> latency_buckets{};
   uint64_t latency_sum_ns = 0;
+  /// Requests routed to the method: answered, or still running (streams included).
+  uint64_t started = 0;
+  /// The same latencies by the protocol's own status code (gRPC's grpc-status), for the
+  /// protocol's standard metric names; empty for protocols without one.
+  LatencyByWireStatus by_wire_status;
 };
 
 /// One listening service.

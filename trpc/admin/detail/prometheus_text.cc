@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "trpc/base/detail/version.h"
+#include "trpc/codec/detail/codec.h"
 #include "trpc/transport/tls_context.h"
 
 namespace trpc::admin {
@@ -166,10 +167,75 @@ void ClientFamilies(const std::vector<ClientServiceMetrics>& clients, Writer& w)
   }
 }
 
+// gRPC's method label: the full name without the leading '/' ("pkg.Service/Method"), and
+// "other" for what matched no method of the service.
+std::string GrpcMethod(const std::string& name) {
+  if (name == "unknown" || name == "other" || name.empty()) return "other";
+  return name[0] == '/' ? name.substr(1) : name;
+}
+
+// One histogram per wire status: `labels` then grpc_status, named by the gRPC codec.
+void StatusHistograms(Writer& w, std::string_view name, const std::string& labels,
+                      const LatencyByWireStatus& by_status) {
+  static const std::shared_ptr<ServerCodec> codec = CodecRegistry::Instance().GetServer("grpc");
+  for (const auto& [status, h] : by_status) {
+    std::string_view status_name = codec ? codec->WireStatusName(status) : std::string_view();
+    std::string label = status_name.empty() ? std::to_string(status) : std::string(status_name);
+    w.Histogram(name, labels + "," + Label("grpc_status", label), h.buckets, h.sum_ns);
+  }
+}
+
+// gRPC's OpenTelemetry metrics (gRFC A66), as its Prometheus exporter names them: dots become
+// underscores, the unit is a suffix, counters end in _total. For the gRPC services and callees.
+void GrpcFamilies(const ServerMetrics& m, const std::vector<ClientServiceMetrics>& clients,
+                  Writer& w) {
+  auto grpc_services = [&m](auto&& fn) {
+    for (const auto& s : m.services) {
+      if (s.protocol != "grpc") continue;
+      for (const auto& meth : s.methods) fn(meth, Label("grpc_method", GrpcMethod(meth.name)));
+    }
+  };
+  auto grpc_callees = [&clients](auto&& fn) {
+    for (const auto& c : clients) {
+      if (c.protocol != "grpc") continue;
+      for (const auto& meth : c.methods) {
+        fn(meth,
+           Label("grpc_method", GrpcMethod(meth.name)) + "," + Label("grpc_target", c.target));
+      }
+    }
+  };
+  w.Family("grpc_server_call_started_total", "counter",
+           "The total number of calls started, including those that have not completed.");
+  grpc_services([&w](const MethodMetrics& meth, const std::string& labels) {
+    w.Sample("grpc_server_call_started_total", labels, meth.started);
+  });
+  w.Family("grpc_server_call_duration_seconds", "histogram",
+           "Time from the server reading a call's headers to its sending the status.");
+  grpc_services([&w](const MethodMetrics& meth, const std::string& labels) {
+    StatusHistograms(w, "grpc_server_call_duration_seconds", labels, meth.by_wire_status);
+  });
+  w.Family("grpc_client_attempt_started_total", "counter",
+           "The total number of call attempts started, including those that have not completed.");
+  grpc_callees([&w](const ClientMethodMetrics& meth, const std::string& labels) {
+    w.Sample("grpc_client_attempt_started_total", labels, meth.attempts);
+  });
+  w.Family("grpc_client_attempt_duration_seconds", "histogram",
+           "End-to-end time taken to complete a call attempt.");
+  grpc_callees([&w](const ClientMethodMetrics& meth, const std::string& labels) {
+    StatusHistograms(w, "grpc_client_attempt_duration_seconds", labels,
+                     meth.attempt_by_wire_status);
+  });
+  w.Family("grpc_client_call_duration_seconds", "histogram",
+           "Time taken by the gRPC library to complete a call from the application's view.");
+  grpc_callees([&w](const ClientMethodMetrics& meth, const std::string& labels) {
+    StatusHistograms(w, "grpc_client_call_duration_seconds", labels, meth.call_by_wire_status);
+  });
+}
+
 }  // namespace
 
 std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process,
-                           const std::vector<ClientServiceMetrics>& clients) {
+                           const std::vector<ClientServiceMetrics>& clients, bool grpc_names) {
   Writer w;
   w.Family("trpc_build_info", "gauge",
            "Always 1; the labels say which framework build this server runs.");
@@ -353,6 +419,7 @@ std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process
   }
 
   ClientFamilies(clients, w);
+  if (grpc_names) GrpcFamilies(m, clients, w);
 
   // TLS, process-wide (every service and callee with ssl.enable).
   const TlsCounters& tls = TlsCounters::Get();

@@ -37,4 +37,35 @@ uint64_t LatencyCounts::AddTo(std::array<uint64_t, kLatencyBuckets>* out,
   return count;
 }
 
+LatencyByStatus::~LatencyByStatus() {
+  for (auto& slot : slots_) delete slot.load(std::memory_order_relaxed);
+}
+
+LatencyCounts* LatencyByStatus::Make(int status) {
+  auto* made = new LatencyCounts;
+  LatencyCounts* expected = nullptr;
+  if (slots_[status].compare_exchange_strong(expected, made, std::memory_order_acq_rel)) {
+    return made;
+  }
+  delete made;  // another thread made it first
+  return expected;
+}
+
+void LatencyByStatus::AddTo(std::array<LatencySnapshot, kWireStatuses>* out) const {
+  for (size_t s = 0; s < kWireStatuses; ++s) {
+    if (const LatencyCounts* h = slots_[s].load(std::memory_order_acquire)) {
+      LatencySnapshot& o = (*out)[s];
+      o.count += h->AddTo(&o.buckets, &o.sum_ns);
+    }
+  }
+}
+
+LatencyByWireStatus LatencyByStatus::Seen(const std::array<LatencySnapshot, kWireStatuses>& sums) {
+  LatencyByWireStatus seen;
+  for (size_t s = 0; s < kWireStatuses; ++s) {
+    if (sums[s].count != 0) seen.emplace_back(static_cast<int>(s), sums[s]);
+  }
+  return seen;
+}
+
 }  // namespace trpc::detail

@@ -52,4 +52,35 @@ struct LatencyCounts {
   uint64_t AddTo(std::array<uint64_t, kLatencyBuckets>* out, uint64_t* sum_ns_out) const;
 };
 
+/// Latency histograms by a protocol's own status code (ServerCodec/ClientCodec::WireStatus:
+/// gRPC's grpc-status), each made on the first value with its status and kept for the life of
+/// this object. For the protocol's standard metric names (gRPC's grpc.server.call.duration).
+///
+/// Memory ordering: a histogram is published by a compare-exchange (acq_rel) of its slot and
+/// found by acquire loads; its counts are LatencyCounts' relaxed atomics.
+class LatencyByStatus {
+ public:
+  LatencyByStatus() = default;
+  ~LatencyByStatus();
+  LatencyByStatus(const LatencyByStatus&) = delete;
+  LatencyByStatus& operator=(const LatencyByStatus&) = delete;
+
+  /// Records `ns` under `status`; a status outside [0, kWireStatuses) is not recorded.
+  void Record(int status, int64_t ns) {
+    if (status < 0 || static_cast<size_t>(status) >= kWireStatuses) return;
+    LatencyCounts* h = slots_[status].load(std::memory_order_acquire);
+    if (h == nullptr) [[unlikely]]
+      h = Make(status);
+    h->Record(ns);
+  }
+  /// Adds every status's numbers to `out` (index = status).
+  void AddTo(std::array<LatencySnapshot, kWireStatuses>* out) const;
+  /// The statuses with a count, from `sums` (as filled by AddTo).
+  static LatencyByWireStatus Seen(const std::array<LatencySnapshot, kWireStatuses>& sums);
+
+ private:
+  LatencyCounts* Make(int status);
+  std::array<std::atomic<LatencyCounts*>, kWireStatuses> slots_{};
+};
+
 }  // namespace trpc::detail

@@ -189,7 +189,8 @@ void Attempts::Finish(const std::shared_ptr<AttemptGroup>& g, const Status& st) 
     if (auto c = weak.lock()) host_->CancelAttempt(*c);
   }
   if (g->method != nullptr) {
-    g->method->End(host_->Now() - g->start_ns, st.GetFrameworkRetCode(), st.GetFuncRetCode());
+    g->method->End(host_->Now() - g->start_ns, st.GetFrameworkRetCode(), st.GetFuncRetCode(),
+                   host_->WireStatus(st));
   }
   g->ctx->SetStatus(st);
   auto done = std::move(g->done);

@@ -88,6 +88,11 @@ class AttemptHost {
  public:
   virtual ~AttemptHost() = default;
   virtual int64_t Now() = 0;
+  /// The protocol's own status of a call that ended with `st`, for the metrics (-1: none).
+  virtual int WireStatus(const Status& st) {
+    (void)st;
+    return -1;
+  }
   /// The proxy is stopping: no attempt may start.
   virtual bool Stopped() = 0;
   /// The client's overload throttle refuses an extra attempt now.

@@ -52,6 +52,8 @@ ClientMethodShard& ClientMethodCounters::Local() { return shard_[ClientCounters:
 void ClientMethodCounters::Collect(ClientMethodMetrics* out) const {
   out->name = name_;
   std::array<uint64_t, kErrorSlots> errors{};
+  std::array<LatencySnapshot, kWireStatuses> calls_by_status{};
+  std::array<LatencySnapshot, kWireStatuses> attempts_by_status{};
   uint64_t ended = 0;
   uint64_t started = 0;
   // Ended before started: calls that end between the two reads are not seen as negative.
@@ -66,16 +68,21 @@ void ClientMethodCounters::Collect(ClientMethodMetrics* out) const {
     out->hedges += s.hedges.load(std::memory_order_relaxed);
     out->budget_refusals += s.budget_refusals.load(std::memory_order_relaxed);
     out->throttle_refusals += s.throttle_refusals.load(std::memory_order_relaxed);
+    s.call_by_status.AddTo(&calls_by_status);
+    s.attempt_by_status.AddTo(&attempts_by_status);
   }
+  out->call_by_wire_status = LatencyByStatus::Seen(calls_by_status);
+  out->attempt_by_wire_status = LatencyByStatus::Seen(attempts_by_status);
   for (size_t i = 0; i < shards_; ++i) started += shard_[i].started.load(std::memory_order_relaxed);
   out->calls = ended;
   out->in_flight = started > ended ? started - ended : 0;
   out->errors = NamedErrors(errors);
 }
 
-ClientCounters::ClientCounters(std::string name, std::string protocol)
+ClientCounters::ClientCounters(std::string name, std::string protocol, std::string target)
     : name_(std::move(name)),
       protocol_(std::move(protocol)),
+      target_(std::move(target)),
       other_(std::make_unique<ClientMethodCounters>("other", 0, ShardCount())) {}
 
 ClientCounters::~ClientCounters() {
@@ -83,7 +90,8 @@ ClientCounters::~ClientCounters() {
 }
 
 std::shared_ptr<ClientCounters> ClientCounters::For(const std::string& name,
-                                                    const std::string& protocol) {
+                                                    const std::string& protocol,
+                                                    const std::string& target) {
   Registry& r = GetRegistry();
   std::lock_guard lock(r.mu);
   auto it = r.callees.find(name);
@@ -93,7 +101,7 @@ std::shared_ptr<ClientCounters> ClientCounters::For(const std::string& name,
     if (!other) other = std::make_shared<ClientCounters>("other", "");
     return other;
   }
-  auto c = std::make_shared<ClientCounters>(name, protocol);
+  auto c = std::make_shared<ClientCounters>(name, protocol, target);
   r.callees.emplace(name, c);
   return c;
 }
@@ -143,6 +151,7 @@ ClientServiceMetrics ClientCounters::Collect() const {
   ClientServiceMetrics out;
   out.name = name_;
   out.protocol = protocol_;
+  out.target = target_;
   out.connections = std::max<int64_t>(0, connections_.load(std::memory_order_relaxed));
   out.ejections = ejections_.load(std::memory_order_relaxed);
   for (const auto& slot : slots_) {

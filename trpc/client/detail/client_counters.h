@@ -26,6 +26,9 @@ struct alignas(64) ClientMethodShard {
   std::atomic<uint64_t> throttle_refusals{0};
   LatencyCounts latency;  // ended calls
   std::array<std::atomic<uint64_t>, kErrorSlots> errors{};
+  // Protocols with a status of their own (gRPC) only: calls and attempts by that status.
+  LatencyByStatus call_by_status;
+  LatencyByStatus attempt_by_status;
 };
 
 /// One method's shards.
@@ -38,12 +41,19 @@ class ClientMethodCounters {
   static void Add(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
   /// A call began (it will End exactly once).
   void Start() { Add(Local().started); }
-  /// A call ended with framework code `ret` (and `func_ret`) after `latency_ns`.
-  void End(int64_t latency_ns, int ret, int func_ret) {
+  /// A call ended with framework code `ret` (and `func_ret`) after `latency_ns`; under the
+  /// protocol's own status `wire_status` too (ClientCodec::WireStatus; -1: none).
+  void End(int64_t latency_ns, int ret, int func_ret, int wire_status = -1) {
     ClientMethodShard& s = Local();
     s.latency.Record(latency_ns);
-    if (ret != 0 || func_ret != 0) [[unlikely]]
+    if (ret != 0 || func_ret != 0) [[unlikely]] {
       Add(s.errors[ErrorSlotOf(ret)]);
+    }
+    if (wire_status >= 0) s.call_by_status.Record(wire_status, latency_ns);
+  }
+  /// One attempt ended with the protocol's own status `wire_status` after `latency_ns`.
+  void EndAttempt(int64_t latency_ns, int wire_status) {
+    Local().attempt_by_status.Record(wire_status, latency_ns);
   }
 
   const std::string& name() const { return name_; }
@@ -75,12 +85,14 @@ class ClientCounters {
   static constexpr size_t kMaxMethods = 64;
   static constexpr size_t kMaxCallees = 256;
 
-  /// The counters of callee `name` (made on first use; "other" past kMaxCallees).
-  static std::shared_ptr<ClientCounters> For(const std::string& name, const std::string& protocol);
+  /// The counters of callee `name` (made on first use; "other" past kMaxCallees). `protocol` and
+  /// `target` are the first proxy's (ClientServiceMetrics).
+  static std::shared_ptr<ClientCounters> For(const std::string& name, const std::string& protocol,
+                                             const std::string& target = "");
   /// Every callee's counts, in name order.
   static std::vector<ClientServiceMetrics> CollectAll();
 
-  ClientCounters(std::string name, std::string protocol);
+  ClientCounters(std::string name, std::string protocol, std::string target = "");
   ~ClientCounters();
 
   /// The counters of method `func` (never null).
@@ -103,6 +115,7 @@ class ClientCounters {
 
   const std::string name_;
   const std::string protocol_;
+  const std::string target_;
   std::array<std::atomic<ClientMethodCounters*>, kSlots> slots_{};
   std::mutex insert_mu_;
   size_t methods_ = 0;  // under insert_mu_

@@ -69,6 +69,20 @@ class ServerCodec : public FrameCodec {
     *err = "protocol '" + std::string(Name()) + "' has no options";
     return nullptr;
   }
+  /// The protocol's own status code that a reply with framework code `ret` and handler code
+  /// `func_ret` carries on the wire (gRPC: its grpc-status, 0..16), for the protocol's standard
+  /// metric names; -1 (the default) for a protocol without one.
+  virtual int WireStatus(int32_t ret, int32_t func_ret) const {
+    (void)ret;
+    (void)func_ret;
+    return -1;
+  }
+  /// The name of wire status `status` as the protocol spells it (gRPC: "OK",
+  /// "DEADLINE_EXCEEDED", ...), for metric labels; empty for a protocol without statuses.
+  virtual std::string_view WireStatusName(int status) const {
+    (void)status;
+    return {};
+  }
 };
 
 /// The client half of a protocol. Same threading rules as ServerCodec.
@@ -90,6 +104,13 @@ class ClientCodec : public FrameCodec {
   }
   /// False for protocols without one-way calls (gRPC): a one-way call then fails at once.
   virtual bool SupportsOneway() const { return true; }
+  /// As ServerCodec::WireStatus, for a call that ended with `ret` and `func_ret` (decoded from
+  /// the reply, or the client's own failure: a timeout, a refused connection).
+  virtual int WireStatus(int32_t ret, int32_t func_ret) const {
+    (void)ret;
+    (void)func_ret;
+    return -1;
+  }
   /// A codec set up with a client service's `protocol_options` (never empty here); as
   /// ServerCodec::WithOptions. The default knows no options.
   virtual std::shared_ptr<ClientCodec> WithOptions(

@@ -25,18 +25,26 @@ namespace trpc::detail {
 struct alignas(64) MethodCounters {
   LatencyCounts latency;
   std::array<std::atomic<uint64_t>, kErrorSlots> errors{};
+  std::atomic<uint64_t> started{0};  // requests routed to the method (replied or not yet)
+  LatencyByStatus by_wire_status;    // protocols with a status of their own (gRPC) only
 
-  /// Counts one reply: its latency (ns) and, if it is an error, its code.
-  void Record(int64_t latency_ns, int32_t ret, int32_t func_ret) {
+  /// Counts one request routed to the method.
+  void Start() { started.fetch_add(1, std::memory_order_relaxed); }
+  /// Counts one reply: its latency (ns) and, if it is an error, its code; and under the
+  /// protocol's own status `wire_status` (ServerCodec::WireStatus; -1: none).
+  void Record(int64_t latency_ns, int32_t ret, int32_t func_ret, int wire_status = -1) {
     latency.Record(latency_ns);
     if (ret != 0 || func_ret != 0) [[unlikely]] {
       errors[ErrorSlotOf(ret)].fetch_add(1, std::memory_order_relaxed);
     }
+    if (wire_status >= 0) by_wire_status.Record(wire_status, latency_ns);
   }
 
-  /// Adds this reactor's counts to `out`, and its error counts to `error_counts` (by slot), with
-  /// relaxed loads (see above). NamedErrors() then names the non-zero slots.
-  void AddTo(MethodMetrics* out, std::array<uint64_t, kErrorSlots>* error_counts) const;
+  /// Adds this reactor's counts to `out`, its error counts to `error_counts` (by slot) and its
+  /// wire-status histograms to `by_status`, with relaxed loads (see above). NamedErrors() and
+  /// LatencyByStatus::Seen() then keep the non-zero ones.
+  void AddTo(MethodMetrics* out, std::array<uint64_t, kErrorSlots>* error_counts,
+             std::array<LatencySnapshot, kWireStatuses>* by_status) const;
 };
 
 }  // namespace trpc::detail

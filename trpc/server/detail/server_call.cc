@@ -306,9 +306,16 @@ void ServerCall::SendReply(const Status& status, const google::protobuf::Message
   FinishOnLoop(std::move(out));
 }
 
+void ServerCall::SetMethodCounters(MethodCounters* counters) {
+  method_counters_ = counters;
+  if (counters != nullptr) counters->Start();
+}
+
 void ServerCall::Record(int64_t now_ns, int32_t ret, int32_t func_ret) {
-  if (method_counters_ != nullptr)
-    method_counters_->Record(now_ns - GetRecvTimestampNs(), ret, func_ret);
+  if (method_counters_ != nullptr) {
+    method_counters_->Record(now_ns - GetRecvTimestampNs(), ret, func_ret,
+                             codec_->WireStatus(ret, func_ret));
+  }
 }
 
 }  // namespace trpc::detail

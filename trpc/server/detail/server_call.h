@@ -69,7 +69,8 @@ class ServerCall final : public ServerContext {
   void SetFilterChain(const ServerFilterChain* chain) { filters_ = chain; }
   /// The per-method counters the reply is recorded in (latency from GetRecvTimestampNs() to
   /// SendReply(), and the error code); null records nothing. Must outlive the call.
-  void SetMethodCounters(MethodCounters* counters) { method_counters_ = counters; }
+  /// The call's method's counters (null: not counted); counts the call as started.
+  void SetMethodCounters(MethodCounters* counters);
   /// The request was admitted by `limiter` on reactor `reactor`: it leaves it at the reply.
   void SetLimiter(ConcurrencyLimiter* limiter, size_t reactor) {
     limiter_ = limiter;

@@ -73,8 +73,12 @@ void ServiceCounters::CollectTraffic(ServiceMetrics* out) const {
     MethodMetrics& mm = out->methods[m];
     mm.name = method_names_[m];
     std::array<uint64_t, kErrorSlots> errors{};
-    for (size_t r = 0; r < traffic_.size(); ++r) method_counters_[r * n + m].AddTo(&mm, &errors);
+    std::array<LatencySnapshot, kWireStatuses> by_status{};
+    for (size_t r = 0; r < traffic_.size(); ++r) {
+      method_counters_[r * n + m].AddTo(&mm, &errors, &by_status);
+    }
     mm.errors = NamedErrors(errors);
+    mm.by_wire_status = LatencyByStatus::Seen(by_status);
   }
 }
 

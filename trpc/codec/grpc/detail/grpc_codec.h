@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "trpc/codec/detail/codec.h"
+#include "trpc/codec/grpc/detail/grpc_status.h"
 #include "trpc/codec/grpc/detail/h2_server_session.h"
 #include "trpc/codec/grpc/detail/h2_session.h"
 #include "trpc/codec/grpc/grpc_message.h"
@@ -49,6 +50,9 @@ class GrpcServerCodec final : public ServerCodec {
       const std::vector<std::string>& stream_funcs,
       const std::vector<std::string>* all_funcs) override;
   const detail::H2Options& options() const { return options_; }
+  /// The grpc-status the reply is sent with (GrpcCodeOf).
+  int WireStatus(int32_t ret, int32_t func_ret) const override { return GrpcCodeOf(ret, func_ret); }
+  std::string_view WireStatusName(int status) const override { return GrpcCodeName(status); }
 
  private:
   detail::H2Options options_;
@@ -76,6 +80,9 @@ class GrpcClientCodec final : public ClientCodec {
                      ChainBuffer* out) override;
   bool DecodeResponse(ChainBuffer&& frame, RpcResponse* rsp, std::string* err) override;
   bool SupportsOneway() const override { return false; }
+  /// The grpc-status the call ended with: the one received (FromGrpcCode's inverse), or the
+  /// code a local failure stands for (a timeout: DEADLINE_EXCEEDED; no connection: UNAVAILABLE).
+  int WireStatus(int32_t ret, int32_t func_ret) const override { return GrpcCodeOf(ret, func_ret); }
   /// Streaming calls on the connection's HTTP/2 session (`state`).
   std::unique_ptr<ClientStreamSession> NewClientStreamSession(uint32_t max_streams,
                                                               FrameCodecState* state) override;

@@ -78,6 +78,27 @@ void FromGrpcCode(int code, int32_t* ret, int32_t* func_ret) {
   }
 }
 
+const char* GrpcCodeName(int code) {
+  static constexpr const char* kNames[] = {"OK",
+                                           "CANCELLED",
+                                           "UNKNOWN",
+                                           "INVALID_ARGUMENT",
+                                           "DEADLINE_EXCEEDED",
+                                           "NOT_FOUND",
+                                           "ALREADY_EXISTS",
+                                           "PERMISSION_DENIED",
+                                           "RESOURCE_EXHAUSTED",
+                                           "FAILED_PRECONDITION",
+                                           "ABORTED",
+                                           "OUT_OF_RANGE",
+                                           "UNIMPLEMENTED",
+                                           "INTERNAL",
+                                           "UNAVAILABLE",
+                                           "DATA_LOSS",
+                                           "UNAUTHENTICATED"};
+  return code >= 0 && code <= 16 ? kNames[code] : "UNKNOWN";
+}
+
 int GrpcCodeOfHttpStatus(int http_status) {
   switch (http_status) {
     case 400:

@@ -35,6 +35,10 @@ int GrpcCodeOf(int32_t ret, int32_t func_ret);
 /// the handler's own (`*func_ret`, with `*ret` 0).
 void FromGrpcCode(int code, int32_t* ret, int32_t* func_ret);
 
+/// The code's name as gRPC spells it ("OK", "DEADLINE_EXCEEDED", ...); "UNKNOWN" for a code
+/// outside 0..16.
+const char* GrpcCodeName(int code);
+
 /// The gRPC code of an HTTP status that came without grpc-status (gRPC's HTTP-to-gRPC table).
 int GrpcCodeOfHttpStatus(int http_status);
 
