@@ -34,13 +34,32 @@ for arg in "$@"; do
   esac
 done
 
+# --with-test-tools also builds the OpenTelemetry Collector the tracing tests send spans to
+# (third_party/otelcol/, from the collector's Go modules, into third_party/otelcol/bin/), with
+# the machine's Go (1.26 or newer; not a Debian package: Debian's is older). Quiet and quick
+# once built; without Go the tracing tests skip, saying so (and fail under CI=true).
+build_collector() {
+  local dir
+  dir=$(cd "$(dirname "$0")" && pwd)/otelcol
+  if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
+    [ -x "$dir/bin/otelcol" ] || echo "setup: no Go toolchain: the tracing tests' collector is not built" >&2
+    return 0
+  fi
+  "$dir/build.sh" "$dir/bin"
+}
+with_test_tools=0
+for arg in "$@"; do [ "$arg" = --with-test-tools ] && with_test_tools=1; done
+
 missing=()
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+  [ "$with_test_tools" = 0 ] || build_collector
+  exit 0
+fi
 
 echo "setup: installing ${missing[*]}" >&2
 sudo=""
@@ -48,3 +67,4 @@ sudo=""
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq >/dev/null
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+[ "$with_test_tools" = 0 ] || build_collector

@@ -36,4 +36,17 @@ inline uint16_t FreeLoopbackPort() {
   return port;
 }
 
+/// Whether a connection to 127.0.0.1:`port` is accepted now (a peer program has started).
+inline bool LoopbackPortAccepts(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  ::close(fd);
+  return ok;
+}
+
 }  // namespace trpc::testing

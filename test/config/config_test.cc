@@ -468,6 +468,44 @@ TEST(ConfigErrorTest, AdminAuthKeys) {
             "t.yaml:2: server.admin_allow_unauthenticated: expected one of true|false, got 'yes'");
 }
 
+TEST(ConfigTest, TracingSection) {
+  Config c = MustLoad("plugins:\n  log: {level: error}\n");
+  EXPECT_FALSE(c.plugins.tracing.enabled);
+  c = MustLoad(
+      "plugins:\n"                                       // 1
+      "  tracing:\n"                                     // 2
+      "    sampler_ratio: 0.25\n"                        // 3
+      "    endpoint: http://127.0.0.1:4318/v1/traces\n"  // 4
+      "    queue_size: 4096\n    batch_size: 100\n    batch_timeout: 200\n"
+      "    export_timeout: 1000\n    service_name: svc\n");
+  const tracing::TracingConfig& t = c.plugins.tracing;
+  EXPECT_TRUE(t.enabled);
+  EXPECT_DOUBLE_EQ(t.sampler_ratio, 0.25);
+  EXPECT_EQ(t.endpoint, "http://127.0.0.1:4318/v1/traces");
+  EXPECT_EQ(t.queue_size, 4096u);
+  EXPECT_EQ(t.batch_size, 100u);
+  EXPECT_EQ(t.batch_timeout, 200u);
+  EXPECT_EQ(t.export_timeout, 1000u);
+  EXPECT_EQ(t.service_name, "svc");
+  EXPECT_EQ(t.origin, "t.yaml:4");
+  // An empty section turns tracing on with the defaults.
+  EXPECT_TRUE(MustLoad("plugins:\n  tracing: {}\n").plugins.tracing.enabled);
+}
+
+TEST(ConfigErrorTest, TracingSection) {
+  EXPECT_EQ(LoadError("plugins:\n  tracing:\n    sampler_ratio: 1.5\n"),
+            "t.yaml:3: plugins.tracing.sampler_ratio: expected a number from 0 to 1, got '1.5'");
+  EXPECT_EQ(LoadError("plugins:\n  tracing:\n    sampler_ratio: half\n"),
+            "t.yaml:3: plugins.tracing.sampler_ratio: expected a number from 0 to 1, got 'half'");
+  EXPECT_EQ(LoadError("plugins:\n  tracing:\n    endpoint: https://c:4318\n"),
+            "t.yaml:3: plugins.tracing.endpoint: expected an http://host:port/path URL (https is "
+            "not supported yet), got 'https://c:4318'");
+  EXPECT_EQ(LoadError("plugins:\n  tracing:\n    batch_size: 0\n"),
+            "t.yaml:3: plugins.tracing.batch_size: expected an integer in 1..65536, got '0'");
+  EXPECT_EQ(LoadError("plugins:\n  tracing:\n    sampler: 1\n"),
+            "t.yaml:3: unknown key 'sampler' in plugins.tracing");
+}
+
 TEST(ConfigTest, AdminGrpcMetricsKey) {
   EXPECT_FALSE(MustLoad("server: {admin_port: 1}\n").server.admin_grpc_metrics);
   EXPECT_TRUE(

@@ -12,6 +12,7 @@
 
 #include "test/e2e/forward_e2e_fixture.h"
 #include "trpc/app/trpc_app.h"
+#include "trpc/tracing/tracing.h"
 
 namespace trpc::test::forward {
 namespace {
@@ -19,6 +20,9 @@ namespace {
 // The message lists the registered filters, and suggests the closest one to a misspelt name.
 TEST(ForwardConfigTest, UnknownFilterStopsStartWithItsLine) {
   RegisterTestFilters();
+  // The framework's own (TrpcApp registers it; here too, so the lists below do not depend on
+  // whether a TrpcApp test ran first).
+  tracing::RegisterTracingFilters();
   std::string err;
   Config config;
   trpc::testing::ScopedRuntime scoped_runtime;
@@ -36,16 +40,17 @@ TEST(ForwardConfigTest, UnknownFilterStopsStartWithItsLine) {
     EXPECT_FALSE(server.Start(&err));
     EXPECT_EQ(err,
               "bad_filter.yaml:9: service 'svc': no server filter named 'no_such_filter' is "
-              "registered (registered: test_auth, test_middle_hop)");
+              "registered (registered: test_auth, test_middle_hop, tracing)");
   }
   config.server.service[0].filter = {"test_auht"};
   {
     Server server(config.server);
     server.RegisterService("svc", std::make_shared<Backend>());
     EXPECT_FALSE(server.Start(&err));
-    EXPECT_EQ(err,
-              "bad_filter.yaml:9: service 'svc': no server filter named 'test_auht' is "
-              "registered (did you mean 'test_auth'? registered: test_auth, test_middle_hop)");
+    EXPECT_EQ(
+        err,
+        "bad_filter.yaml:9: service 'svc': no server filter named 'test_auht' is "
+        "registered (did you mean 'test_auth'? registered: test_auth, test_middle_hop, tracing)");
   }
   ClientServiceConfig c;
   c.name = "callee";
@@ -56,12 +61,13 @@ TEST(ForwardConfigTest, UnknownFilterStopsStartWithItsLine) {
   EXPECT_EQ(client.GetProxy<GreeterServiceProxy>("callee", c, &err), nullptr);
   EXPECT_EQ(err,
             "client.yaml:3: client callee: no client filter named 'no_such_client_filter' is "
-            "registered (registered: test_client_stamp)");
+            "registered (registered: test_client_stamp, tracing)");
   c.filter = {"test_client_stmap"};
   EXPECT_EQ(client.GetProxy<GreeterServiceProxy>("callee", c, &err), nullptr);
   EXPECT_EQ(err,
             "client.yaml:3: client callee: no client filter named 'test_client_stmap' is "
-            "registered (did you mean 'test_client_stamp'? registered: test_client_stamp)");
+            "registered (did you mean 'test_client_stamp'? registered: test_client_stamp, "
+            "tracing)");
   client.Stop();
   scoped_runtime.Stop();
 }
@@ -193,7 +199,7 @@ TEST(TrpcAppTest, UnknownClientFilterStopsStartAfterInitialize) {
   EXPECT_TRUE(app.initialized);
   EXPECT_NE(out.find("app.yaml:8: client.filter: no client filter named 'test_client_stmap' is "
                      "registered (did you mean 'test_client_stamp'? registered: "
-                     "test_client_stamp)"),
+                     "test_client_stamp, tracing)"),
             std::string::npos)
       << out;
 
@@ -207,7 +213,8 @@ TEST(TrpcAppTest, UnknownClientFilterStopsStartAfterInitialize) {
   out = StderrOf([&] { rc = app2.Start(config); });
   EXPECT_EQ(rc, 1);
   EXPECT_NE(out.find("app.yaml:9: client service 'callee': no client filter named "
-                     "'no_such_filter' is registered (registered: test_client_stamp)"),
+                     "'no_such_filter' is registered (registered: test_client_stamp, "
+                     "tracing)"),
             std::string::npos)
       << out;
 }

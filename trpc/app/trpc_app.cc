@@ -17,6 +17,7 @@
 #include "trpc/runtime/detail/runtime.h"
 #include "trpc/server/grpc/grpc_server.h"
 #include "trpc/server/reflection/reflection.h"
+#include "trpc/tracing/tracing.h"
 #include "trpc/transport/tls_context.h"
 
 namespace trpc {
@@ -135,6 +136,16 @@ bool TrpcApp::StartFromConfig(std::string* err) {
   if (log::ParseLevel(config_.plugins.log.level, &level)) log::SetLevel(level);
   naming::RegisterNamingPlugins();
   if (!naming::ConfigureNamingPlugins(config_.plugins, err)) return false;
+  // The `tracing` filters are always there to be named; plugins.tracing turns the spans on.
+  tracing::RegisterTracingFilters();
+  if (config_.plugins.tracing.enabled) {
+    const ServerConfig& sc = config_.server;
+    std::string service =
+        sc.app.empty() || sc.server.empty() ? sc.app + sc.server : sc.app + "." + sc.server;
+    if (!tracing::StartTracing(config_.plugins.tracing, service.empty() ? "trpc" : service, err)) {
+      return false;
+    }
+  }
   client_ = std::make_shared<TrpcClient>(config_.client);
   // The client's protocols are registered from static initialization on, so a typo stops
   // start-up before anything runs; its filters are checked once Initialize() registered them.
@@ -253,6 +264,8 @@ void TrpcApp::StopAll() {
     if (GetTrpcClient() == client_.get()) SetTrpcClient(nullptr);
   }
   server_.reset();
+  // The spans of the calls that ended go out (each export bounded by export_timeout).
+  tracing::StopTracing();
   naming::StopNamingPlugins();  // after the client and server, which used them
   if (runtime_started_) runtime::Stop();
   runtime_started_ = false;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "trpc/base/suggest.h"
@@ -59,6 +60,41 @@ class MessageFilter {
   virtual std::vector<FilterPoint> GetFilterPoint() = 0;
   virtual void operator()(FilterStatus& status, FilterPoint point, const ContextPtr& context) = 0;
 };
+
+/// Per-call data of filters, kept in the call's context (ClientContext / ServerContext
+/// SetFilterData, GetFilterData; tRPC-Cpp's names): a filter that starts something at one point
+/// and ends it at another (a span, a timer) keeps it here. Keys are ids a filter takes once from
+/// NewFilterDataId(). A handful of entries at most, so a vector, made when a filter first keeps
+/// something. Not thread-safe: the context's thread contract applies.
+class FilterData {
+ public:
+  void Set(uint32_t id, std::shared_ptr<void> value) {
+    if (items_ == nullptr) items_ = std::make_unique<Items>();
+    for (auto& [key, v] : *items_) {
+      if (key == id) {
+        v = std::move(value);
+        return;
+      }
+    }
+    items_->emplace_back(id, std::move(value));
+  }
+  void* Get(uint32_t id) const {
+    if (items_ == nullptr) return nullptr;
+    for (const auto& [key, v] : *items_) {
+      if (key == id) return v.get();
+    }
+    return nullptr;
+  }
+
+ private:
+  using Items = std::vector<std::pair<uint32_t, std::shared_ptr<void>>>;
+  // One pointer in every context (contexts are allocated per call, and their size class
+  // matters); the list only once a filter keeps something.
+  std::unique_ptr<Items> items_;
+};
+
+/// A key for FilterData of its own (thread-safe; take it once, e.g. in the filter's constructor).
+uint32_t NewFilterDataId();
 
 namespace detail {
 

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "trpc/base/cancel_signal.h"
+#include "trpc/base/filter.h"
 #include "trpc/base/net_address.h"
 #include "trpc/base/status.h"
 #include "trpc/codec/rpc_message.h"
@@ -73,9 +74,25 @@ class ClientContext {
 
   const Status& GetStatus() const { return status_; }
   void SetStatus(Status s) { status_ = std::move(s); }
+  /// The protocol of the proxy the call goes through ("trpc", "grpc", "http"), set before the
+  /// client filters run (for them: tracing names the span's rpc.system by it). The name must
+  /// outlive the context: the proxy gives its codec's, which is static.
+  void SetProtocolName(std::string_view protocol) { protocol_ = protocol; }
+  std::string_view GetProtocolName() const { return protocol_; }
   /// The backend the call went to.
   const NetAddress& GetBackend() const { return backend_; }
   void SetBackend(const NetAddress& a) { backend_ = a; }
+
+  /// A filter's per-call data under `id` (NewFilterDataId()), kept with the context.
+  template <typename T>
+  void SetFilterData(uint32_t id, std::shared_ptr<T> value) {
+    filter_data_.Set(id, std::move(value));
+  }
+  /// The data set under `id` as a T (the type it was set with), or null.
+  template <typename T>
+  T* GetFilterData(uint32_t id) const {
+    return static_cast<T*>(filter_data_.Get(id));
+  }
 
  private:
   uint32_t timeout_ms_ = 0;
@@ -83,6 +100,7 @@ class ClientContext {
   std::shared_ptr<CancelSignal> cancel_signal_;
   std::string func_;
   std::string caller_;
+  std::string_view protocol_;
   TransInfo req_trans_info_;
   uint32_t req_compress_type_ = 0;
   uint32_t req_encode_type_ = 0;
@@ -93,6 +111,7 @@ class ClientContext {
   ChainBuffer rsp_attachment_;
   Status status_;
   NetAddress backend_;
+  FilterData filter_data_;
 };
 
 using ClientContextPtr = std::shared_ptr<ClientContext>;

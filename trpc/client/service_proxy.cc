@@ -132,6 +132,17 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
     void Unwatch() {
       if (cancel_sub != 0) ctx->GetCancelSignal()->Unsubscribe(cancel_sub);
     }
+    // When an attempt's reply came: the reactor's latest clock reading (no clock read of its
+    // own: the replies of one wake-up share the time it woke at), or a fresh reading where the
+    // proxy needs an exact one (an endpoint's live latency, hedging's latency window).
+    int64_t EndTime() const {
+      if (tracked || proxy->attempts_.tracks_latency() || reactor == nullptr) {
+        const int64_t now = MonotonicNanos();
+        if (reactor != nullptr) reactor->NoteTime(now);
+        return now;
+      }
+      return reactor->RecentTimeNs();
+    }
     // The call has ended with `st` (at `now`): counted in its method, if it is counted.
     void CountEnd(const Status& st, int64_t now) {
       if (method != nullptr) {
@@ -151,7 +162,7 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
     void OnReply(Status st, ChainBuffer&& frame) override {
       Unwatch();
       st = proxy->Decode(ctx, rsp, std::move(st), std::move(frame));
-      const int64_t now = MonotonicNanos();
+      const int64_t now = EndTime();
       proxy->NoteEnd(*this, st, now, method);
       CountEnd(st, now);
       ctx->SetStatus(st);
@@ -166,7 +177,7 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
     using ProxyCall::ProxyCall;
     void OnReply(Status st, ChainBuffer&& frame) override {
       Unwatch();
-      const int64_t now = MonotonicNanos();
+      const int64_t now = EndTime();
       proxy->NoteEnd(*this, st, now, method);
       CountEnd(st, now);
       ctx->SetStatus(st);
@@ -181,7 +192,7 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
       // A hedge that lost: its reply is not decoded (the winner's is in the response already,
       // and the caller may have let go of it).
       if (!group->finished) st = proxy->Decode(ctx, group->rsp, std::move(st), std::move(frame));
-      proxy->NoteEnd(*this, st, MonotonicNanos(), group->method);
+      proxy->NoteEnd(*this, st, EndTime(), group->method);
       proxy->attempts_.OnAttemptDone(group, *this, st);
     }
     const std::shared_ptr<AttemptGroup> group;
@@ -215,8 +226,10 @@ class ServiceProxy::Impl final : public detail::AttemptHost {
   // own, the attempt's latency in `method` (when counted).
   void NoteEnd(OutgoingCall& call, const Status& st, int64_t now,
                detail::ClientMethodCounters* method);
-  // A counted call that ends with `st` before anything was sent (refused, or not encodable).
+  // A counted call that ends with `st` before anything was sent (refused, or not encodable):
+  // it starts and ends here.
   void CountUnsent(detail::ClientMethodCounters* method, const Status& st) {
+    method->Start();
     method->End(0, st.GetFrameworkRetCode(), st.GetFuncRetCode(), WireStatus(st));
   }
   // An attempt of a counted call went out.
@@ -361,6 +374,7 @@ template <typename DoneFn, typename Reject>
 bool ServiceProxy::Impl::WrapInvokeFilters(const ClientContextPtr& ctx, DoneFn* done,
                                            Reject&& reject) {
   if (filters_.Empty()) return true;
+  ctx->SetProtocolName(codec_->Name());
   ctx->SetStatus(Status());
   if (!RunFilters(FilterPoint::CLIENT_PRE_RPC_INVOKE, ctx)) {
     reject(ctx->GetStatus());
@@ -584,7 +598,6 @@ void ServiceProxy::Impl::AsyncUnaryInvoke(const ClientContextPtr& ctx,
   if (!WrapInvokeFilters(ctx, &done, [&done](const Status& st) { done(st); })) return;
   const int64_t now = MonotonicNanos();
   detail::ClientMethodCounters* method = counters_->Method(ctx->GetFuncName());
-  method->Start();
   int64_t deadline = 0;
   Status st;
   RpcRequest r;
@@ -617,6 +630,7 @@ void ServiceProxy::Impl::AsyncUnaryInvoke(const ClientContextPtr& ctx,
     group->deadline_ns = deadline;
     group->method = method;
     group->start_ns = now;
+    method->Start();  // its attempts count as they go (PrepareAttempt)
     group->reactor = PickReactor();
     group->reactor_index = static_cast<size_t>(model_->IndexOf(group->reactor));
     WatchCancel(group);
@@ -630,7 +644,7 @@ void ServiceProxy::Impl::AsyncUnaryInvoke(const ClientContextPtr& ctx,
     done(st);
     return;
   }
-  CountAttempt(method);
+  method->StartAndSend();
   call->method = method;
   call->deadline_ns = TransportDeadline(deadline, now);
   call->rsp = rsp;
@@ -675,7 +689,6 @@ void ServiceProxy::Impl::AsyncInvokeFrame(const ClientContextPtr& ctx, RpcReques
   const int64_t now = MonotonicNanos();
   detail::ClientMethodCounters* method =
       counters_->Method(req.func.empty() ? ctx->GetFuncName() : req.func);
-  method->Start();
   int64_t deadline = 0;
   auto call = std::make_shared<FrameCall>(this);
   Status st;
@@ -687,7 +700,7 @@ void ServiceProxy::Impl::AsyncInvokeFrame(const ClientContextPtr& ctx, RpcReques
     done(st, ChainBuffer());
     return;
   }
-  CountAttempt(method);
+  method->StartAndSend();
   call->method = method;
   call->deadline_ns = TransportDeadline(deadline, now);
   call->done = std::move(done);

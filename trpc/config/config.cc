@@ -15,6 +15,7 @@
 #include "trpc/base/logging.h"
 #include "trpc/config/detail/address.h"
 #include "trpc/config/detail/yaml_reader.h"
+#include "trpc/tracing/detail/exporter.h"
 
 namespace trpc {
 
@@ -534,10 +535,45 @@ void ReadNamingPlugins(MapReader& plugins, std::string_view key, const std::stri
       });
 }
 
+// `plugins.tracing` (docs/observability.md#tracing): present = on.
+void ReadTracing(const MapReader& plugins, const std::string& file, tracing::TracingConfig* out) {
+  if (!plugins.Has("tracing")) return;
+  MapReader r = plugins.Map("tracing", {"sampler_ratio", "endpoint", "queue_size", "batch_size",
+                                        "batch_timeout", "export_timeout", "service_name"});
+  tracing::TracingConfig c;
+  c.enabled = true;
+  c.origin = fmt::format("{}:{}", file, plugins.ValueLine("tracing"));
+  std::string ratio;
+  r.String("sampler_ratio", &ratio);
+  if (r.ok() && !ratio.empty()) {
+    char* end = nullptr;
+    double v = std::strtod(ratio.c_str(), &end);
+    if (*end != '\0' || !(v >= 0.0 && v <= 1.0)) {
+      r.FailValue("sampler_ratio", fmt::format("expected a number from 0 to 1, got '{}'", ratio));
+    } else {
+      c.sampler_ratio = v;
+    }
+  }
+  r.String("endpoint", &c.endpoint);
+  r.Uint("queue_size", UintRule{2, 1u << 24}, &c.queue_size);
+  r.Uint("batch_size", UintRule{1, 1u << 16}, &c.batch_size);
+  r.Uint("batch_timeout", UintRule{1, 600'000}, &c.batch_timeout);
+  r.Uint("export_timeout", UintRule{1, 600'000}, &c.export_timeout);
+  r.String("service_name", &c.service_name);
+  if (r.ok() && !c.endpoint.empty()) {
+    c.origin = fmt::format("{}:{}", file, r.ValueLine("endpoint"));
+    tracing::detail::Endpoint e;
+    std::string why;
+    if (!tracing::detail::ParseEndpoint(c.endpoint, &e, &why)) r.FailValue("endpoint", why);
+  }
+  if (r.ok()) *out = std::move(c);
+}
+
 void ReadPlugins(const MapReader& root, const std::string& file, PluginsConfig* out) {
-  MapReader plugins = root.Map("plugins", {"log", "selector", "registry"});
+  MapReader plugins = root.Map("plugins", {"log", "selector", "registry", "tracing"});
   ReadNamingPlugins(plugins, "selector", file, &out->selector);
   ReadNamingPlugins(plugins, "registry", file, &out->registry);
+  ReadTracing(plugins, file, &out->tracing);
   MapReader log_reader = plugins.Map("log", {"level"});
   std::string level = out->log.level;
   log_reader.String("level", &level);

@@ -17,6 +17,7 @@
 #include "trpc/naming/plugin_options.h"
 #include "trpc/runtime/thread_model_config.h"
 #include "trpc/server/server_config.h"
+#include "trpc/tracing/tracing_config.h"
 
 namespace trpc {
 
@@ -28,6 +29,7 @@ struct LogConfig {
 
 struct PluginsConfig {
   LogConfig log;
+  tracing::TracingConfig tracing;                 // `plugins.tracing`
   std::map<std::string, PluginOptions> selector;  // `plugins.selector.<name>`
   std::map<std::string, PluginOptions> registry;  // `plugins.registry.<name>`
 

@@ -42,6 +42,8 @@ class ServerContext : public RefCounted<ServerContext>, protected Task {
   uint32_t GetRequestId() const { return req_.request_id; }
   bool IsOneway() const { return req_.call_type == kOnewayCall; }
   const NetAddress& GetRemoteAddr() const;
+  /// The service's protocol ("trpc", "grpc", "http").
+  std::string_view GetProtocolName() const;
   /// The caller's TLS identity when the call came over TLS (its certificate's subject and
   /// SANs, whether it verified, the version and ALPN agreed), else null. Filters and handlers
   /// authorise by it (docs/tls.md).
@@ -49,6 +51,9 @@ class ServerContext : public RefCounted<ServerContext>, protected Task {
 
   /// Request metadata from the caller (trans_info). Copied back into the reply.
   const TransInfo& GetPbReqTransInfo() const { return req_.trans_info; }
+  /// The same, for a filter that rewrites what downstream calls inherit (MakeClientContext
+  /// copies it): the tracing filter puts its span's traceparent there.
+  TransInfo& MutablePbReqTransInfo() { return req_.trans_info; }
   /// Adds metadata to the reply only.
   void AddRspTransInfo(std::string key, std::string value) {
     rsp_trans_info_[std::move(key)] = std::move(value);
@@ -106,6 +111,17 @@ class ServerContext : public RefCounted<ServerContext>, protected Task {
   /// protocol's own API (e.g. grpc::GetRequestInfo).
   const ProtocolMessage* GetProtocolRequest() const { return req_.protocol.get(); }
 
+  /// A filter's per-call data under `id` (NewFilterDataId()), kept with the context.
+  template <typename T>
+  void SetFilterData(uint32_t id, std::shared_ptr<T> value) {
+    filter_data_.Set(id, std::move(value));
+  }
+  /// The data set under `id` as a T (the type it was set with), or null.
+  template <typename T>
+  T* GetFilterData(uint32_t id) const {
+    return static_cast<T*>(filter_data_.Get(id));
+  }
+
  protected:
   // Every context is the handler's part of the framework's per-call state,
   // detail::ServerCall (server/detail/server_call.h), the only class that derives from this
@@ -136,6 +152,7 @@ class ServerContext : public RefCounted<ServerContext>, protected Task {
   int64_t recv_ns_;
   int64_t deadline_ns_ = 0;
   mutable std::shared_ptr<CancelSignal> cancel_signal_;  // (GetCancelSignal makes it)
+  FilterData filter_data_;
   bool framework_replies_ = true;
 };
 

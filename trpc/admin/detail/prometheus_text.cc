@@ -6,6 +6,7 @@
 
 #include "trpc/base/detail/version.h"
 #include "trpc/codec/detail/codec.h"
+#include "trpc/tracing/tracing.h"
 #include "trpc/transport/tls_context.h"
 
 namespace trpc::admin {
@@ -420,6 +421,21 @@ std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process
 
   ClientFamilies(clients, w);
   if (grpc_names) GrpcFamilies(m, clients, w);
+
+  // Tracing (plugins.tracing), process-wide.
+  const tracing::TracingStats ts = tracing::GetTracingStats();
+  w.Family("trpc_tracing_spans_started_total", "counter", "Sampled spans begun.");
+  w.Sample("trpc_tracing_spans_started_total", "", ts.spans_started);
+  w.Family("trpc_tracing_spans_exported_total", "counter",
+           "Spans the OpenTelemetry collector accepted.");
+  w.Sample("trpc_tracing_spans_exported_total", "", ts.spans_exported);
+  w.Family("trpc_tracing_spans_dropped_total", "counter",
+           "Spans lost: the exporter's queue was full, their export failed, or no endpoint is "
+           "set.");
+  w.Sample("trpc_tracing_spans_dropped_total", "", ts.spans_dropped);
+  w.Family("trpc_tracing_export_failures_total", "counter",
+           "Export requests to the collector that failed (connect, timeout, an error answer).");
+  w.Sample("trpc_tracing_export_failures_total", "", ts.export_failures);
 
   // TLS, process-wide (every service and callee with ssl.enable).
   const TlsCounters& tls = TlsCounters::Get();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <map>
 #include <thread>
 
@@ -22,9 +23,10 @@ Registry& GetRegistry() {
 }
 
 std::atomic<size_t> g_next_ordinal{0};
-constinit thread_local size_t t_shard = SIZE_MAX;
 
 }  // namespace
+
+constinit thread_local size_t t_client_shard = SIZE_MAX;
 
 size_t ClientCounters::ShardCount() {
   static const size_t n = [] {
@@ -34,11 +36,10 @@ size_t ClientCounters::ShardCount() {
   return n;
 }
 
-size_t ClientCounters::Shard() {
-  if (t_shard == SIZE_MAX) [[unlikely]] {
-    t_shard = g_next_ordinal.fetch_add(1, std::memory_order_relaxed) & (ShardCount() - 1);
-  }
-  return t_shard;
+size_t ClientMethodCounters::AssignShard() {
+  t_client_shard =
+      g_next_ordinal.fetch_add(1, std::memory_order_relaxed) & (ClientCounters::ShardCount() - 1);
+  return t_client_shard;
 }
 
 ClientMethodCounters::ClientMethodCounters(std::string name, size_t hash, size_t shards)
@@ -46,8 +47,6 @@ ClientMethodCounters::ClientMethodCounters(std::string name, size_t hash, size_t
       hash_(hash),
       shards_(shards),
       shard_(std::make_unique<ClientMethodShard[]>(shards)) {}
-
-ClientMethodShard& ClientMethodCounters::Local() { return shard_[ClientCounters::Shard()]; }
 
 void ClientMethodCounters::Collect(ClientMethodMetrics* out) const {
   out->name = name_;
@@ -119,8 +118,29 @@ std::vector<ClientServiceMetrics> ClientCounters::CollectAll() {
   return out;
 }
 
+size_t ClientCounters::Hash(std::string_view func) {
+  // A few loads instead of a hash of every byte: the table holds 64 names at most and a probe
+  // compares the whole name anyway. Names of one service share their start, so the length, the
+  // last 8 bytes and 8 from the middle decide.
+  uint64_t h = func.size() * 0x9e3779b97f4a7c15ull;
+  auto word = [&func](size_t at) {
+    uint64_t w = 0;
+    std::memcpy(&w, func.data() + at, 8);
+    return w;
+  };
+  if (func.size() >= 8) {
+    h ^= word(func.size() - 8);
+    h = (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ull;
+    h ^= word(func.size() / 2 - 4);  // (in bounds: size >= 8)
+  } else {
+    for (char c : func) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  }
+  h = (h ^ (h >> 32)) * 0x94d049bb133111ebull;
+  return static_cast<size_t>(h ^ (h >> 29));
+}
+
 ClientMethodCounters* ClientCounters::Method(std::string_view func) {
-  const size_t hash = std::hash<std::string_view>()(func);
+  const size_t hash = Hash(func);
   for (size_t i = 0; i < kSlots; ++i) {
     ClientMethodCounters* m = slots_[(hash + i) & (kSlots - 1)].load(std::memory_order_acquire);
     if (m == nullptr) return Insert(func, hash);

@@ -14,6 +14,10 @@
 
 namespace trpc::detail {
 
+/// This thread's shard index (ClientCounters::Shard), SIZE_MAX until it first counts. Declared
+/// constinit here so that reading it is a plain thread-local load, with no wrapper call.
+extern constinit thread_local size_t t_client_shard;
+
 /// The counts of one method of one callee made on one shard: a thread writes the shard its
 /// ordinal picks (ClientCounters::Shard), so in the merged model a worker's calls, which start
 /// and end on it, write lines no other worker writes.
@@ -37,10 +41,23 @@ class ClientMethodCounters {
   ClientMethodCounters(std::string name, size_t hash, size_t shards);
 
   /// The calling thread's shard.
-  ClientMethodShard& Local();
+  ClientMethodShard& Local() {
+    size_t s = t_client_shard;
+    if (s == SIZE_MAX) [[unlikely]]
+      s = AssignShard();
+    return shard_[s];
+  }
+  /// Takes this thread's shard index (its first count).
+  static size_t AssignShard();
   static void Add(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
   /// A call began (it will End exactly once).
   void Start() { Add(Local().started); }
+  /// A call began and its first attempt went out at once, on this thread.
+  void StartAndSend() {
+    ClientMethodShard& s = Local();
+    Add(s.started);
+    Add(s.attempts);
+  }
   /// A call ended with framework code `ret` (and `func_ret`) after `latency_ns`; under the
   /// protocol's own status `wire_status` too (ClientCodec::WireStatus; -1: none).
   void End(int64_t latency_ns, int ret, int func_ret, int wire_status = -1) {
@@ -105,12 +122,16 @@ class ClientCounters {
   /// The number of shards, a power of two: the CPUs rounded up, at most 64.
   static size_t ShardCount();
   /// This thread's shard: threads take ordinals in the order they first count.
-  static size_t Shard();
+  static size_t Shard() {
+    size_t s = t_client_shard;
+    return s != SIZE_MAX ? s : ClientMethodCounters::AssignShard();
+  }
 
   ClientServiceMetrics Collect() const;
 
  private:
   static constexpr size_t kSlots = 2 * kMaxMethods;  // a power of two, half full at most
+  static size_t Hash(std::string_view func);
   ClientMethodCounters* Insert(std::string_view func, size_t hash);
 
   const std::string name_;

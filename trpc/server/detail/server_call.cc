@@ -330,6 +330,10 @@ const NetAddress& ServerContext::GetRemoteAddr() const {
   return detail::ServerCall::Of(*this).connection()->peer();
 }
 
+std::string_view ServerContext::GetProtocolName() const {
+  return detail::ServerCall::Of(*this).codec()->Name();
+}
+
 const TlsPeer* ServerContext::GetTlsPeer() const {
   return detail::ServerCall::Of(*this).connection()->tls_peer().get();
 }

@@ -60,6 +60,7 @@ class ServerCall final : public ServerContext {
   RpcRequest& request() { return mutable_request(); }
   using ServerContext::request;
   Connection* connection() const { return conn_.get(); }
+  ServerCodec* codec() const { return codec_; }
   using ServerContext::SetDeadlineNs;
   /// The response metadata the handler added (a stream's trailers take it).
   using ServerContext::rsp_trans_info;
@@ -185,6 +186,10 @@ class ServerCall final : public ServerContext {
   // call (in_slot_), and a reply from inside it holds the slot busy while it queues.
   bool in_slot_ = false;
   bool slot_busy_ = false;
+  // Bounded stop: kNotReplied until SendReply (for counted requests) or the stop claims it with
+  // an exchange (acq_rel: the winner's writes before it are seen by the loser). Beside the
+  // flags, where it costs no padding (the call's size decides its allocator size class).
+  std::atomic<uint8_t> reply_state_{kNotReplied};
   uint32_t limiter_reactor_ = 0;
   const ServerFilterChain* filters_ = nullptr;
   MethodCounters* method_counters_ = nullptr;
@@ -193,11 +198,8 @@ class ServerCall final : public ServerContext {
   // Set when submitted: who runs the handler, and which.
   CallRunner* runner_ = nullptr;
   RpcMethodHandler* handler_ = nullptr;
-  // Bounded stop. reply_state_: kNotReplied until SendReply (for counted requests) or the stop
-  // claims it with an exchange (acq_rel: the winner's writes before it are seen by the
-  // loser). in_flight_: the list this call is linked in (null: none); written by the loop
+  // Bounded stop. in_flight_: the list this call is linked in (null: none); written by the loop
   // thread, read by the thread that frees the call (Free).
-  std::atomic<uint8_t> reply_state_{kNotReplied};
   std::atomic<InFlightCalls*> in_flight_{nullptr};
   ServerCall* in_flight_prev_ = nullptr;
   ServerCall* in_flight_next_ = nullptr;

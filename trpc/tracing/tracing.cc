@@ -1,0 +1,247 @@
+#include "trpc/tracing/tracing.h"
+
+#include <time.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string_view>
+
+#include "trpc/client/client_filter.h"
+#include "trpc/server/server_filter.h"
+#include "trpc/tracing/detail/exporter.h"
+#include "trpc/tracing/detail/span.h"
+#include "trpc/tracing/detail/trace_context.h"
+
+namespace trpc::tracing {
+
+using detail::BatchExporter;
+using detail::SpanContext;
+using detail::SpanData;
+using detail::SpanKind;
+
+namespace {
+
+constexpr char kTraceparent[] = "traceparent";
+
+// The running tracer: the sampler's ratio and the exporter. Replaced whole by StartTracing;
+// filters take a reference for the span's life (a shared_ptr copy per sampled span only).
+struct Tracer {
+  double ratio = 1.0;
+  std::unique_ptr<BatchExporter> exporter;
+};
+
+std::mutex g_mu;  // StartTracing / StopTracing
+// Read by every call of a filter: an atomic shared_ptr would take a lock in libstdc++, so the
+// tracer is published by a raw pointer (release) and kept alive, once started, for the life of
+// the process (a stop leaves it exporting nothing; a restart makes a new one).
+std::atomic<Tracer*> g_tracer{nullptr};
+std::atomic<uint64_t> g_spans_started{0};
+
+int64_t UnixNanos() {
+  timespec ts;
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// "/pkg.Service/Method" -> ("pkg.Service", "Method"); the span's name is both, slash-joined.
+void SplitFunc(std::string_view func, std::string_view* service, std::string_view* method) {
+  if (!func.empty() && func[0] == '/') func.remove_prefix(1);
+  size_t slash = func.rfind('/');
+  *service = slash == std::string_view::npos ? std::string_view() : func.substr(0, slash);
+  *method = slash == std::string_view::npos ? func : func.substr(slash + 1);
+}
+
+// The span of a call, as it starts: ids, sampling, name and the attributes known at the start.
+// Null when the call is not sampled. `parent_value` is the incoming traceparent (may be
+// absent or bad: a new trace). `*outgoing` gets the traceparent to pass on.
+std::shared_ptr<SpanData> BeginSpan(const Tracer& t, const std::string* parent_value, SpanKind kind,
+                                    std::string_view func, std::string_view protocol,
+                                    std::string* outgoing) {
+  SpanContext parent;
+  const bool has_parent =
+      parent_value != nullptr && detail::ParseTraceparent(*parent_value, &parent);
+  SpanContext mine;
+  mine.trace_id = has_parent ? parent.trace_id : detail::NewTraceId();
+  mine.span_id = detail::NewSpanId();
+  mine.sampled = has_parent ? parent.sampled : detail::SampledByRatio(mine.trace_id, t.ratio);
+  *outgoing = detail::FormatTraceparent(mine);
+  if (!mine.sampled) return nullptr;
+  g_spans_started.fetch_add(1, std::memory_order_relaxed);
+  auto span = std::make_shared<SpanData>();
+  span->context = mine;
+  if (has_parent) span->parent_span_id = parent.span_id;
+  std::string_view service, method;
+  SplitFunc(func, &service, &method);
+  span->name = std::string(service) + "/" + std::string(method);
+  span->kind = kind;
+  span->start_unix_ns = UnixNanos();
+  span->attributes.reserve(7);
+  span->attributes.emplace_back("rpc.system", std::string(protocol));
+  span->attributes.emplace_back("rpc.service", std::string(service));
+  span->attributes.emplace_back("rpc.method", std::string(method));
+  return span;
+}
+
+// Ends `span` with `st` and hands it to the exporter.
+void EndSpan(const Tracer& t, SpanData* span, const Status& st, std::string_view protocol) {
+  span->end_unix_ns = UnixNanos();
+  if (protocol == "grpc") {
+    // OpenTelemetry's gRPC conventions: the status code as a number. (Our ret codes map to
+    // gRPC's as the gRPC codec sends them; a handler's own 1..16 is that code.)
+    int code =
+        st.OK() ? 0
+        : st.GetFrameworkRetCode() == 0 && st.GetFuncRetCode() >= 1 && st.GetFuncRetCode() <= 16
+            ? st.GetFuncRetCode()
+            : 2;
+    span->attributes.emplace_back("rpc.grpc.status_code", int64_t{code});
+  } else if (protocol == "trpc") {
+    span->attributes.emplace_back("rpc.trpc.ret_code", int64_t{st.GetFrameworkRetCode()});
+    if (st.GetFuncRetCode() != 0) {
+      span->attributes.emplace_back("rpc.trpc.func_ret_code", int64_t{st.GetFuncRetCode()});
+    }
+  }
+  if (!st.OK()) {
+    span->error = true;
+    span->status_message = st.ErrorMessage();
+  }
+  if (t.exporter) t.exporter->Enqueue(std::make_unique<SpanData>(std::move(*span)));
+}
+
+void AddPeer(SpanData* span, const NetAddress& addr, bool server_side) {
+  if (addr.port() == 0) return;
+  span->attributes.emplace_back(server_side ? "network.peer.address" : "server.address", addr.ip());
+  span->attributes.emplace_back(server_side ? "network.peer.port" : "server.port",
+                                int64_t{addr.port()});
+}
+
+// A sampled call's span, kept in its context between the filter's two points, with the tracer
+// that made it (so a restart of tracing meanwhile cannot free it under the call).
+struct CallSpan {
+  Tracer* tracer;
+  SpanData span;
+};
+
+class ServerTracingFilter final : public MessageServerFilter {
+ public:
+  std::string Name() const override { return kTracingFilterName; }
+  std::vector<FilterPoint> GetFilterPoint() override {
+    return {FilterPoint::SERVER_POST_RECV_MSG, FilterPoint::SERVER_PRE_SEND_MSG};
+  }
+  void operator()(FilterStatus& status, FilterPoint point, const ServerContextPtr& ctx) override {
+    status = FilterStatus::CONTINUE;
+    Tracer* t = g_tracer.load(std::memory_order_acquire);
+    if (t == nullptr) return;
+    if (point == FilterPoint::SERVER_POST_RECV_MSG) {
+      TransInfo& info = ctx->MutablePbReqTransInfo();
+      auto it = info.find(kTraceparent);
+      std::string outgoing;
+      std::shared_ptr<SpanData> span =
+          BeginSpan(*t, it == info.end() ? nullptr : &it->second, SpanKind::kServer,
+                    ctx->GetFuncName(), ctx->GetProtocolName(), &outgoing);
+      // Downstream calls made with MakeClientContext(ctx) inherit this: their spans are
+      // children of this one.
+      info[kTraceparent] = std::move(outgoing);
+      if (span == nullptr) return;
+      auto call = std::make_shared<CallSpan>(CallSpan{t, std::move(*span)});
+      AddPeer(&call->span, ctx->GetRemoteAddr(), /*server_side=*/true);
+      ctx->SetFilterData(id_, std::move(call));
+      return;
+    }
+    if (CallSpan* call = ctx->GetFilterData<CallSpan>(id_)) {
+      EndSpan(*call->tracer, &call->span, ctx->GetStatus(), ctx->GetProtocolName());
+      ctx->SetFilterData<CallSpan>(id_, nullptr);
+    }
+  }
+
+ private:
+  const uint32_t id_ = NewFilterDataId();
+};
+
+class ClientTracingFilter final : public MessageClientFilter {
+ public:
+  std::string Name() const override { return kTracingFilterName; }
+  std::vector<FilterPoint> GetFilterPoint() override {
+    return {FilterPoint::CLIENT_PRE_RPC_INVOKE, FilterPoint::CLIENT_POST_RPC_INVOKE};
+  }
+  void operator()(FilterStatus& status, FilterPoint point, const ClientContextPtr& ctx) override {
+    status = FilterStatus::CONTINUE;
+    Tracer* t = g_tracer.load(std::memory_order_acquire);
+    if (t == nullptr) return;
+    if (point == FilterPoint::CLIENT_PRE_RPC_INVOKE) {
+      TransInfo& info = ctx->MutableReqTransInfo();
+      auto it = info.find(kTraceparent);
+      std::string outgoing;
+      std::shared_ptr<SpanData> span =
+          BeginSpan(*t, it == info.end() ? nullptr : &it->second, SpanKind::kClient,
+                    ctx->GetFuncName(), ctx->GetProtocolName(), &outgoing);
+      // The callee's span is a child of this one.
+      info[kTraceparent] = std::move(outgoing);
+      if (span == nullptr) return;
+      ctx->SetFilterData(id_, std::make_shared<CallSpan>(CallSpan{t, std::move(*span)}));
+      return;
+    }
+    if (CallSpan* call = ctx->GetFilterData<CallSpan>(id_)) {
+      AddPeer(&call->span, ctx->GetBackend(), /*server_side=*/false);
+      EndSpan(*call->tracer, &call->span, ctx->GetStatus(), ctx->GetProtocolName());
+      ctx->SetFilterData<CallSpan>(id_, nullptr);
+    }
+  }
+
+ private:
+  const uint32_t id_ = NewFilterDataId();
+};
+
+}  // namespace
+
+bool StartTracing(const TracingConfig& config, const std::string& service_name, std::string* err) {
+  std::lock_guard lock(g_mu);
+  auto tracer = std::make_unique<Tracer>();
+  tracer->ratio = config.sampler_ratio;
+  tracer->exporter = std::make_unique<BatchExporter>(
+      config, config.service_name.empty() ? service_name : config.service_name);
+  std::string why;
+  if (!tracer->exporter->Start(&why)) {
+    *err = (config.origin.empty() ? "" : config.origin + ": ") + "plugins.tracing.endpoint: " + why;
+    return false;
+  }
+  Tracer* old = g_tracer.exchange(tracer.release(), std::memory_order_acq_rel);
+  // The old tracer stops exporting; spans still running under it end into its (stopped)
+  // exporter, which counts them as dropped. It is never freed (see g_tracer).
+  if (old != nullptr) old->exporter->Stop();
+  return true;
+}
+
+void StopTracing() {
+  std::lock_guard lock(g_mu);
+  Tracer* t = g_tracer.exchange(nullptr, std::memory_order_acq_rel);
+  if (t != nullptr) {
+    t->exporter->Stop();
+    // Kept (not freed) for spans that began under it and end later; remembered for the stats.
+    static std::vector<Tracer*>* stopped = new std::vector<Tracer*>;
+    stopped->push_back(t);
+  }
+}
+
+void RegisterTracingFilters() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    RegisterServerFilter(std::make_shared<ServerTracingFilter>());
+    RegisterClientFilter(std::make_shared<ClientTracingFilter>());
+  });
+}
+
+TracingStats GetTracingStats() {
+  TracingStats s;
+  s.spans_started = g_spans_started.load(std::memory_order_relaxed);
+  if (Tracer* t = g_tracer.load(std::memory_order_acquire)) {
+    s.enabled = true;
+    BatchExporter::Stats e = t->exporter->stats();
+    s.spans_exported = e.exported;
+    s.spans_dropped = e.dropped;
+    s.export_failures = e.export_failures;
+  }
+  return s;
+}
+
+}  // namespace trpc::tracing
