@@ -12,7 +12,12 @@
 # requests the (slowed-down) server answered.
 #
 #   benchmark/callgrind_per_request.sh [--build DIR] [--seconds S] [--only trpc|http|grpc|forward]
-#                                      [--smoke]
+#                                      [--tracing RATIO] [--smoke]
+#
+# --tracing RATIO: the forward rows run with the `tracing` filter on the forward server's service
+# and its callee, and plugins.tracing at sampler_ratio RATIO (0..1), exporting to the test
+# collector (third_party/otelcol/bin/otelcol, started here; without it, to no endpoint: spans
+# made and dropped). The exporter thread's work is in the figure: it is the process's.
 #                                      [--port P]
 #
 # --port P: the server listens on the fixed port P (free on 127.0.0.1) instead of port 0 and a
@@ -31,6 +36,7 @@ seconds=8
 only=""
 smoke=0
 fixed_port=""
+tracing=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
@@ -38,7 +44,9 @@ while [ $# -gt 0 ]; do
     --only) only=$2; shift 2 ;;
     --smoke) smoke=1; seconds=1; shift ;;
     --port) fixed_port=$2; shift 2 ;;
-    *) echo "usage: $0 [--build DIR] [--seconds S] [--only trpc|http|grpc|forward] [--smoke]" >&2
+    --tracing) tracing=$2; shift 2 ;;
+    *) echo "usage: $0 [--build DIR] [--seconds S] [--only trpc|http|grpc|forward]" \
+            "[--tracing RATIO] [--smoke]" >&2
        exit 2 ;;
   esac
 done
@@ -115,6 +123,13 @@ run_one() {
     [ -n "$fixed_port" ] && { echo "$0: --port does not apply to the forward rows" >&2; exit 2; }
     one_worker_yaml "examples/forward/server_$model.yaml" "$listen" "$yaml"
     sed -i -E "s/target: 127.0.0.1:[0-9]+/target: 127.0.0.1:$backend_port/" "$yaml"
+    if [ -n "$tracing" ]; then
+      local endpoint=""
+      [ -n "$collector_port" ] && endpoint="http://127.0.0.1:$collector_port/v1/traces"
+      sed -i -E -e "s/^server:\$/server:\n  filter: [tracing]/" \
+        -e "s/^client:\$/client:\n  filter: [tracing]/" \
+        -e "s#^plugins:\$#plugins:\n  tracing: {sampler_ratio: $tracing, endpoint: '$endpoint'}#" "$yaml"
+    fi
     server=$build/examples/forward/forward_server service=trpc.test.forward.Forward
     func=(--func /trpc.test.forward.Forward/Route)
   else
@@ -158,6 +173,13 @@ if [ "$smoke" = 1 ]; then
   rows=("trpc merge 1" "http fiber 16" "grpc merge 1" "forward fiber 1")
   echo "Smoke run (--smoke): every step once on a tiny budget; the figures mean nothing."
   echo
+fi
+collector_port=""
+if [ -n "$tracing" ] && [ -x third_party/otelcol/bin/otelcol ]; then
+  collector_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  OTELCOL_HTTP_PORT=$collector_port third_party/otelcol/bin/otelcol \
+    --config=third_party/otelcol/test_config.yaml >/dev/null 2>&1 &
+  for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$collector_port") 2>/dev/null && break; sleep 0.1; done
 fi
 backend_pid=""
 for row in "${rows[@]}"; do

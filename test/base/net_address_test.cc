@@ -154,5 +154,14 @@ TEST(NetAddressListTest, WildcardAndSameIp) {
   EXPECT_FALSE(any4.SameIp(any6));
 }
 
+TEST(NetAddressTest, Ipv4TextEveryDigitCount) {
+  NetAddress a;
+  for (const char* ip : {"0.0.0.0", "9.10.99.100", "255.255.255.255", "127.0.0.1", "10.200.3.45"}) {
+    ASSERT_TRUE(NetAddress::FromIpPort(ip, 8080, &a)) << ip;
+    EXPECT_EQ(a.ip(), ip);
+    EXPECT_EQ(a.ToString(), std::string(ip) + ":8080");
+  }
+}
+
 }  // namespace
 }  // namespace trpc

@@ -135,7 +135,19 @@ uint16_t NetAddress::port() const {
 std::string NetAddress::ip() const {
   char buf[INET6_ADDRSTRLEN] = {};
   if (family() == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&addr_)->sin_addr, buf, sizeof(buf));
+    // By hand: glibc's inet_ntop formats IPv4 through sprintf, about 1,500 instructions, and
+    // tracing names the peer of every traced call.
+    const auto* b = reinterpret_cast<const uint8_t*>(
+        &reinterpret_cast<const sockaddr_in*>(&addr_)->sin_addr.s_addr);
+    char* p = buf;
+    for (int i = 0; i < 4; ++i) {
+      unsigned v = b[i];
+      if (v >= 100) *p++ = static_cast<char>('0' + v / 100);
+      if (v >= 10) *p++ = static_cast<char>('0' + v / 10 % 10);
+      *p++ = static_cast<char>('0' + v % 10);
+      if (i < 3) *p++ = '.';
+    }
+    return std::string(buf, p);
   } else if (family() == AF_INET6) {
     inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&addr_)->sin6_addr, buf,
               sizeof(buf));

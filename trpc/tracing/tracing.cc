@@ -27,7 +27,7 @@ constexpr char kTraceparent[] = "traceparent";
 // The running tracer: the sampler's ratio and the exporter. Replaced whole by StartTracing;
 // filters take a reference for the span's life (a shared_ptr copy per sampled span only).
 struct Tracer {
-  double ratio = 1.0;
+  uint64_t sampling_bound = UINT64_MAX;  // detail::SamplingBound(sampler_ratio)
   std::unique_ptr<BatchExporter> exporter;
 };
 
@@ -52,60 +52,72 @@ void SplitFunc(std::string_view func, std::string_view* service, std::string_vie
   *method = slash == std::string_view::npos ? func : func.substr(slash + 1);
 }
 
-// The span of a call, as it starts: ids, sampling, name and the attributes known at the start.
-// Null when the call is not sampled. `parent_value` is the incoming traceparent (may be
-// absent or bad: a new trace). `*outgoing` gets the traceparent to pass on.
-std::shared_ptr<SpanData> BeginSpan(const Tracer& t, const std::string* parent_value, SpanKind kind,
-                                    std::string_view func, std::string_view protocol,
-                                    std::string* outgoing) {
+// A sampled call's span, kept in its context between the filter's two points, with the tracer
+// that made it (so a restart of tracing meanwhile cannot free it under the call).
+struct CallSpan {
+  Tracer* tracer;
+  std::unique_ptr<SpanData> span;
+};
+
+// Starts a call's span: ids and the sampling decision, then, when sampled, the span with the
+// attributes known at the start (null when not sampled). `info` is the call's metadata: its
+// traceparent (absent or bad: a new trace) is the parent, and is replaced in place by the new
+// span's, for the next hop.
+std::shared_ptr<CallSpan> BeginSpan(Tracer* t, TransInfo& info, SpanKind kind,
+                                    std::string_view func, std::string_view protocol) {
+  auto it = info.find(kTraceparent);
   SpanContext parent;
-  const bool has_parent =
-      parent_value != nullptr && detail::ParseTraceparent(*parent_value, &parent);
+  const bool has_parent = it != info.end() && detail::ParseTraceparent(it->second, &parent);
   SpanContext mine;
   mine.trace_id = has_parent ? parent.trace_id : detail::NewTraceId();
   mine.span_id = detail::NewSpanId();
-  mine.sampled = has_parent ? parent.sampled : detail::SampledByRatio(mine.trace_id, t.ratio);
-  *outgoing = detail::FormatTraceparent(mine);
+  mine.sampled =
+      has_parent ? parent.sampled : detail::SampledByBound(mine.trace_id, t->sampling_bound);
+  if (it == info.end()) it = info.emplace(kTraceparent, std::string()).first;
+  detail::FormatTraceparent(mine, &it->second);
   if (!mine.sampled) return nullptr;
   g_spans_started.fetch_add(1, std::memory_order_relaxed);
-  auto span = std::make_shared<SpanData>();
-  span->context = mine;
-  if (has_parent) span->parent_span_id = parent.span_id;
+  auto call = std::make_shared<CallSpan>(CallSpan{t, std::make_unique<SpanData>()});
+  SpanData& span = *call->span;
+  span.context = mine;
+  if (has_parent) span.parent_span_id = parent.span_id;
   std::string_view service, method;
   SplitFunc(func, &service, &method);
-  span->name = std::string(service) + "/" + std::string(method);
-  span->kind = kind;
-  span->start_unix_ns = UnixNanos();
-  span->attributes.reserve(7);
-  span->attributes.emplace_back("rpc.system", std::string(protocol));
-  span->attributes.emplace_back("rpc.service", std::string(service));
-  span->attributes.emplace_back("rpc.method", std::string(method));
-  return span;
+  span.name.reserve(service.size() + 1 + method.size());
+  span.name.append(service).append("/").append(method);
+  span.kind = kind;
+  span.start_unix_ns = UnixNanos();
+  span.attributes.reserve(7);
+  span.attributes.emplace_back("rpc.system", std::string(protocol));
+  span.attributes.emplace_back("rpc.service", std::string(service));
+  span.attributes.emplace_back("rpc.method", std::string(method));
+  return call;
 }
 
-// Ends `span` with `st` and hands it to the exporter.
-void EndSpan(const Tracer& t, SpanData* span, const Status& st, std::string_view protocol) {
-  span->end_unix_ns = UnixNanos();
+// Ends the span with `st` and hands it to the exporter.
+void EndSpan(CallSpan* call, const Status& st, std::string_view protocol) {
+  SpanData& span = *call->span;
+  span.end_unix_ns = UnixNanos();
   if (protocol == "grpc") {
-    // OpenTelemetry's gRPC conventions: the status code as a number. (Our ret codes map to
-    // gRPC's as the gRPC codec sends them; a handler's own 1..16 is that code.)
+    // OpenTelemetry's gRPC conventions: the status code as a number (as the gRPC codec maps
+    // our codes; a handler's own 1..16 is that code).
     int code =
         st.OK() ? 0
         : st.GetFrameworkRetCode() == 0 && st.GetFuncRetCode() >= 1 && st.GetFuncRetCode() <= 16
             ? st.GetFuncRetCode()
             : 2;
-    span->attributes.emplace_back("rpc.grpc.status_code", int64_t{code});
+    span.attributes.emplace_back("rpc.grpc.status_code", int64_t{code});
   } else if (protocol == "trpc") {
-    span->attributes.emplace_back("rpc.trpc.ret_code", int64_t{st.GetFrameworkRetCode()});
+    span.attributes.emplace_back("rpc.trpc.ret_code", int64_t{st.GetFrameworkRetCode()});
     if (st.GetFuncRetCode() != 0) {
-      span->attributes.emplace_back("rpc.trpc.func_ret_code", int64_t{st.GetFuncRetCode()});
+      span.attributes.emplace_back("rpc.trpc.func_ret_code", int64_t{st.GetFuncRetCode()});
     }
   }
   if (!st.OK()) {
-    span->error = true;
-    span->status_message = st.ErrorMessage();
+    span.error = true;
+    span.status_message = st.ErrorMessage();
   }
-  if (t.exporter) t.exporter->Enqueue(std::make_unique<SpanData>(std::move(*span)));
+  if (call->tracer->exporter) call->tracer->exporter->Enqueue(std::move(call->span));
 }
 
 void AddPeer(SpanData* span, const NetAddress& addr, bool server_side) {
@@ -115,13 +127,6 @@ void AddPeer(SpanData* span, const NetAddress& addr, bool server_side) {
                                 int64_t{addr.port()});
 }
 
-// A sampled call's span, kept in its context between the filter's two points, with the tracer
-// that made it (so a restart of tracing meanwhile cannot free it under the call).
-struct CallSpan {
-  Tracer* tracer;
-  SpanData span;
-};
-
 class ServerTracingFilter final : public MessageServerFilter {
  public:
   std::string Name() const override { return kTracingFilterName; }
@@ -130,27 +135,20 @@ class ServerTracingFilter final : public MessageServerFilter {
   }
   void operator()(FilterStatus& status, FilterPoint point, const ServerContextPtr& ctx) override {
     status = FilterStatus::CONTINUE;
-    Tracer* t = g_tracer.load(std::memory_order_acquire);
-    if (t == nullptr) return;
     if (point == FilterPoint::SERVER_POST_RECV_MSG) {
-      TransInfo& info = ctx->MutablePbReqTransInfo();
-      auto it = info.find(kTraceparent);
-      std::string outgoing;
-      std::shared_ptr<SpanData> span =
-          BeginSpan(*t, it == info.end() ? nullptr : &it->second, SpanKind::kServer,
-                    ctx->GetFuncName(), ctx->GetProtocolName(), &outgoing);
-      // Downstream calls made with MakeClientContext(ctx) inherit this: their spans are
-      // children of this one.
-      info[kTraceparent] = std::move(outgoing);
-      if (span == nullptr) return;
-      auto call = std::make_shared<CallSpan>(CallSpan{t, std::move(*span)});
-      AddPeer(&call->span, ctx->GetRemoteAddr(), /*server_side=*/true);
+      Tracer* t = g_tracer.load(std::memory_order_acquire);
+      if (t == nullptr) return;
+      // Downstream calls made with MakeClientContext(ctx) inherit the new traceparent: their
+      // spans are children of this one.
+      std::shared_ptr<CallSpan> call = BeginSpan(t, ctx->MutablePbReqTransInfo(), SpanKind::kServer,
+                                                 ctx->GetFuncName(), ctx->GetProtocolName());
+      if (call == nullptr) return;
+      AddPeer(call->span.get(), ctx->GetRemoteAddr(), /*server_side=*/true);
       ctx->SetFilterData(id_, std::move(call));
       return;
     }
-    if (CallSpan* call = ctx->GetFilterData<CallSpan>(id_)) {
-      EndSpan(*call->tracer, &call->span, ctx->GetStatus(), ctx->GetProtocolName());
-      ctx->SetFilterData<CallSpan>(id_, nullptr);
+    if (CallSpan* call = ctx->GetFilterData<CallSpan>(id_); call != nullptr && call->span) {
+      EndSpan(call, ctx->GetStatus(), ctx->GetProtocolName());
     }
   }
 
@@ -166,25 +164,18 @@ class ClientTracingFilter final : public MessageClientFilter {
   }
   void operator()(FilterStatus& status, FilterPoint point, const ClientContextPtr& ctx) override {
     status = FilterStatus::CONTINUE;
-    Tracer* t = g_tracer.load(std::memory_order_acquire);
-    if (t == nullptr) return;
     if (point == FilterPoint::CLIENT_PRE_RPC_INVOKE) {
-      TransInfo& info = ctx->MutableReqTransInfo();
-      auto it = info.find(kTraceparent);
-      std::string outgoing;
-      std::shared_ptr<SpanData> span =
-          BeginSpan(*t, it == info.end() ? nullptr : &it->second, SpanKind::kClient,
-                    ctx->GetFuncName(), ctx->GetProtocolName(), &outgoing);
+      Tracer* t = g_tracer.load(std::memory_order_acquire);
+      if (t == nullptr) return;
       // The callee's span is a child of this one.
-      info[kTraceparent] = std::move(outgoing);
-      if (span == nullptr) return;
-      ctx->SetFilterData(id_, std::make_shared<CallSpan>(CallSpan{t, std::move(*span)}));
+      std::shared_ptr<CallSpan> call = BeginSpan(t, ctx->MutableReqTransInfo(), SpanKind::kClient,
+                                                 ctx->GetFuncName(), ctx->GetProtocolName());
+      if (call != nullptr) ctx->SetFilterData(id_, std::move(call));
       return;
     }
-    if (CallSpan* call = ctx->GetFilterData<CallSpan>(id_)) {
-      AddPeer(&call->span, ctx->GetBackend(), /*server_side=*/false);
-      EndSpan(*call->tracer, &call->span, ctx->GetStatus(), ctx->GetProtocolName());
-      ctx->SetFilterData<CallSpan>(id_, nullptr);
+    if (CallSpan* call = ctx->GetFilterData<CallSpan>(id_); call != nullptr && call->span) {
+      AddPeer(call->span.get(), ctx->GetBackend(), /*server_side=*/false);
+      EndSpan(call, ctx->GetStatus(), ctx->GetProtocolName());
     }
   }
 
@@ -197,7 +188,7 @@ class ClientTracingFilter final : public MessageClientFilter {
 bool StartTracing(const TracingConfig& config, const std::string& service_name, std::string* err) {
   std::lock_guard lock(g_mu);
   auto tracer = std::make_unique<Tracer>();
-  tracer->ratio = config.sampler_ratio;
+  tracer->sampling_bound = detail::SamplingBound(config.sampler_ratio);
   tracer->exporter = std::make_unique<BatchExporter>(
       config, config.service_name.empty() ? service_name : config.service_name);
   std::string why;

@@ -55,7 +55,7 @@ void AppendValue(const AttributeValue& v, std::string* out) {
   out->push_back('}');
 }
 
-void AppendAttributes(const std::vector<std::pair<std::string, AttributeValue>>& attributes,
+void AppendAttributes(const std::vector<std::pair<std::string_view, AttributeValue>>& attributes,
                       std::string* out) {
   *out += R"("attributes":[)";
   for (size_t i = 0; i < attributes.size(); ++i) {

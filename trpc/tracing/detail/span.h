@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -25,7 +26,8 @@ struct SpanData {
   int64_t end_unix_ns = 0;
   bool error = false;  // status ERROR, with `status_message`; else UNSET
   std::string status_message;
-  std::vector<std::pair<std::string, AttributeValue>> attributes;
+  /// Keys are string literals (the conventions' names): no copy per span.
+  std::vector<std::pair<std::string_view, AttributeValue>> attributes;
 };
 
 }  // namespace trpc::tracing::detail

@@ -27,10 +27,12 @@ struct SpanContext {
 bool ParseTraceparent(std::string_view value, SpanContext* out);
 /// The `traceparent` of `ctx` (version 00).
 std::string FormatTraceparent(const SpanContext& ctx);
+/// The same into `*out`, reusing its buffer.
+void FormatTraceparent(const SpanContext& ctx, std::string* out);
 /// Lower-case hex of an id.
 std::string Hex(const uint8_t* data, size_t n);
 
-/// Random ids (never all zero), from a per-thread generator seeded once from the OS.
+/// Random ids (never all zero), from a per-thread xoshiro256++ seeded once from the OS.
 TraceId NewTraceId();
 SpanId NewSpanId();
 
@@ -38,5 +40,8 @@ SpanId NewSpanId();
 /// 8 bytes, read as a big-endian integer, fall below ratio x 2^64. Deterministic per trace id,
 /// so every process with the same ratio decides the same.
 bool SampledByRatio(const TraceId& id, double ratio);
+/// The same in two steps: the bound for `ratio` (computed once), then a comparison per trace.
+uint64_t SamplingBound(double ratio);
+bool SampledByBound(const TraceId& id, uint64_t bound);
 
 }  // namespace trpc::tracing::detail
