@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <array>
+#include <charconv>
 #include <cmath>
 #include <iterator>
 
@@ -9,9 +11,24 @@ namespace trpc::tracing::detail {
 
 namespace {
 
+// Characters a JSON string must escape: '"', '\\' and the controls.
+constexpr std::array<bool, 256> kNeedsEscape = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 0x20; ++c) t[c] = true;
+  t['"'] = true;
+  t['\\'] = true;
+  return t;
+}();
+
+// `s` as a JSON string: runs without escapes are appended whole.
 void AppendString(std::string_view s, std::string* out) {
   out->push_back('"');
-  for (char c : s) {
+  size_t run = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (!kNeedsEscape[c]) continue;
+    out->append(s.data() + run, i - run);
+    run = i + 1;
     switch (c) {
       case '"':
         *out += "\\\"";
@@ -29,13 +46,29 @@ void AppendString(std::string_view s, std::string* out) {
         *out += "\\t";
         break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          fmt::format_to(std::back_inserter(*out), "\\u{:04x}", static_cast<unsigned char>(c));
-        } else {
-          out->push_back(c);
-        }
+        fmt::format_to(std::back_inserter(*out), "\\u{:04x}", c);
     }
   }
+  out->append(s.data() + run, s.size() - run);
+  out->push_back('"');
+}
+
+// A decimal integer, without fmt's parsing of a format string.
+void AppendInt(int64_t v, std::string* out) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  out->append(buf, r.ptr);
+}
+
+// `"key":"<hex>"` for an id.
+template <size_t N>
+void AppendId(std::string_view key, const std::array<uint8_t, N>& id, std::string* out) {
+  char hex[2 * N];
+  PutHexDigits(id.data(), N, hex);
+  out->push_back('"');
+  out->append(key);
+  out->append("\":\"");
+  out->append(hex, sizeof(hex));
   out->push_back('"');
 }
 
@@ -45,7 +78,9 @@ void AppendValue(const AttributeValue& v, std::string* out) {
     *out += R"({"stringValue":)";
     AppendString(*s, out);
   } else if (const auto* i = std::get_if<int64_t>(&v)) {
-    fmt::format_to(it, R"({{"intValue":"{}")", *i);  // int64 as a string (protobuf JSON)
+    *out += R"({"intValue":")";  // int64 as a string (protobuf JSON)
+    AppendInt(*i, out);
+    out->push_back('"');
   } else if (const auto* b = std::get_if<bool>(&v)) {
     fmt::format_to(it, R"({{"boolValue":{})", *b);
   } else {
@@ -79,21 +114,27 @@ std::string EncodeOtlpJson(const std::string& service_name,
   out += R"({"stringValue":)";
   AppendString(service_name, &out);
   out += R"(}}]},"scopeSpans":[{"scope":{"name":"trpc"},"spans":[)";
-  auto it = std::back_inserter(out);
   for (size_t i = 0; i < spans.size(); ++i) {
     const SpanData& s = *spans[i];
     if (i > 0) out.push_back(',');
-    fmt::format_to(it, R"({{"traceId":"{}","spanId":"{}",)",
-                   Hex(s.context.trace_id.data(), s.context.trace_id.size()),
-                   Hex(s.context.span_id.data(), s.context.span_id.size()));
+    out.push_back('{');
+    AppendId("traceId", s.context.trace_id, &out);
+    out.push_back(',');
+    AppendId("spanId", s.context.span_id, &out);
+    out.push_back(',');
     if (s.parent_span_id != SpanId{}) {
-      fmt::format_to(it, R"("parentSpanId":"{}",)",
-                     Hex(s.parent_span_id.data(), s.parent_span_id.size()));
+      AppendId("parentSpanId", s.parent_span_id, &out);
+      out.push_back(',');
     }
     out += R"("name":)";
     AppendString(s.name, &out);
-    fmt::format_to(it, R"(,"kind":{},"startTimeUnixNano":"{}","endTimeUnixNano":"{}",)",
-                   static_cast<int>(s.kind), s.start_unix_ns, s.end_unix_ns);
+    out += R"(,"kind":)";
+    AppendInt(static_cast<int>(s.kind), &out);
+    out += R"(,"startTimeUnixNano":")";
+    AppendInt(s.start_unix_ns, &out);
+    out += R"(","endTimeUnixNano":")";
+    AppendInt(s.end_unix_ns, &out);
+    out += R"(",)";
     AppendAttributes(s.attributes, &out);
     if (s.error) {
       out += R"(,"status":{"code":2,"message":)";

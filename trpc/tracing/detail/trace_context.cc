@@ -106,6 +106,8 @@ bool ParseTraceparent(std::string_view v, SpanContext* out) {
   return true;
 }
 
+void PutHexDigits(const uint8_t* data, size_t n, char* out) { PutHex(data, n, out); }
+
 std::string Hex(const uint8_t* data, size_t n) {
   std::string s(2 * n, '0');
   PutHex(data, n, s.data());

@@ -31,6 +31,8 @@ std::string FormatTraceparent(const SpanContext& ctx);
 void FormatTraceparent(const SpanContext& ctx, std::string* out);
 /// Lower-case hex of an id.
 std::string Hex(const uint8_t* data, size_t n);
+/// The same, 2n digits written at `out`.
+void PutHexDigits(const uint8_t* data, size_t n, char* out);
 
 /// Random ids (never all zero), from a per-thread xoshiro256++ seeded once from the OS.
 TraceId NewTraceId();
