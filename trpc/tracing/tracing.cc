@@ -33,9 +33,11 @@ struct Tracer {
 
 std::mutex g_mu;  // StartTracing / StopTracing
 // Read by every call of a filter: an atomic shared_ptr would take a lock in libstdc++, so the
-// tracer is published by a raw pointer (release) and kept alive, once started, for the life of
-// the process (a stop leaves it exporting nothing; a restart makes a new one).
+// tracer is published by a raw pointer (acquire/release), and a tracer that a restart or a stop
+// replaced is kept, not freed, for the spans that began under it and end later (their end goes
+// to its stopped exporter, which counts them as dropped). Kept here, so they stay reachable.
 std::atomic<Tracer*> g_tracer{nullptr};
+std::vector<std::unique_ptr<Tracer>>* g_retired = new std::vector<std::unique_ptr<Tracer>>;
 std::atomic<uint64_t> g_spans_started{0};
 
 int64_t UnixNanos() {
@@ -197,9 +199,10 @@ bool StartTracing(const TracingConfig& config, const std::string& service_name, 
     return false;
   }
   Tracer* old = g_tracer.exchange(tracer.release(), std::memory_order_acq_rel);
-  // The old tracer stops exporting; spans still running under it end into its (stopped)
-  // exporter, which counts them as dropped. It is never freed (see g_tracer).
-  if (old != nullptr) old->exporter->Stop();
+  if (old != nullptr) {
+    old->exporter->Stop();
+    g_retired->emplace_back(old);
+  }
   return true;
 }
 
@@ -208,9 +211,7 @@ void StopTracing() {
   Tracer* t = g_tracer.exchange(nullptr, std::memory_order_acq_rel);
   if (t != nullptr) {
     t->exporter->Stop();
-    // Kept (not freed) for spans that began under it and end later; remembered for the stats.
-    static std::vector<Tracer*>* stopped = new std::vector<Tracer*>;
-    stopped->push_back(t);
+    g_retired->emplace_back(t);
   }
 }
 
