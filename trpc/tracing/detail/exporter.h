@@ -57,7 +57,8 @@ class BatchExporter {
   /// Takes `span` for export; drops it (counted) when the queue is full. Any thread.
   void Enqueue(std::unique_ptr<SpanData> span);
   /// Exports what is queued (each request still bounded by export_timeout) and joins the
-  /// thread. Spans enqueued after this are dropped.
+  /// thread. Spans enqueued after this are dropped (counted); one enqueued while it runs may
+  /// instead stay queued, uncounted, until the exporter is destroyed.
   void Stop();
 
   Stats stats() const;
