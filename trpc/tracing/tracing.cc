@@ -152,6 +152,11 @@ class ServerTracingFilter final : public MessageServerFilter {
     if (CallSpan* call = ctx->GetFilterData<CallSpan>(id_); call != nullptr && call->span) {
       EndSpan(call, ctx->GetStatus(), ctx->GetProtocolName());
     }
+    // trpc echoes the request's trans_info in the reply: the span's context would travel
+    // back (encoded, parsed, stored) for nothing.
+    if (g_tracer.load(std::memory_order_relaxed) != nullptr) {
+      ctx->MutablePbReqTransInfo().erase(kTraceparent);
+    }
   }
 
  private:
