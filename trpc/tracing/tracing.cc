@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <string_view>
+#include <vector>
 
 #include "trpc/client/client_filter.h"
 #include "trpc/server/server_filter.h"
@@ -24,8 +25,8 @@ namespace {
 
 constexpr char kTraceparent[] = "traceparent";
 
-// The running tracer: the sampler's ratio and the exporter. Replaced whole by StartTracing;
-// filters take a reference for the span's life (a shared_ptr copy per sampled span only).
+// The running tracer: the sampler's bound and the exporter. Replaced whole by StartTracing; a
+// sampled span keeps a pointer to the tracer it began under (tracers are never freed).
 struct Tracer {
   uint64_t sampling_bound = UINT64_MAX;  // detail::SamplingBound(sampler_ratio)
   std::unique_ptr<BatchExporter> exporter;
