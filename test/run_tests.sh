@@ -2,7 +2,7 @@
 # Sets up (installs missing Debian packages), builds and runs every test.
 #   test/run_tests.sh            Release build in build/
 #   test/run_tests.sh --asan     ASan+UBSan build in build-asan/
-#   test/run_tests.sh --tsan     TSan build of the concurrency-heavy layers (fiber, future,
+#   test/run_tests.sh --tsan     TSan build of the concurrency-heavy layers (base, fiber, future,
 #                                reactor, runtime, client, codec, naming, e2e, fault, server,
 #                                tracing) in
 #                                build-tsan/
@@ -19,7 +19,7 @@ per_cpu=2
 dirs=(-UTRPC_TEST_DIRS)
 case "${1:-}" in
   --asan) mode=Asan; dir=build-asan ;;
-  --tsan) mode=Tsan; dir=build-tsan; per_cpu=1; dirs=(-DTRPC_TEST_DIRS="fiber;future;reactor;runtime;client;codec;e2e;naming;fault;server;tracing") ;;
+  --tsan) mode=Tsan; dir=build-tsan; per_cpu=1; dirs=(-DTRPC_TEST_DIRS="base;fiber;future;reactor;runtime;client;codec;e2e;naming;fault;server;tracing") ;;
   "") ;;
   *) echo "usage: $0 [--asan|--tsan]" >&2; exit 2 ;;
 esac

@@ -506,6 +506,58 @@ TEST(ConfigErrorTest, TracingSection) {
             "t.yaml:3: unknown key 'sampler' in plugins.tracing");
 }
 
+// tRPC-Cpp's logger list: the first logger's file sink, rotation, mode and level.
+TEST(ConfigTest, LogDefaultSection) {
+  Config c = MustLoad(
+      "plugins:\n"
+      "  log:\n"
+      "    default:\n"
+      "      - name: default\n"
+      "        min_level: 1\n"
+      "        format: \"[%Y-%m-%d %H:%M:%S.%e] %v\"\n"
+      "        mode: 1\n"
+      "        sinks:\n"
+      "          local_file:\n"
+      "            filename: /var/log/app/trpc.log\n"
+      "            roll_type: by_size\n"
+      "            roll_size: 10000000\n"
+      "            reserve_count: 5\n");
+  const LogConfig& l = c.plugins.log;
+  EXPECT_TRUE(l.has_default);
+  EXPECT_EQ(l.level, "debug");  // tRPC-Cpp's 1
+  EXPECT_EQ(l.output.filename, "/var/log/app/trpc.log");
+  EXPECT_EQ(l.output.roll, log::Output::Roll::kBySize);
+  EXPECT_EQ(l.output.roll_size, 10000000u);
+  EXPECT_EQ(l.output.reserve_count, 5u);
+  EXPECT_FALSE(l.output.async);
+  EXPECT_FALSE(l.output.json);  // a pattern: our text lines
+  c = MustLoad(
+      "plugins:\n  log:\n    default:\n      - {name: d, min_level: warn, format: json, "
+      "sinks: {local_file: {filename: a.log, roll_type: by_day}}}\n");
+  EXPECT_EQ(c.plugins.log.level, "warn");
+  EXPECT_TRUE(c.plugins.log.output.json);
+  EXPECT_TRUE(c.plugins.log.output.async);  // mode 2, the default
+  EXPECT_EQ(c.plugins.log.output.roll, log::Output::Roll::kByDay);
+  // No local_file sink: stderr, as without the section.
+  c = MustLoad("plugins:\n  log:\n    default:\n      - {name: d, sinks: {stdout: {}}}\n");
+  EXPECT_TRUE(c.plugins.log.output.filename.empty());
+}
+
+TEST(ConfigErrorTest, LogDefaultSection) {
+  const std::string head = "plugins:\n  log:\n    default:\n      - name: d\n";
+  EXPECT_EQ(LoadError(head + "        min_level: 7\n"),
+            "t.yaml:5: plugins.log.default[0].min_level: expected 0..5 or a level name, got '7'");
+  EXPECT_EQ(LoadError(head + "        mode: 4\n"),
+            "t.yaml:5: plugins.log.default[0].mode: expected one of 1|2|3, got '4'");
+  EXPECT_EQ(LoadError(head + "        sinks:\n          local_file: {roll_type: by_size}\n"),
+            "t.yaml:6: plugins.log.default[0].sinks.local_file: missing required key "
+            "'filename'");
+  EXPECT_EQ(LoadError(head + "        sinks:\n          local_file: {filename: a, roll_type: "
+                             "weekly}\n"),
+            "t.yaml:6: plugins.log.default[0].sinks.local_file.roll_type: expected one of "
+            "by_size|by_day|by_hour, got 'weekly'");
+}
+
 TEST(ConfigTest, AdminGrpcMetricsKey) {
   EXPECT_FALSE(MustLoad("server: {admin_port: 1}\n").server.admin_grpc_metrics);
   EXPECT_TRUE(

@@ -15,6 +15,11 @@ int RunInTrpcRuntime(const Config& config, const std::function<int()>& fn) {
   log::Level level;
   if (log::ParseLevel(config.plugins.log.level, &level)) log::SetLevel(level);
   std::string err;
+  if (!config.plugins.log.output.filename.empty() &&
+      !log::SetOutput(config.plugins.log.output, &err)) {
+    std::fprintf(stderr, "%s: plugins.log.default: %s\n", config.path.c_str(), err.c_str());
+    return 1;
+  }
   naming::RegisterNamingPlugins();
   auto client = std::make_shared<TrpcClient>(config.client);
   // Before anything starts: "file:line: ...".
@@ -33,6 +38,7 @@ int RunInTrpcRuntime(const Config& config, const std::function<int()>& fn) {
   SetTrpcClient(nullptr);
   naming::StopNamingPlugins();
   runtime::Stop();
+  log::ResetOutput();  // what the log writer still holds goes to the file
   return rc;
 }
 

@@ -134,6 +134,11 @@ int TrpcApp::Start(const Config& config) {
 bool TrpcApp::StartFromConfig(std::string* err) {
   log::Level level;
   if (log::ParseLevel(config_.plugins.log.level, &level)) log::SetLevel(level);
+  if (!config_.plugins.log.output.filename.empty() &&
+      !log::SetOutput(config_.plugins.log.output, err)) {
+    *err = config_.path + ": plugins.log.default: " + *err;
+    return false;
+  }
   naming::RegisterNamingPlugins();
   if (!naming::ConfigureNamingPlugins(config_.plugins, err)) return false;
   // The `tracing` filters are always there to be named; plugins.tracing turns the spans on.
@@ -273,6 +278,7 @@ void TrpcApp::StopAll() {
     stop_done.store(true, std::memory_order_release);
     watchdog.join();
   }
+  log::ResetOutput();  // what the log writer still holds goes to the file
   if (outcome.calls_cut > 0 && signals_blocked_) {
     // Handlers the stop gave up on still hold their fibers' memory (and whatever they
     // reference): exit without the static destructors and leak checks that would trip on them.

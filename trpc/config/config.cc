@@ -569,14 +569,63 @@ void ReadTracing(const MapReader& plugins, const std::string& file, tracing::Tra
   if (r.ok()) *out = std::move(c);
 }
 
+// `plugins.log.default[]`, tRPC-Cpp's logger list: the first entry (its `name` is free) sets
+// where lines go. min_level is tRPC-Cpp's number (0 trace .. 5 critical) or a level name; mode
+// 1 is synchronous, 2 and 3 asynchronous; format `json` gives JSON lines (any other format, a
+// tRPC-Cpp pattern, gives our text lines); sinks.local_file names the file and its rotation.
+void ReadLogDefault(MapReader& log_reader, LogConfig* out, std::string* level) {
+  size_t count = 0;
+  log_reader.ForEachMap(
+      "default", {"name", "min_level", "mode", "format", "sinks"}, [&](MapReader& r, size_t) {
+        if (count++ > 0 || !r.ok()) return;  // the first logger only
+        out->has_default = true;
+        std::string min_level;
+        r.String("min_level", &min_level);
+        static constexpr const char* kByNumber[] = {"trace", "debug", "info",
+                                                    "warn",  "error", "fatal"};
+        if (r.ok() && !min_level.empty()) {
+          log::Level parsed;
+          if (min_level.size() == 1 && min_level[0] >= '0' && min_level[0] <= '5') {
+            *level = kByNumber[min_level[0] - '0'];
+          } else if (log::ParseLevel(min_level, &parsed)) {
+            *level = min_level;
+          } else {
+            r.FailValue("min_level",
+                        fmt::format("expected 0..5 or a level name, got '{}'", min_level));
+          }
+        }
+        std::string mode = "2";
+        r.OneOf("mode", {"1", "2", "3"}, &mode);
+        out->output.async = mode != "1";
+        std::string format;
+        r.String("format", &format);
+        out->output.json = format == "json";
+        MapReader sinks = r.Map("sinks", {"local_file", "stdout", "stderr"});
+        if (!sinks.Has("local_file")) return;
+        MapReader f = sinks.Map(
+            "local_file", {"filename", "roll_type", "roll_size", "reserve_count", "hour_interval"});
+        f.NonEmptyString("filename", &out->output.filename, Presence::kRequired);
+        std::string roll = "by_size";
+        f.OneOf("roll_type", {"by_size", "by_day", "by_hour"}, &roll);
+        out->output.roll = roll == "by_day"    ? log::Output::Roll::kByDay
+                           : roll == "by_hour" ? log::Output::Roll::kByHour
+                                               : log::Output::Roll::kBySize;
+        f.Uint("roll_size", UintRule{4096, uint64_t{1} << 40}, &out->output.roll_size);
+        f.Uint("reserve_count", UintRule{0, 100000}, &out->output.reserve_count);
+        uint32_t hour_interval = 1;
+        f.Uint("hour_interval", UintRule{1, 1}, &hour_interval);
+      });
+}
+
 void ReadPlugins(const MapReader& root, const std::string& file, PluginsConfig* out) {
   MapReader plugins = root.Map("plugins", {"log", "selector", "registry", "tracing"});
   ReadNamingPlugins(plugins, "selector", file, &out->selector);
   ReadNamingPlugins(plugins, "registry", file, &out->registry);
   ReadTracing(plugins, file, &out->tracing);
-  MapReader log_reader = plugins.Map("log", {"level"});
+  MapReader log_reader = plugins.Map("log", {"level", "default"});
   std::string level = out->log.level;
   log_reader.String("level", &level);
+  ReadLogDefault(log_reader, &out->log, &level);
   log::Level parsed;
   if (log_reader.ok() && !log::ParseLevel(level, &parsed)) {
     log_reader.FailValue("level",

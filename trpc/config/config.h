@@ -13,6 +13,7 @@
 /// in milliseconds. Default-constructed structs hold the documented defaults, so `Config{}` equals
 /// the result of loading an empty file.
 
+#include "trpc/base/logging.h"
 #include "trpc/client/client_config.h"
 #include "trpc/naming/plugin_options.h"
 #include "trpc/runtime/thread_model_config.h"
@@ -23,8 +24,18 @@ namespace trpc {
 
 struct LogConfig {
   std::string level = "info";  // trace|debug|info|warn|error|fatal|off.
+  /// `plugins.log.default[0]` (tRPC-Cpp's layout): where lines go. Its min_level, when set,
+  /// takes the place of `level`.
+  log::Output output;
+  bool has_default = false;  // the section is there
 
-  bool operator==(const LogConfig&) const = default;
+  bool operator==(const LogConfig& o) const {
+    return level == o.level && has_default == o.has_default &&
+           output.filename == o.output.filename && output.roll == o.output.roll &&
+           output.roll_size == o.output.roll_size &&
+           output.reserve_count == o.output.reserve_count && output.async == o.output.async &&
+           output.json == o.output.json;
+  }
 };
 
 struct PluginsConfig {

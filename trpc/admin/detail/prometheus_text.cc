@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "trpc/base/detail/version.h"
+#include "trpc/base/logging.h"
 #include "trpc/codec/detail/codec.h"
 #include "trpc/tracing/tracing.h"
 #include "trpc/transport/tls_context.h"
@@ -421,6 +422,19 @@ std::string PrometheusText(const ServerMetrics& m, const ProcessMetrics* process
 
   ClientFamilies(clients, w);
   if (grpc_names) GrpcFamilies(m, clients, w);
+
+  // The log file output (plugins.log.default), process-wide.
+  const log::OutputStats ls = log::GetOutputStats();
+  w.Family("trpc_log_lines_written_total", "counter", "Log lines written to the log file.");
+  w.Sample("trpc_log_lines_written_total", "", ls.lines_written);
+  w.Family("trpc_log_lines_dropped_total", "counter",
+           "Log lines dropped because the log writer's queue was full (asynchronous mode).");
+  w.Sample("trpc_log_lines_dropped_total", "", ls.lines_dropped);
+  w.Family("trpc_log_rotations_total", "counter", "Log file rotations (by size, day or hour).");
+  w.Sample("trpc_log_rotations_total", "", ls.rotations);
+  w.Family("trpc_log_write_errors_total", "counter",
+           "Failed writes or opens of the log file (its lines are lost).");
+  w.Sample("trpc_log_write_errors_total", "", ls.write_errors);
 
   // Tracing (plugins.tracing), process-wide.
   const tracing::TracingStats ts = tracing::GetTracingStats();
