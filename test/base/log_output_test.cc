@@ -146,6 +146,33 @@ TEST_F(LogOutputTest, AsyncLinesStayWholeAndDropsAreCounted) {
   }
 }
 
+// The queue is bounded by bytes as well as lines: long lines (a peer's text in an error) are
+// dropped and counted once the bytes waiting reach the bound.
+TEST_F(LogOutputTest, AsyncQueueIsBoundedByBytes) {
+  Output o;
+  o.filename = dir_ + "/bytes.log";
+  o.queue_lines = 1u << 20;  // never the limit here
+  o.queue_bytes = 8192;
+  std::string err;
+  ASSERT_TRUE(SetOutput(o, &err)) << err;
+  const OutputStats before = GetOutputStats();
+  constexpr int kLines = 2000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([] {
+      for (int i = 0; i < kLines; ++i) TRPC_LOG_INFO("{}", std::string(4000, 'z'));
+    });
+  }
+  for (auto& th : threads) th.join();
+  ResetOutput();
+  const OutputStats after = GetOutputStats();
+  const uint64_t written = after.lines_written - before.lines_written;
+  const uint64_t dropped = after.lines_dropped - before.lines_dropped;
+  EXPECT_EQ(written + dropped, 2u * kLines);
+  EXPECT_GT(dropped, 0u);  // two 4 KB lines fill the bound; the writer cannot keep up with that
+  EXPECT_EQ(Lines(o.filename).size(), written);
+}
+
 TEST_F(LogOutputTest, JsonLines) {
   Output o;
   o.filename = dir_ + "/json.log";

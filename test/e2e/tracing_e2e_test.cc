@@ -383,6 +383,24 @@ TEST_F(TracingE2eTest, AnUnsampledCallerIsFollowed) {
   EXPECT_TRUE(WaitForTrace(trace_id, 0).empty());
 }
 
+// A method name of a caller's making (5,000 bytes here) is cut to 256 bytes in the span's
+// name: the exporter's queue cannot be made to hold megabytes of names.
+TEST_F(TracingE2eTest, LongMethodNamesAreCutInSpans) {
+  auto ctx = MakeClientContext();
+  ctx->SetFuncName("/trpc.test.helloworld.Greeter/" + std::string(5000, 'x'));
+  HelloRequest req;
+  HelloReply rsp;
+  // (The generated SayHello names its own method: the plain proxy call sends ctx's.)
+  EXPECT_FALSE(static_cast<ServiceProxy&>(*front_).UnaryInvoke(ctx, req, &rsp).OK());
+  const std::string trace_id = ctx->GetReqTransInfo().at("traceparent").substr(3, 32);
+  std::vector<Span> spans = WaitForTrace(trace_id, 1);
+  ASSERT_GE(spans.size(), 1u);
+  for (const Span& s : spans) {
+    EXPECT_LE(s.name.size(), 256u) << s.name.substr(0, 80);
+    EXPECT_TRUE(s.name.starts_with("trpc.test.helloworld.Greeter/xxx")) << s.name.substr(0, 80);
+  }
+}
+
 // The collector gone: calls go on as before, and the spans they make are counted as dropped.
 TEST_F(TracingE2eTest, ACollectorThatIsDownCostsOnlyTheSpans) {
   collector_.Stop();

@@ -180,6 +180,7 @@ struct FileOutput {
   std::mutex mu;  // the queue, or (sync) the file
   std::condition_variable wake;
   std::deque<std::string> queue;
+  size_t queued_bytes = 0;  // of `queue`
   bool stopping = false;
   std::thread writer;
 
@@ -194,6 +195,7 @@ struct FileOutput {
       size_t lines = 0;
       while (!queue.empty() && batch.size() < 65536) {
         batch += queue.front();
+        queued_bytes -= queue.front().size();
         queue.pop_front();
         ++lines;
       }
@@ -214,10 +216,11 @@ struct FileOutput {
     {
       std::lock_guard lock(mu);
       if (stopping) return false;
-      if (queue.size() >= options.queue_lines) {
+      if (queue.size() >= options.queue_lines || queued_bytes + line.size() > options.queue_bytes) {
         g_dropped.fetch_add(1, std::memory_order_relaxed);
         return true;
       }
+      queued_bytes += line.size();
       queue.push_back(std::move(line));
     }
     wake.notify_one();

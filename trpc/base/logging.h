@@ -37,7 +37,12 @@ struct Output {
   uint32_t reserve_count = 10;      // rotated files kept besides the current one
   bool async = true;                // a writer thread; else each Write() writes under a lock
   size_t queue_lines = 65536;       // async: lines waiting; more are dropped (counted)
-  bool json = false;                // JSON lines instead of text
+  /// async: bytes of lines waiting, at most; more are dropped (counted). Lines can carry what a
+  /// peer sent (an error's text), so the lines alone would not bound the memory.
+  size_t queue_bytes = 16u << 20;
+  bool json = false;  // JSON lines instead of text
+
+  bool operator==(const Output&) const = default;
 };
 /// Sends every line to `out` from now on (flushing and replacing a previous output). False with
 /// `*err` when the file cannot be opened; the output is then unchanged. Thread-safe.

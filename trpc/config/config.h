@@ -29,13 +29,7 @@ struct LogConfig {
   log::Output output;
   bool has_default = false;  // the section is there
 
-  bool operator==(const LogConfig& o) const {
-    return level == o.level && has_default == o.has_default &&
-           output.filename == o.output.filename && output.roll == o.output.roll &&
-           output.roll_size == o.output.roll_size &&
-           output.reserve_count == o.output.reserve_count && output.async == o.output.async &&
-           output.json == o.output.json;
-  }
+  bool operator==(const LogConfig&) const = default;
 };
 
 struct PluginsConfig {

@@ -24,6 +24,9 @@ using detail::SpanKind;
 namespace {
 
 constexpr char kTraceparent[] = "traceparent";
+// What a span keeps of text that may come from a peer (the method, an error's message).
+constexpr size_t kMaxNameBytes = 256;
+constexpr size_t kMaxStatusMessageBytes = 1024;
 
 // The running tracer: the sampler's bound and the exporter. Replaced whole by StartTracing; a
 // sampled span keeps a pointer to the tracer it began under (tracers are never freed).
@@ -85,7 +88,9 @@ std::shared_ptr<CallSpan> BeginSpan(Tracer* t, TransInfo& info, SpanKind kind,
   span.context = mine;
   if (has_parent) span.parent_span_id = parent.span_id;
   std::string_view service, method;
-  SplitFunc(func, &service, &method);
+  // A server span's name comes from the peer's request: bounded, so that a queue of spans
+  // cannot hold megabytes of a caller's method names.
+  SplitFunc(func.substr(0, kMaxNameBytes), &service, &method);
   span.name.reserve(service.size() + 1 + method.size());
   span.name.append(service).append("/").append(method);
   span.kind = kind;
@@ -118,7 +123,7 @@ void EndSpan(CallSpan* call, const Status& st, std::string_view protocol) {
   }
   if (!st.OK()) {
     span.error = true;
-    span.status_message = st.ErrorMessage();
+    span.status_message = st.ErrorMessage().substr(0, kMaxStatusMessageBytes);
   }
   if (call->tracer->exporter) call->tracer->exporter->Enqueue(std::move(call->span));
 }

@@ -235,7 +235,6 @@ bool BatchExporter::Post(const std::string& body) {
         } else {
           need = std::strtoul(head.c_str() + cl + 17, nullptr, 10);
         }
-        if (in.size() > (1u << 20)) return false;
         if (head.find("\r\nconnection: close") != std::string::npos) Disconnect();
       }
     }
